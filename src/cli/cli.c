@@ -1,0 +1,53 @@
+/* cli: shared helpers; see cli.h. */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "tokmeter %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry 'tokmeter %s --help'.\n", cmd);
+  va_end(ap);
+  return TM_EXIT_USAGE;
+}
+
+int cli_fail(const char *cmd, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "tokmeter %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return code;
+}
+
+void cli_warn(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "tokmeter %s: warning: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static int progress_shown;
+
+bool cli_progress_enabled(void) { return isatty(STDERR_FILENO) == 1; }
+
+void cli_progress(const char *message, void *ctx) {
+  if (!cli_progress_enabled()) return;
+  const char *cmd = ctx ? (const char *)ctx : "";
+  fprintf(stderr, "\r\033[K%s%s%s", cmd, *cmd ? ": " : "", message);
+  fflush(stderr);
+  progress_shown = 1;
+}
+
+void cli_progress_done(void) {
+  if (progress_shown && cli_progress_enabled()) fprintf(stderr, "\r\033[K");
+  progress_shown = 0;
+}

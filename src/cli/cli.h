@@ -1,0 +1,35 @@
+/* cli: what every subcommand shares: exit codes, error lines, progress on a TTY.
+ * Each subcommand lives in cmd_<name>.c and is called with argv[0] = its name;
+ * it parses its own flags (getopt_long), prints results on stdout and everything
+ * else (progress, warnings, errors) on stderr, and returns the exit code. */
+#ifndef TM_CLI_H
+#define TM_CLI_H
+
+#include <stdbool.h>
+
+enum {
+  TM_EXIT_OK = 0,      /* everything asked for was done */
+  TM_EXIT_RUNTIME = 1, /* a runtime failure (a measurement failed, I/O) */
+  TM_EXIT_USAGE = 2,   /* bad usage or bad input (a flag, a corrupt file) */
+};
+
+/* "tokmeter CMD: <msg>" and "Try 'tokmeter CMD --help'." on stderr; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "tokmeter CMD: <msg>" on stderr; returns code. */
+int cli_fail(const char *cmd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "tokmeter CMD: warning: <msg>" on stderr. */
+void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True when stderr is a terminal (progress lines are shown only then). */
+bool cli_progress_enabled(void);
+/* A progress callback (ctx = command name): on a TTY, rewrites one status line
+ * on stderr; when piped, silent. cli_progress_done() clears the line. */
+void cli_progress(const char *message, void *ctx);
+void cli_progress_done(void);
+
+int cmd_bench(int argc, char **argv);
+int cmd_ceiling(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+
+#endif

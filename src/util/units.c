@@ -1,0 +1,153 @@
+/* units: see units.h. */
+#include "util/units.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Splits "12.5 GiB/s" into the number and the multiplier of its prefix; *rest
+ * points at what follows the prefix ("B/s"). Returns -1 if no number. */
+static int split_number(const char *s, double *value, double *mult, const char **rest) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno == ERANGE || !isfinite(v)) return -1;
+  while (*end == ' ') end++;
+  double m = 1;
+  char c = *end;
+  int binary = end[0] && (end[1] == 'i' || end[1] == 'I');
+  switch (c) {
+    case 'k': case 'K': m = binary ? 1024.0 : 1e3; break;
+    case 'M': m = binary ? 1048576.0 : 1e6; break;
+    case 'G': case 'g': m = binary ? 1073741824.0 : 1e9; break;
+    case 'T': case 't': m = binary ? 1099511627776.0 : 1e12; break;
+    case 'P': case 'p': m = binary ? 1125899906842624.0 : 1e15; break;
+    default: c = 0;
+  }
+  if (c) end += binary ? 2 : 1;
+  *value = v;
+  *mult = m;
+  *rest = end;
+  return 0;
+}
+
+static int unit_is(const char *rest, const char *const *words) {
+  for (; *words; words++)
+    if (strcasecmp(rest, *words) == 0) return 1;
+  return 0;
+}
+
+static int parse_with(const char *s, const char *const *words, const char *forms, double *out,
+                      struct tm_err *err) {
+  double v, m;
+  const char *rest;
+  if (!s || split_number(s, &v, &m, &rest) != 0)
+    return tm_errf(err, "'%s' is not a number; expected e.g. %s", s ? s : "", forms);
+  /* A lone prefix letter that is also a unit start (e.g. "B") was not consumed. */
+  if (!unit_is(rest, words))
+    return tm_errf(err, "'%s': unknown unit '%s'; expected e.g. %s", s, rest, forms);
+  if (v < 0) return tm_errf(err, "'%s' is negative", s);
+  *out = v * m;
+  return 0;
+}
+
+int tm_parse_bytes(const char *s, double *bytes, struct tm_err *err) {
+  static const char *const w[] = {"", "B", "byte", "bytes", NULL};
+  return parse_with(s, w, "15GB, 15GiB, 358MiB", bytes, err);
+}
+
+int tm_parse_bandwidth(const char *s, double *bytes_per_s, struct tm_err *err) {
+  static const char *const w[] = {"", "B/s", "Bps", "B", NULL};
+  return parse_with(s, w, "273GB/s, 68GiB/s", bytes_per_s, err);
+}
+
+int tm_parse_ops_rate(const char *s, double *ops_per_s, struct tm_err *err) {
+  static const char *const w[] = {"", "FLOPS", "FLOP/s", "OPS", "OP/s", "FLOPs", NULL};
+  return parse_with(s, w, "14TFLOPS, 900GOPS", ops_per_s, err);
+}
+
+int tm_parse_tokens(const char *s, double *tokens, struct tm_err *err) {
+  static const char *const w[] = {"", "tok", "tokens", "tok/s", "t/s", "tokens/s", NULL};
+  return parse_with(s, w, "1M, 250k tok/s, 75 tok/s", tokens, err);
+}
+
+int tm_parse_u32(const char *s, const char *what, uint32_t *out, struct tm_err *err) {
+  char *end;
+  errno = 0;
+  if (!s || !*s || *s == '-' || *s == '+')
+    return tm_errf(err, "%s: '%s' is not a positive integer", what, s ? s : "");
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || errno == ERANGE || v == 0 || v > 0xffffffffull)
+    return tm_errf(err, "%s: '%s' is not a positive integer", what, s);
+  *out = (uint32_t)v;
+  return 0;
+}
+
+int tm_parse_u32_list(const char *s, const char *what, uint32_t *out, size_t max, size_t *n,
+                      struct tm_err *err) {
+  char buf[512];
+  if (!s || strlen(s) >= sizeof buf) return tm_errf(err, "%s: list too long", what);
+  strcpy(buf, s);
+  size_t k = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (k == max) return tm_errf(err, "%s: at most %zu values", what, max);
+    if (tm_parse_u32(tok, what, &out[k], err) != 0) return -1;
+    k++;
+  }
+  if (k == 0) return tm_errf(err, "%s: empty list", what);
+  *n = k;
+  return 0;
+}
+
+static char *fmt_scaled(double v, const char *const *units, double step, const char *suffix,
+                        char *buf, size_t n) {
+  int i = 0;
+  while (fabs(v) >= step && units[i + 1]) {
+    v /= step;
+    i++;
+  }
+  int decimals = fabs(v) >= 100 ? 0 : fabs(v) >= 10 ? 1 : 2;
+  if (i == 0 && v == floor(v)) decimals = 0;
+  snprintf(buf, n, "%.*f %s%s", decimals, v, units[i], suffix);
+  return buf;
+}
+
+char *tm_fmt_bytes(double bytes, char *buf, size_t n) {
+  static const char *const u[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", NULL};
+  return fmt_scaled(bytes, u, 1024, "B", buf, n);
+}
+
+char *tm_fmt_bytes_si(double bytes, char *buf, size_t n) {
+  static const char *const u[] = {"", "k", "M", "G", "T", "P", NULL};
+  return fmt_scaled(bytes, u, 1000, "B", buf, n);
+}
+
+char *tm_fmt_bandwidth(double bytes_per_s, char *buf, size_t n) {
+  static const char *const u[] = {"", "k", "M", "G", "T", "P", NULL};
+  return fmt_scaled(bytes_per_s, u, 1000, "B/s", buf, n);
+}
+
+char *tm_fmt_ops(double ops_per_s, const char *unit, char *buf, size_t n) {
+  static const char *const u[] = {"", "k", "M", "G", "T", "P", NULL};
+  return fmt_scaled(ops_per_s, u, 1000, unit, buf, n);
+}
+
+char *tm_fmt_count(double count, char *buf, size_t n) {
+  static const char *const u[] = {"", "k", "M", "B", "T", NULL};
+  fmt_scaled(count, u, 1000, "", buf, n);
+  /* "596 M" -> "596M": counts read better without the space. */
+  char *sp = strchr(buf, ' ');
+  if (sp) memmove(sp, sp + 1, strlen(sp));
+  return buf;
+}
+
+char *tm_fmt_rate(double tok_s, char *buf, size_t n) {
+  int decimals = tok_s >= 100 ? 0 : tok_s >= 10 ? 1 : 2;
+  snprintf(buf, n, "%.*f", decimals, tok_s);
+  return buf;
+}

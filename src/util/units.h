@@ -1,0 +1,37 @@
+/* units: reading and printing quantities with units, as users type and read them.
+ * Parsing accepts an optional space between number and unit, SI prefixes
+ * (k, M, G, T, P = powers of 1000) and binary ones (Ki, Mi, Gi, Ti = powers of
+ * 1024), case-insensitive for the unit word. A bare number is taken in the base
+ * unit. Everything else is an error naming the text and the accepted forms. */
+#ifndef TM_UNITS_H
+#define TM_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+/* "15GB", "15 GiB", "358MiB", "1e9" -> bytes. */
+int tm_parse_bytes(const char *s, double *bytes, struct tm_err *err);
+/* "273GB/s", "273 GB/s", "68.2GiB/s", "3e10" -> bytes per second. */
+int tm_parse_bandwidth(const char *s, double *bytes_per_s, struct tm_err *err);
+/* "14TFLOPS", "14 TFLOP/s", "900GOPS", "0.9 TOPS", "1.4e13" -> operations per
+ * second. */
+int tm_parse_ops_rate(const char *s, double *ops_per_s, struct tm_err *err);
+/* "1M", "1M tok/s", "250k", "75 tok/s" -> tokens (per second). */
+int tm_parse_tokens(const char *s, double *tokens, struct tm_err *err);
+/* A positive integer that fits in 32 bits; err names `what`. */
+int tm_parse_u32(const char *s, const char *what, uint32_t *out, struct tm_err *err);
+/* "1,2,4" -> up to max values, each a positive integer. */
+int tm_parse_u32_list(const char *s, const char *what, uint32_t *out, size_t max, size_t *n,
+                      struct tm_err *err);
+
+/* Printing. Each writes into buf (n bytes) and returns buf. */
+char *tm_fmt_bytes(double bytes, char *buf, size_t n);          /* "358.4 MiB" */
+char *tm_fmt_bytes_si(double bytes, char *buf, size_t n);       /* "375.6 MB" */
+char *tm_fmt_bandwidth(double bytes_per_s, char *buf, size_t n); /* "28.6 GB/s" */
+char *tm_fmt_ops(double ops_per_s, const char *unit, char *buf, size_t n); /* "1.2 TFLOPS" */
+char *tm_fmt_count(double count, char *buf, size_t n);          /* "596.0M", "3.05B" */
+char *tm_fmt_rate(double tok_s, char *buf, size_t n); /* tok/s with 3 significant digits */
+
+#endif
