@@ -47,9 +47,18 @@ static int parse_with(const char *s, const char *const *words, const char *forms
   const char *rest;
   if (!s || split_number(s, &v, &m, &rest) != 0)
     return tm_errf(err, "'%s' is not a number; expected e.g. %s", s ? s : "", forms);
-  /* A lone prefix letter that is also a unit start (e.g. "B") was not consumed. */
-  if (!unit_is(rest, words))
-    return tm_errf(err, "'%s': unknown unit '%s'; expected e.g. %s", s, rest, forms);
+  while (*rest == ' ') rest++;
+  if (!unit_is(rest, words)) {
+    /* The letter taken as a prefix may start the unit itself ("75 tok/s"):
+     * read again without a prefix. */
+    char *end;
+    const char *plain = s;
+    strtod(plain, &end);
+    while (*end == ' ') end++;
+    if (!unit_is(end, words))
+      return tm_errf(err, "'%s': unknown unit '%s'; expected e.g. %s", s, rest, forms);
+    m = 1;
+  }
   if (v < 0) return tm_errf(err, "'%s' is negative", s);
   *out = v * m;
   return 0;
@@ -112,7 +121,7 @@ static char *fmt_scaled(double v, const char *const *units, double step, const c
     i++;
   }
   int decimals = fabs(v) >= 100 ? 0 : fabs(v) >= 10 ? 1 : 2;
-  if (i == 0 && v == floor(v)) decimals = 0;
+  if (v == floor(v)) decimals = 0;
   snprintf(buf, n, "%.*f %s%s", decimals, v, units[i], suffix);
   return buf;
 }
