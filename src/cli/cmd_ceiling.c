@@ -1,8 +1,602 @@
-/* cmd_ceiling: placeholder until its module lands. */
+/* cmd_ceiling: `tokmeter ceiling` - how fast a model could decode and prefill on
+ * a machine: bytes and FLOPs per token (src/model/analysis.h) against read
+ * bandwidth and compute rate, measured by this machine's probe or given.
+ *
+ * Three model sources: a GGUF file, a preset shape at a file type (the tensor
+ * types llama-quantize would choose, via model_plan_make), or the napkin
+ * (--size, --active-fraction). Human output on stdout, or one JSON object with
+ * --json whose keys are a contract documented in docs/ceiling.md.
+ * Exit codes: 0 ok; 2 bad flag, unknown preset/type/unit, missing or corrupt
+ * file; 1 the probe failed. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
 #include "cli/cli.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
+#include "machine/probe.h"
+#include "model/analysis.h"
+#include "model/ceiling.h"
+#include "model/plan.h"
+#include "model/shape.h"
+#include "util/units.h"
+
+static const char *const CMD = "ceiling";
+#define MAX_DEPTHS 16
+#define DEFAULT_OVERHEAD_BYTES (1024.0 * 1024 * 1024)
+static const char *const KV_TYPES[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0",
+                                       "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"};
+
+struct ceiling_opts {
+  const char *file, *preset, *type;
+  double size_bytes, active_fraction;
+  double bandwidth, compute;   /* 0 = measure */
+  uint32_t threads;            /* 0 = best */
+  uint64_t depths[MAX_DEPTHS];
+  size_t n_depths;
+  uint32_t prompt_tokens;
+  uint32_t kv_type;
+  double memory_bytes, overhead_bytes;
+  double measured_decode, measured_prefill; /* < 0 = not given */
+  bool json;
+};
+
+static void usage(FILE *out) {
+  size_t np;
+  const struct model_preset *p = model_presets(&np);
+  fprintf(out,
+          "Usage: tokmeter ceiling FILE.gguf [options]\n"
+          "       tokmeter ceiling --preset NAME [--type T] [options]\n"
+          "       tokmeter ceiling --size BYTES [--active-fraction F] [options]\n"
+          "\n"
+          "How fast a model could run: decode ceiling = read bandwidth / bytes read per\n"
+          "generated token; prefill ceiling = compute rate / FLOPs per prompt token. Bytes\n"
+          "come from the tensor table, tensor by tensor with each tensor's own type. The\n"
+          "bandwidth and compute rate are this machine's (probed once, then cached) or given.\n"
+          "\n"
+          "Model (exactly one):\n"
+          "  FILE.gguf              a GGUF model file (any architecture)\n"
+          "  --preset NAME          a known shape, analysed without writing a file\n"
+          "  --type T               file type for --preset (default Q4_K_M), one of:\n"
+          "                         %s\n"
+          "  --size BYTES           napkin: a model of this size (e.g. 15GB), every byte\n"
+          "                         read per token\n"
+          "  --active-fraction F    napkin: fraction of --size read per token (MoE), 0 < F <= 1\n"
+          "                         (default 1)\n"
+          "\n"
+          "Machine:\n"
+          "  --bandwidth BW         read bandwidth of the device, e.g. 273GB/s (default:\n"
+          "                         measured by this machine's probe)\n"
+          "  --compute RATE         compute rate for prefill, e.g. 14TFLOPS or 900GOPS\n"
+          "                         (default: probed, int8 path for a mostly-quantized model\n"
+          "                         where the CPU has one, else f32; with --bandwidth given\n"
+          "                         and no --compute, no prefill ceiling is computed)\n"
+          "  -t, --threads N        use the probe's figures at N threads (default: the best\n"
+          "                         over thread counts, printed)\n"
+          "  --memory BYTES         memory for the context-that-fits line (default: this\n"
+          "                         machine's MemTotal when probing; none with --bandwidth)\n"
+          "  --overhead BYTES       memory kept for runtime buffers (default 1GiB)\n"
+          "\n"
+          "Workload:\n"
+          "  -d, --depth LIST       context depths for the decode ceiling, comma-separated\n"
+          "                         (default 0,4096,32768)\n"
+          "  -p, --prompt-tokens N  prompt length for the prefill ceiling (default 512)\n"
+          "  --kv-type T            KV cache type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,\n"
+          "                         Q5_1, IQ4_NL (default F16)\n"
+          "\n"
+          "Verdicts:\n"
+          "  --measured-decode X    a measured decode rate (tok/s): %% of the ceiling, verdict\n"
+          "  --measured-prefill X   a measured prefill rate (tok/s): %% of the ceiling, verdict\n"
+          "\n"
+          "Output:\n"
+          "  --json                 one JSON object on stdout (keys: docs/ceiling.md)\n"
+          "  -h, --help             this help\n"
+          "\n"
+          "Presets:\n",
+          model_ftype_names());
+  for (size_t i = 0; i < np; i++) fprintf(out, "  %-16s %s\n", p[i].name, p[i].description);
+  fprintf(out,
+          "\n"
+          "Well-tuned runtimes reach 75-85%% of the decode ceiling. Exit codes: 0 ok,\n"
+          "1 the probe failed, 2 bad usage, unknown preset/type/unit, missing or corrupt file.\n");
+}
+
+static int parse_depths(const char *s, struct ceiling_opts *o) {
+  char buf[512];
+  if (strlen(s) >= sizeof buf) return -1;
+  strcpy(buf, s);
+  o->n_depths = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *end;
+    if (o->n_depths == MAX_DEPTHS || *tok < '0' || *tok > '9') return -1;
+    unsigned long long v = strtoull(tok, &end, 10);
+    if (*end || v > 1000000000ull) return -1;
+    o->depths[o->n_depths++] = v;
+  }
+  return o->n_depths ? 0 : -1;
+}
+
+static int parse_kv_type(const char *s, uint32_t *out) {
+  for (size_t i = 0; i < sizeof KV_TYPES / sizeof KV_TYPES[0]; i++)
+    if (strcasecmp(s, KV_TYPES[i]) == 0) {
+      *out = (uint32_t)ggml_type_from_name(KV_TYPES[i]);
+      return 0;
+    }
+  return -1;
+}
+
+/* Returns -1 with a usage error printed, 1 when --help was printed, 0 ok. */
+static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
+  enum { O_PRESET = 256, O_TYPE, O_SIZE, O_FRAC, O_BW, O_COMPUTE, O_KV, O_MEM, O_OVERHEAD,
+         O_MDEC, O_MPRE, O_JSON };
+  static const struct option longopts[] = {
+      {"preset", required_argument, 0, O_PRESET}, {"type", required_argument, 0, O_TYPE},
+      {"size", required_argument, 0, O_SIZE}, {"active-fraction", required_argument, 0, O_FRAC},
+      {"bandwidth", required_argument, 0, O_BW}, {"compute", required_argument, 0, O_COMPUTE},
+      {"threads", required_argument, 0, 't'}, {"depth", required_argument, 0, 'd'},
+      {"prompt-tokens", required_argument, 0, 'p'}, {"kv-type", required_argument, 0, O_KV},
+      {"memory", required_argument, 0, O_MEM}, {"overhead", required_argument, 0, O_OVERHEAD},
+      {"measured-decode", required_argument, 0, O_MDEC},
+      {"measured-prefill", required_argument, 0, O_MPRE}, {"json", no_argument, 0, O_JSON},
+      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  o->active_fraction = 1.0;
+  o->depths[0] = 0, o->depths[1] = 4096, o->depths[2] = 32768;
+  o->n_depths = 3;
+  o->prompt_tokens = 512;
+  o->kv_type = GGML_TYPE_F16;
+  o->overhead_bytes = DEFAULT_OVERHEAD_BYTES;
+  o->measured_decode = o->measured_prefill = -1;
+  bool have_size = false;
+  struct tm_err err = {{0}};
+  opterr = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, ":ht:d:p:", longopts, NULL)) != -1) {
+    int bad = 0;
+    switch (c) {
+      case 'h': usage(stdout); *rc = TM_EXIT_OK; return 1;
+      case O_PRESET: o->preset = optarg; break;
+      case O_TYPE: o->type = optarg; break;
+      case O_SIZE: bad = tm_parse_bytes(optarg, &o->size_bytes, &err); have_size = true; break;
+      case O_FRAC: {
+        char *end;
+        o->active_fraction = strtod(optarg, &end);
+        if (*end || !(o->active_fraction > 0 && o->active_fraction <= 1))
+          bad = tm_errf(&err, "--active-fraction: '%s' is not a number in (0, 1]", optarg);
+        break;
+      }
+      case O_BW: bad = tm_parse_bandwidth(optarg, &o->bandwidth, &err); break;
+      case O_COMPUTE: bad = tm_parse_ops_rate(optarg, &o->compute, &err); break;
+      case 't': bad = tm_parse_u32(optarg, "--threads", &o->threads, &err); break;
+      case 'd':
+        if (parse_depths(optarg, o) != 0)
+          bad = tm_errf(&err, "--depth: '%s' is not a list of up to %d integers >= 0 (e.g. "
+                              "0,4096,32768)", optarg, MAX_DEPTHS);
+        break;
+      case 'p': bad = tm_parse_u32(optarg, "--prompt-tokens", &o->prompt_tokens, &err); break;
+      case O_KV:
+        if (parse_kv_type(optarg, &o->kv_type) != 0)
+          bad = tm_errf(&err, "--kv-type: unknown type '%s'; accepted: F32, F16, BF16, Q8_0, "
+                              "Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL", optarg);
+        break;
+      case O_MEM: bad = tm_parse_bytes(optarg, &o->memory_bytes, &err); break;
+      case O_OVERHEAD: bad = tm_parse_bytes(optarg, &o->overhead_bytes, &err); break;
+      case O_MDEC: bad = tm_parse_tokens(optarg, &o->measured_decode, &err); break;
+      case O_MPRE: bad = tm_parse_tokens(optarg, &o->measured_prefill, &err); break;
+      case O_JSON: o->json = true; break;
+      case ':':
+        *rc = cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        return -1;
+      default:
+        *rc = cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        return -1;
+    }
+    if (bad) {
+      *rc = cli_usage_error(CMD, "%s", err.msg);
+      return -1;
+    }
+  }
+  if (optind < argc) o->file = argv[optind++];
+  if (optind < argc) {
+    *rc = cli_usage_error(CMD, "unexpected argument '%s' (one model file at most)", argv[optind]);
+    return -1;
+  }
+  int sources = (o->file != NULL) + (o->preset != NULL) + have_size;
+  if (sources != 1) {
+    *rc = cli_usage_error(CMD, sources ? "give one model: FILE.gguf, --preset or --size"
+                                       : "no model: give FILE.gguf, --preset NAME or --size BYTES");
+    return -1;
+  }
+  if (have_size && !(o->size_bytes > 0)) {
+    *rc = cli_usage_error(CMD, "--size must be > 0");
+    return -1;
+  }
+  if (o->type && !o->preset) {
+    *rc = cli_usage_error(CMD, "--type goes with --preset (a file's types are read from it)");
+    return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ the model -- */
+
+static int load_model(const struct ceiling_opts *o, struct model_cost *cost, char *type_name,
+                      size_t tn) {
+  struct tm_err err = {{0}};
+  struct model_desc d;
+  struct model_analyze_options ao = {o->kv_type};
+  if (o->file) {
+    struct gguf_file *f = gguf_open(o->file, &err);
+    if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+    int r = model_desc_from_gguf(f, &d, &err);
+    gguf_close(f);
+    if (r != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  } else {
+    const struct model_preset *p = model_preset_find(o->preset);
+    if (!p) {
+      size_t np;
+      const struct model_preset *all = model_presets(&np);
+      char list[1024] = "";
+      for (size_t i = 0; i < np; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 all[i].name);
+      return cli_fail(CMD, TM_EXIT_USAGE, "unknown preset '%s'; accepted: %s", o->preset, list);
+    }
+    const char *t = o->type ? o->type : "Q4_K_M";
+    int ftype = model_ftype_from_name(t);
+    if (ftype < 0)
+      return cli_fail(CMD, TM_EXIT_USAGE, "unknown type '%s'; accepted: %s", t,
+                      model_ftype_names());
+    snprintf(type_name, tn, "%s", model_ftype_name(ftype));
+    struct model_plan plan;
+    if (model_plan_make(&p->shape, ftype, &plan, &err) != 0)
+      return cli_fail(CMD, TM_EXIT_USAGE, "preset %s at %s: %s", o->preset, t, err.msg);
+    int r = model_desc_from_plan(&plan, &d, &err);
+    model_plan_free(&plan);
+    if (r != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+  }
+  int r = model_analyze(&d, &ao, cost, &err);
+  model_desc_free(&d);
+  if (r != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  if (cost->bytes_total == 0) return cli_fail(CMD, TM_EXIT_USAGE, "the model has no tensor data");
+  return 0;
+}
+
+/* ------------------------------------------------------------ the machine -- */
+
+struct machine_rates {
+  double bandwidth;        /* B/s */
+  uint32_t bw_threads;     /* 0 = given */
+  double compute;          /* op/s; 0 = unknown */
+  uint32_t compute_threads;
+  char compute_path[48];   /* "int8 (avx512_vnni)", "f32 (avx512f)", "given", "" */
+  bool probed, quick;
+  double memory_bytes;     /* 0 = unknown */
+};
+
+static int machine_rates_get(const struct ceiling_opts *o, double quantized_fraction,
+                             struct machine_rates *m) {
+  memset(m, 0, sizeof *m);
+  m->memory_bytes = o->memory_bytes;
+  if (o->compute > 0) {
+    m->compute = o->compute;
+    snprintf(m->compute_path, sizeof m->compute_path, "given");
+  }
+  if (o->bandwidth > 0) {
+    m->bandwidth = o->bandwidth;
+    if (o->threads) cli_warn(CMD, "-t ignored: the bandwidth is given");
+    return 0;
+  }
+  struct machine_probe *p = calloc(1, sizeof *p);
+  if (!p) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  struct tm_err err = {{0}};
+  if (probe_get(p, false, cli_progress, (void *)CMD, &err) != 0) {
+    cli_progress_done();
+    free(p);
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "probe failed: %s (give --bandwidth instead)",
+                    err.msg);
+  }
+  cli_progress_done();
+  m->probed = true;
+  m->quick = p->quick;
+  if (o->threads && (o->threads > p->max_threads || o->threads > PROBE_MAX_THREADS)) {
+    uint32_t mt = p->max_threads;
+    free(p);
+    return cli_fail(CMD, TM_EXIT_USAGE, "-t %u: the probe measured 1..%u threads", o->threads,
+                    mt);
+  }
+  if (o->threads) {
+    m->bandwidth = p->read_bw_bytes_s[o->threads];
+    m->bw_threads = o->threads;
+  } else {
+    m->bandwidth = probe_best_read_bw(p, &m->bw_threads);
+  }
+  if (!(o->compute > 0)) {
+    uint32_t ti = 0, tf = 0;
+    double i8 = o->threads ? p->int8_ops[o->threads] : probe_best_int8(p, &ti);
+    double f32 = o->threads ? p->f32_flops[o->threads] : probe_best_f32(p, &tf);
+    if (o->threads) ti = tf = o->threads;
+    if (ceiling_use_int8(quantized_fraction, i8)) {
+      m->compute = i8;
+      m->compute_threads = ti;
+      snprintf(m->compute_path, sizeof m->compute_path, "int8 (%s)", p->int8_path);
+    } else if (f32 > 0) {
+      m->compute = f32;
+      m->compute_threads = tf;
+      snprintf(m->compute_path, sizeof m->compute_path, "f32 (%s)", p->f32_path);
+    }
+  }
+  if (!(m->memory_bytes > 0)) m->memory_bytes = (double)p->info.memory_bytes;
+  free(p);
+  if (!(m->bandwidth > 0)) return cli_fail(CMD, TM_EXIT_RUNTIME, "the probe has no bandwidth");
+  return 0;
+}
+
+/* ------------------------------------------------------------ output -- */
+
+/* Integral values as JSON integers, the rest as reals; NaN/inf/unknown as null. */
+static json_t *jnum(double v) {
+  if (!isfinite(v)) return json_null();
+  if (v == floor(v) && fabs(v) < 9.0e15) return json_integer((json_int_t)v);
+  return json_real(v);
+}
+static json_t *jnum_or_null(double v, bool known) { return known ? jnum(v) : json_null(); }
+
+static void types_line(const struct model_cost *c, char *buf, size_t n) {
+  buf[0] = 0;
+  for (size_t i = 0; i < c->n_types; i++) {
+    const struct ggml_type_info *ti = ggml_type_get(c->types[i].type);
+    snprintf(buf + strlen(buf), n - strlen(buf), "%s%s x %u", i ? ", " : "",
+             ti ? ti->name : "?", c->types[i].count);
+  }
+}
 
 int cmd_ceiling(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return cli_fail("ceiling", TM_EXIT_RUNTIME, "not built yet");
+  struct ceiling_opts o;
+  int rc = 0;
+  int pr = parse_args(argc, argv, &o, &rc);
+  if (pr != 0) return rc;
+
+  bool napkin = o.file == NULL && o.preset == NULL;
+  struct model_cost cost;
+  memset(&cost, 0, sizeof cost);
+  char type_name[16] = "";
+  if (!napkin && (rc = load_model(&o, &cost, type_name, sizeof type_name)) != 0) return rc;
+
+  struct machine_rates m;
+  if ((rc = machine_rates_get(&o, napkin ? 0 : cost.quantized_bytes_fraction, &m)) != 0)
+    return rc;
+
+  /* The numbers. */
+  double bytes_total = napkin ? o.size_bytes : (double)cost.bytes_total;
+  double bpt0 = napkin ? o.size_bytes * o.active_fraction : model_decode_bytes_at_depth(&cost, 0);
+  double decode0 = ceiling_tok_s(m.bandwidth, bpt0);
+  double dense = ceiling_tok_s(m.bandwidth, bytes_total);
+  bool has_compute = m.compute > 0 && !napkin;
+  double prefill_flops = napkin ? 0 : model_prefill_flops_per_token(&cost, o.prompt_tokens);
+  double prefill = has_compute ? ceiling_tok_s(m.compute, prefill_flops) : 0;
+  bool fits_known = !napkin && m.memory_bytes > 0;
+  bool fits_capped = false;
+  uint64_t fits = fits_known ? model_context_fits(&cost, m.memory_bytes, o.overhead_bytes,
+                                                  &fits_capped) : 0;
+  bool moe_like = napkin ? o.active_fraction < 1 : cost.weight_bytes_per_token < 0.9 * bytes_total;
+
+  struct ceiling_verdict verdicts[2];
+  size_t n_verdicts = 0;
+  if (o.measured_decode >= 0 &&
+      ceiling_verdict_make("decode", o.measured_decode, decode0, &verdicts[n_verdicts]) == 0)
+    n_verdicts++;
+  if (o.measured_prefill >= 0) {
+    if (ceiling_verdict_make("prefill", o.measured_prefill, prefill, &verdicts[n_verdicts]) == 0)
+      n_verdicts++;
+    else
+      cli_warn(CMD, "--measured-prefill: no prefill ceiling (no compute rate known; give "
+                    "--compute)");
+  }
+
+  if (o.json) {
+    json_t *j = json_object();
+    json_object_set_new(j, "source", json_string(napkin ? "size" : o.file ? "file" : "preset"));
+    json_object_set_new(j, "file", o.file ? json_string(o.file) : json_null());
+    json_object_set_new(j, "preset", o.preset ? json_string(o.preset) : json_null());
+    json_object_set_new(j, "type", type_name[0] ? json_string(type_name) : json_null());
+    json_object_set_new(j, "arch", napkin ? json_null() : json_string(cost.arch));
+    json_object_set_new(j, "bytes_total", jnum(bytes_total));
+    json_object_set_new(j, "params_total", jnum_or_null((double)cost.params_total, !napkin));
+    json_object_set_new(j, "params_active", jnum_or_null(cost.params_active, !napkin));
+    json_object_set_new(j, "bytes_per_token", jnum(bpt0));
+    json_object_set_new(j, "weight_bytes_per_token",
+                        jnum(napkin ? bpt0 : cost.weight_bytes_per_token));
+    json_object_set_new(j, "state_bytes", jnum_or_null(cost.state_bytes, !napkin));
+    const struct ggml_type_info *kvt = ggml_type_get(o.kv_type);
+    json_object_set_new(j, "kv_type", json_string(kvt ? kvt->name : "?"));
+    json_object_set_new(j, "kv_bytes_per_token", jnum_or_null(cost.kv_bytes_per_token, !napkin));
+    json_object_set_new(j, "kv_bytes_per_token_full",
+                        jnum_or_null(cost.kv_bytes_per_token_full, !napkin));
+    json_object_set_new(j, "kv_bytes_per_token_swa",
+                        jnum_or_null(cost.kv_bytes_per_token_swa, !napkin));
+    json_object_set_new(j, "sliding_window", jnum_or_null(cost.sliding_window, !napkin));
+    json_object_set_new(j, "context_length",
+                        jnum_or_null((double)cost.context_length, !napkin && cost.context_length));
+    json_object_set_new(j, "flops_per_token",
+                        jnum_or_null(model_decode_flops_at_depth(&cost, 0), !napkin));
+    json_object_set_new(j, "prefill_flops_per_token", jnum_or_null(prefill_flops, !napkin));
+    json_object_set_new(j, "prompt_tokens", json_integer(o.prompt_tokens));
+    json_object_set_new(j, "decode_ceiling_tok_s", jnum(decode0));
+    json_t *by = json_array();
+    for (size_t i = 0; i < (napkin ? 1 : o.n_depths); i++) {
+      uint64_t dep = napkin ? 0 : o.depths[i];
+      double b = napkin ? bpt0 : model_decode_bytes_at_depth(&cost, dep);
+      json_t *e = json_object();
+      json_object_set_new(e, "depth", json_integer((json_int_t)dep));
+      json_object_set_new(e, "bytes_per_token", jnum(b));
+      json_object_set_new(e, "kv_bytes", jnum(napkin ? 0 : model_kv_bytes_at_depth(&cost, dep)));
+      json_object_set_new(e, "tok_s", jnum(ceiling_tok_s(m.bandwidth, b)));
+      json_array_append_new(by, e);
+    }
+    json_object_set_new(j, "decode_ceiling_by_depth", by);
+    json_object_set_new(j, "dense_ceiling_tok_s", jnum(dense));
+    json_t *pr2 = json_object();
+    json_object_set_new(pr2, "low", jnum(decode0 * CEILING_PRACTICAL_LO));
+    json_object_set_new(pr2, "high", jnum(decode0 * CEILING_PRACTICAL_HI));
+    json_object_set_new(j, "practical_decode_tok_s", pr2);
+    json_object_set_new(j, "prefill_ceiling_tok_s", jnum_or_null(prefill, prefill > 0));
+    json_object_set_new(j, "read_bandwidth_bytes_s", jnum(m.bandwidth));
+    json_object_set_new(j, "bandwidth_source", json_string(m.probed ? "probe" : "given"));
+    json_object_set_new(j, "probe_quick", json_boolean(m.quick));
+    json_object_set_new(j, "bandwidth_threads", jnum_or_null(m.bw_threads, m.bw_threads > 0));
+    json_object_set_new(j, "compute_ops_s", jnum_or_null(m.compute, m.compute > 0));
+    json_object_set_new(j, "compute_path",
+                        m.compute_path[0] ? json_string(m.compute_path) : json_null());
+    json_object_set_new(j, "compute_threads",
+                        jnum_or_null(m.compute_threads, m.compute_threads > 0));
+    json_object_set_new(j, "memory_bytes", jnum_or_null(m.memory_bytes, m.memory_bytes > 0));
+    json_object_set_new(j, "overhead_bytes", jnum(o.overhead_bytes));
+    json_object_set_new(j, "context_fits_tokens",
+                        jnum_or_null((double)fits, fits_known && fits != UINT64_MAX));
+    json_object_set_new(j, "context_fits_capped", json_boolean(fits_capped));
+    json_t *types = json_array();
+    for (size_t i = 0; !napkin && i < cost.n_types; i++) {
+      const struct ggml_type_info *ti = ggml_type_get(cost.types[i].type);
+      json_t *e = json_object();
+      json_object_set_new(e, "type", json_string(ti ? ti->name : "?"));
+      json_object_set_new(e, "count", json_integer(cost.types[i].count));
+      json_object_set_new(e, "bytes", json_integer((json_int_t)cost.types[i].bytes));
+      json_array_append_new(types, e);
+    }
+    json_object_set_new(j, "types", types);
+    json_t *layers = json_object();
+    json_object_set_new(layers, "attention", json_integer(cost.n_attn_layers));
+    json_object_set_new(layers, "sliding_window", json_integer(cost.n_swa_layers));
+    json_object_set_new(layers, "recurrent", json_integer(cost.n_recurrent_layers));
+    json_object_set_new(layers, "none", json_integer(cost.n_none_layers));
+    json_object_set_new(layers, "mtp", json_integer(cost.n_mtp_layers));
+    json_object_set_new(j, "layers", layers);
+    json_t *as = json_array();
+    for (size_t i = 0; i < cost.n_assumptions; i++)
+      json_array_append_new(as, json_string(cost.assumptions[i]));
+    if (m.quick)
+      json_array_append_new(as, json_string("quick probe (TOKMETER_PROBE_QUICK): figures are "
+                                            "not memory bandwidth"));
+    json_object_set_new(j, "assumptions", as);
+    json_t *vs = json_array();
+    for (size_t i = 0; i < n_verdicts; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "phase", json_string(verdicts[i].phase));
+      json_object_set_new(e, "measured_tok_s", jnum(verdicts[i].measured_tok_s));
+      json_object_set_new(e, "ceiling_tok_s", jnum(verdicts[i].ceiling_tok_s));
+      json_object_set_new(e, "percent", jnum(verdicts[i].percent));
+      json_object_set_new(e, "verdict", json_string(verdicts[i].code));
+      json_object_set_new(e, "message", json_string(verdicts[i].message));
+      json_array_append_new(vs, e);
+    }
+    json_object_set_new(j, "verdicts", vs);
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(j);
+    if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    printf("%s\n", s);
+    free(s);
+    return TM_EXIT_OK;
+  }
+
+  /* Human output. */
+  char b1[64], b2[64], b3[64], line[1024];
+  if (napkin) {
+    printf("model: %s (napkin: --size)", tm_fmt_bytes_si(o.size_bytes, b1, sizeof b1));
+    if (o.active_fraction < 1)
+      printf(", %.3g of it read per token = %s", o.active_fraction,
+             tm_fmt_bytes_si(bpt0, b2, sizeof b2));
+    printf("\n");
+  } else {
+    types_line(&cost, line, sizeof line);
+    printf("model: %s  %s, %s of tensors (%s)\n",
+           o.file ? o.file : o.preset, cost.arch, tm_fmt_bytes(bytes_total, b1, sizeof b1), line);
+    if (o.preset) printf("       preset at %s, with the tensor types llama-quantize chooses\n",
+                         type_name);
+    printf("params: %s total, %s active per token%s\n",
+           tm_fmt_count((double)cost.params_total, b1, sizeof b1),
+           tm_fmt_count(cost.params_active, b2, sizeof b2),
+           cost.moe ? " (routed experts at used/count)" : "");
+    printf("bytes read per generated token: %s (weights%s%s)\n",
+           tm_fmt_bytes_si(bpt0, b1, sizeof b1),
+           cost.tied ? "; tied embedding read in full as the head"
+                     : "; input embedding: one row; output head in full",
+           cost.state_bytes > 0 ? "; recurrent state" : "");
+    const struct ggml_type_info *kvt = ggml_type_get(o.kv_type);
+    printf("KV cache: %s per token of context (%s; %u attention layers", 
+           tm_fmt_bytes(cost.kv_bytes_per_token, b1, sizeof b1), kvt ? kvt->name : "?",
+           cost.n_attn_layers);
+    if (cost.n_swa_layers)
+      printf(", %u of them windowed at %u tokens", cost.n_swa_layers, cost.sliding_window);
+    if (cost.n_recurrent_layers)
+      printf("; %u recurrent layers keep %s of state", cost.n_recurrent_layers,
+             tm_fmt_bytes(cost.state_bytes, b2, sizeof b2));
+    printf(")\n");
+    if (fits_known) {
+      printf("context that fits in %s (after the weights and %s overhead): ",
+             tm_fmt_bytes(m.memory_bytes, b1, sizeof b1),
+             tm_fmt_bytes(o.overhead_bytes, b2, sizeof b2));
+      if (fits == 0) printf("none: the weights do not fit\n");
+      else if (fits == UINT64_MAX) printf("unbounded (the cache does not grow)\n");
+      else printf("%llu tokens%s\n", (unsigned long long)fits,
+                  fits_capped ? " (capped at the trained context_length)" : "");
+    }
+  }
+  printf("machine: read bandwidth %s", tm_fmt_bandwidth(m.bandwidth, b1, sizeof b1));
+  if (m.probed) printf(" at %u thread%s (from this machine's probe%s)", m.bw_threads,
+                       m.bw_threads == 1 ? "" : "s", m.quick ? ", QUICK: not memory bandwidth" : "");
+  else printf(" (given)");
+  if (m.compute > 0) {
+    printf("; compute %s %s", m.compute_path, tm_fmt_ops(m.compute, "OPS", b2, sizeof b2));
+    if (m.compute_threads) printf(" at %u thread%s", m.compute_threads,
+                                  m.compute_threads == 1 ? "" : "s");
+  } else {
+    printf("; compute not known (give --compute)");
+  }
+  printf("\n");
+  if (napkin) {
+    printf("decode ceiling: %s tok/s\n", tm_fmt_rate(decode0, b1, sizeof b1));
+  } else {
+    printf("decode ceiling (one stream, by context depth):\n");
+    for (size_t i = 0; i < o.n_depths; i++) {
+      double b = model_decode_bytes_at_depth(&cost, o.depths[i]);
+      printf("  depth %7llu: %8s tok/s  (%s read per token)%s\n",
+             (unsigned long long)o.depths[i],
+             tm_fmt_rate(ceiling_tok_s(m.bandwidth, b), b1, sizeof b1),
+             tm_fmt_bytes_si(b, b2, sizeof b2),
+             cost.context_length && o.depths[i] > cost.context_length
+                 ? "  beyond the trained context" : "");
+    }
+  }
+  printf("practical decode (75-85%% of the ceiling at depth 0): %s-%s tok/s\n",
+         tm_fmt_rate(decode0 * CEILING_PRACTICAL_LO, b1, sizeof b1),
+         tm_fmt_rate(decode0 * CEILING_PRACTICAL_HI, b2, sizeof b2));
+  if (moe_like)
+    printf("dense ceiling (every byte of %s read per token): %s tok/s: only a fraction is "
+           "read\n", tm_fmt_bytes_si(bytes_total, b1, sizeof b1),
+           tm_fmt_rate(dense, b2, sizeof b2));
+  if (!napkin) {
+    if (prefill > 0)
+      printf("prefill ceiling (prompt of %u): %s tok/s (%s FLOPs per prompt token)\n",
+             o.prompt_tokens, tm_fmt_rate(prefill, b1, sizeof b1),
+             tm_fmt_count(prefill_flops, b3, sizeof b3));
+    else
+      printf("prefill ceiling: not known (no compute rate; give --compute)\n");
+  }
+  for (size_t i = 0; i < n_verdicts; i++)
+    printf("measured %s %s tok/s: %s\n", verdicts[i].phase,
+           tm_fmt_rate(verdicts[i].measured_tok_s, b1, sizeof b1), verdicts[i].message);
+  if (cost.n_assumptions || m.quick) {
+    printf("assumed:\n");
+    for (size_t i = 0; i < cost.n_assumptions; i++) printf("  - %s\n", cost.assumptions[i]);
+    if (m.quick) printf("  - quick probe (TOKMETER_PROBE_QUICK): figures are not memory bandwidth\n");
+  }
+  return TM_EXIT_OK;
 }

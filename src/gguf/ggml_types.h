@@ -2,11 +2,16 @@
  * for every id ggml defines, and scalar reference quantize/dequantize for
  * F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
  *
- * The block layouts are bit-exact with what llama.cpp reads. Q8_0 and Q4_0
- * quantization produce the same bytes as llama.cpp's reference quantizers; the
- * K-quant quantizers produce valid blocks of bounded error but need not choose
- * the same scales as llama.cpp. These are references (clear, not fast); the
- * engine's SIMD kernels are checked against them. */
+ * The block layouts are bit-exact with what llama.cpp reads, and every
+ * dequantizer matches llama.cpp's dequantize_row_*. Q8_0, Q4_0, Q4_1, Q5_0 and
+ * Q5_1 quantization produce the same bytes as llama.cpp's reference quantizers
+ * (what llama-quantize runs without an imatrix; checked against its output for
+ * Q8_0/Q4_0/Q5_0 in tests/unit/gguf/test_quant_fixtures.c). The K-quant
+ * quantizers (Q4_K, Q5_K, Q6_K) are this project's own: valid blocks, every
+ * element on the nearest level of its sub-block as stored, but not llama.cpp's
+ * choice of scales (see quant_ref_k.c). Plain scalar C, written to be fast enough
+ * for `tokmeter synth` to quantize hundreds of MB; the engine's SIMD kernels are
+ * checked against these. */
 #ifndef TM_GGML_TYPES_H
 #define TM_GGML_TYPES_H
 
@@ -58,7 +63,8 @@ enum ggml_type {
 #define QK_K 256
 
 struct ggml_type_info {
-  const char *name;    /* "Q4_0", as ggml names it */
+  const char *name;    /* "Q4_0", "Q4_K", "BF16": the enum spelling (ggml's own
+                          type_name is lower case; lookups ignore case) */
   uint32_t block_size; /* elements per block */
   uint32_t type_size;  /* bytes per block */
   bool quantized;
@@ -74,8 +80,12 @@ int ggml_type_from_name(const char *name);
  * not a multiple of the block size, or the result overflows; 0 otherwise. */
 int ggml_row_bytes(uint32_t type, uint64_t n, uint64_t *bytes);
 
-/* Reference conversions of n elements (n a multiple of the block size).
- * Return 0, or -1 when the type has no reference implementation. */
+/* Reference conversions of n elements. Return 0, or -1 when the type has no
+ * reference implementation (has_ref false), n is negative or not a multiple of
+ * the block size, or the block buffer of a quantized type is not 2-byte aligned
+ * (GGUF tensor data always is). Quantizer inputs must be finite: NaN or inf gives
+ * unspecified (but memory-safe) blocks. F32/F16/BF16 buffers may have any
+ * alignment. */
 int ggml_quantize_ref(uint32_t type, const float *x, void *y, int64_t n);
 int ggml_dequantize_ref(uint32_t type, const void *x, float *y, int64_t n);
 

@@ -78,7 +78,7 @@ struct gguf_tensor {
   uint64_t offset;           /* relative to the data section */
   uint64_t size_bytes;       /* from the type table */
   uint64_t n_elements;
-  const void *data;          /* inside the map (NULL when parsed from a header-only buffer) */
+  const void *data;          /* inside the map or the caller's buffer; never read by the parser */
 };
 
 struct gguf_file {
@@ -88,14 +88,16 @@ struct gguf_file {
   uint64_t n_tensors;
   struct gguf_tensor *tensors;
   uint32_t alignment;
-  uint64_t data_offset;      /* absolute file offset of the data section */
+  uint64_t data_offset;      /* absolute file offset of the data section (the padded header
+                                end; may exceed file_size in a file without tensors) */
   uint64_t file_size;
   const uint8_t *base;       /* the mapped file (or the caller's buffer) */
   bool mapped;
   char path[1024];
 };
 
-/* Opens and parses a file. On failure returns NULL with err set, e.g.
+/* Opens and parses a file (mmap, read-only). Keys and tensor names are limited
+ * to 1024 bytes; nested arrays are rejected. On failure returns NULL with err set, e.g.
  * "model.gguf: tensor 12 'blk.0.ffn_up.weight': data [offset 4096, 8 MiB] runs
  * past the end of the file (6 MiB) at byte 2311". */
 struct gguf_file *gguf_open(const char *path, struct tm_err *err);
@@ -116,8 +118,16 @@ int gguf_get_bool(const struct gguf_file *f, const char *key, bool *out, struct 
 /* Copies a STRING value into buf (NUL-terminated, truncated to n-1). */
 int gguf_get_str(const struct gguf_file *f, const char *key, char *buf, size_t n,
                  struct tm_err *err);
-/* Element i of an integer array as u64 (per-layer arrays like head_count_kv). */
+/* Element i of an integer array as u64 (per-layer arrays like head_count_kv).
+ * -1 when kv is not an integer array, i is out of range, or the value is negative. */
 int gguf_arr_get_u64(const struct gguf_kv *kv, uint64_t i, uint64_t *out);
+/* Walks a STRING array: *pos starts at 0 (a byte position inside the array, not
+ * an index); each call sets *out to the next element (pointing into the map) and
+ * returns 0, or -1 at the end or when kv is not a string array. O(1) per call. */
+int gguf_arr_next_str(const struct gguf_kv *kv, uint64_t *pos, struct gguf_str *out);
+/* Element i of a STRING array (walks from the start: O(i); use gguf_arr_next_str
+ * to visit a whole vocabulary). -1 when out of range or not a string array. */
+int gguf_arr_get_str(const struct gguf_kv *kv, uint64_t i, struct gguf_str *out);
 
 /* ------------------------------------------------------------------ writer --
  * Streaming writer: add metadata and tensor infos, then write the header, then
@@ -125,6 +135,8 @@ int gguf_arr_get_u64(const struct gguf_kv *kv, uint64_t i, uint64_t *out);
  * memory. Keys and tensor names must be unique (checked). */
 struct gguf_writer;
 
+/* alignment: a power of two, or 0 for the default 32. NULL on a bad alignment or
+ * out of memory. */
 struct gguf_writer *gguf_writer_new(uint32_t alignment);
 void gguf_writer_free(struct gguf_writer *w);
 /* The reason the last gguf_w_* call returned -1 (duplicate key, bad shape...). */

@@ -6,11 +6,27 @@
  * frequencies where readable.
  *
  * Results are cached per machine in the cache directory (paths.h), keyed by CPU
- * model, core count and memory size, so `ceiling` and `bench` reuse them. */
+ * model, core count and memory size, so `ceiling` and `bench` reuse them.
+ *
+ * Quick mode (probe_options.quick, or TOKMETER_PROBE_QUICK=1 in the environment,
+ * which probe_run and probe_get honour) uses a small buffer and short passes so
+ * tests stay fast; its figures are marked quick and are NOT memory bandwidth
+ * (the buffer may fit in the last-level cache). A non-quick probe_get never
+ * returns a cached quick result: it measures again.
+ *
+ * Method: the read buffer is max(1 GiB, 4 x LLC), capped at a quarter of the
+ * available memory, first-touched by the pool's threads (each its own slice);
+ * each thread reads its own contiguous slice with SIMD loads; a pass is timed
+ * from the common start barrier to the last thread's finish; the best pass
+ * counts. Copy moves the buffer's first half onto its second half: its figure
+ * counts bytes read + bytes written (the write-allocate read of the
+ * destination is not counted). Compute runs register-only multiply-add loops
+ * (2 ops per multiply-add) with 12 independent accumulators. */
 #ifndef TM_PROBE_H
 #define TM_PROBE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"
@@ -46,6 +62,8 @@ struct machine_thermal {
 
 struct machine_probe {
   struct machine_info info;
+  struct machine_thermal thermal; /* snapshot taken right after the measurements */
+  bool quick;                /* quick mode: small buffer, short passes */
   char measured_at[32];      /* UTC, ISO 8601 */
   uint32_t max_threads;      /* measurements exist for 1..max_threads */
   uint64_t buffer_bytes;     /* size of the read buffer */
@@ -55,6 +73,12 @@ struct machine_probe {
   double int8_ops[PROBE_MAX_THREADS + 1];          /* 0 when no int8 dot path */
   char int8_path[24];        /* "avx512_vnni", "avx_vnni", "dotprod", "" */
   char f32_path[24];         /* "avx512f", "avx2+fma", "neon", "scalar" */
+  char mem_path[24];         /* loads used for bandwidth: "avx512f", "avx2", "neon", "scalar" */
+};
+
+struct probe_options {
+  uint32_t max_threads;      /* 0 = online CPUs (fewer when the affinity mask says so) */
+  bool quick;                /* small buffer, short passes (tests) */
 };
 
 /* Best over thread counts, with the count it was reached at (may be NULL). */
@@ -67,17 +91,47 @@ int machine_info_read(struct machine_info *info, struct tm_err *err);
 void machine_thermal_read(struct machine_thermal *t);
 bool machine_has_flag(const struct machine_info *info, const char *flag);
 
+/* Parsers over file text, so they can be tested on samples.
+ * cpuinfo: fills cpu_model ("model name", else "Hardware", else the ARM
+ * implementer/part ids, else "unknown") and flags (from "flags" or "Features",
+ * keeping only the LLM-relevant ones above; ARM "asimd" is reported as "neon").
+ * Returns the number of flags kept. */
+uint32_t machine_parse_cpuinfo(const char *text, struct machine_info *info);
+/* MemTotal and MemAvailable (MemFree when the kernel predates MemAvailable), in
+ * bytes; -1 when MemTotal is missing. */
+int machine_parse_meminfo(const char *text, uint64_t *total_bytes, uint64_t *available_bytes);
+/* PRETTY_NAME (quotes removed) into buf; -1 when absent. */
+int machine_parse_os_release(const char *text, char *buf, size_t n);
+/* A sysfs cache size ("491520K", "32M", "1024") in bytes; 0 when unreadable. */
+uint64_t machine_parse_cache_size(const char *text);
+/* Thermal zones, hwmon sensors and cpufreq under a sysfs root ("/sys"; tests
+ * pass a fake tree). */
+void machine_thermal_read_at(const char *sysfs_root, struct machine_thermal *t);
+/* The number of threads a default probe uses: online CPUs, or fewer when the
+ * process's affinity mask allows fewer. */
+uint32_t machine_default_threads(const struct machine_info *info);
+
 typedef void (*probe_progress_fn)(const char *message, void *ctx);
 
 /* Measures everything (a few seconds to tens of seconds). max_threads 0 = all
- * online CPUs. */
+ * online CPUs. Quick when TOKMETER_PROBE_QUICK=1. */
 int probe_run(struct machine_probe *p, uint32_t max_threads, probe_progress_fn progress,
               void *ctx, struct tm_err *err);
+int probe_run_opts(struct machine_probe *p, const struct probe_options *opts,
+                   probe_progress_fn progress, void *ctx, struct tm_err *err);
+/* True when TOKMETER_PROBE_QUICK is set to a value other than "" or "0". */
+bool probe_quick_from_env(void);
+/* The cache file of this machine: <cache dir>/probe-<hash>.json, the hash over
+ * CPU model, online CPUs and MemTotal. */
+int probe_cache_path(const struct machine_info *info, char *buf, size_t n, struct tm_err *err);
 /* The cached probe of this machine when there is one (returns 1), else 0; -1 on a
  * cache file that cannot be read (err set; callers may re-probe). */
 int probe_load_cached(struct machine_probe *p, struct tm_err *err);
 int probe_save_cached(const struct machine_probe *p, struct tm_err *err);
-/* Cached result, or a fresh probe (saved) when there is none or rerun is set. */
+/* Cached result, or a fresh probe (saved) when there is none or rerun is set.
+ * A corrupt cache file is not an error: the machine is probed again and, on
+ * success, err->msg names the file that was ignored (callers may warn); err->msg
+ * is empty otherwise. A failure to save the fresh result is ignored likewise. */
 int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, void *ctx,
               struct tm_err *err);
 
@@ -86,7 +140,11 @@ int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, v
  * read_bandwidth_bytes_s (best), read_bandwidth_by_threads (array of
  * {threads, bytes_s}), copy_bandwidth_by_threads, compute_f32_flops (best),
  * compute_f32_by_threads, compute_int8_ops (best, null when no path),
- * compute_int8_by_threads, and machine {cpu, cores, memory_bytes, flags, ...}. */
+ * compute_int8_by_threads, and machine {cpu, cores, memory_bytes, flags, ...}.
+ * Copy figures count bytes read + written: copy_bandwidth_read_plus_write_bytes_s
+ * (best) and copy_bandwidth_by_threads [{threads, read_plus_write_bytes_s}].
+ * probe_from_json checks every field's type and range and names the first bad
+ * one in err. */
 void *probe_to_json(const struct machine_probe *p);
 int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *err);
 

@@ -1,0 +1,101 @@
+/* probe_check: a plain, independent read-bandwidth loop to check
+ * `tokmeter probe` against. Deliberately shares no code or method details with
+ * src/machine/: plain C summing 64-bit words (whatever the compiler makes of it
+ * at -O2, no intrinsics), fresh threads per pass, timed from before
+ * pthread_create to after the last pthread_join.
+ *
+ * Usage: probe_check BUFFER_BYTES MAX_THREADS [PASSES]
+ * Prints one line per thread count: "threads <t> bytes_s <best>".
+ * Build: cc -O2 -pthread bench/probe_check.c -o probe_check */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct slice {
+  const uint64_t *p;
+  size_t n;
+  uint64_t sum;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Four accumulators: with one, a single thread is limited by the chain of
+ * dependent adds (one per cycle, plus loop overhead), not by memory. */
+static void *sum_slice(void *arg) {
+  struct slice *s = arg;
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  size_t i = 0;
+  for (; i + 4 <= s->n; i += 4) {
+    a0 += s->p[i];
+    a1 += s->p[i + 1];
+    a2 += s->p[i + 2];
+    a3 += s->p[i + 3];
+  }
+  for (; i < s->n; i++) a0 += s->p[i];
+  s->sum = a0 + a1 + a2 + a3;
+  return NULL;
+}
+
+static void *touch_slice(void *arg) {
+  struct slice *s = arg;
+  memset((void *)s->p, 1, s->n * sizeof(uint64_t));
+  return NULL;
+}
+
+static void run(uint64_t *buf, size_t words, int threads, void *(*fn)(void *),
+                struct slice *sl, pthread_t *th) {
+  size_t per = words / (size_t)threads;
+  for (int i = 0; i < threads; i++) {
+    sl[i].p = buf + (size_t)i * per;
+    sl[i].n = i == threads - 1 ? words - (size_t)i * per : per;
+    pthread_create(&th[i], NULL, fn, &sl[i]);
+  }
+  for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s BUFFER_BYTES MAX_THREADS [PASSES]\n", argv[0]);
+    return 2;
+  }
+  size_t bytes = strtoull(argv[1], NULL, 10);
+  int max_threads = atoi(argv[2]);
+  int passes = argc > 3 ? atoi(argv[3]) : 5;
+  if (bytes < 8 * 1024 * 1024 || max_threads < 1 || passes < 1) {
+    fprintf(stderr, "bad arguments\n");
+    return 2;
+  }
+  size_t words = bytes / 8;
+  uint64_t *buf = malloc(words * 8);
+  struct slice *sl = calloc((size_t)max_threads, sizeof *sl);
+  pthread_t *th = calloc((size_t)max_threads, sizeof *th);
+  if (!buf || !sl || !th) {
+    fprintf(stderr, "out of memory\n");
+    return 1;
+  }
+  run(buf, words, max_threads, touch_slice, sl, th);
+  volatile uint64_t sink = 0;
+  for (int t = 1; t <= max_threads; t++) {
+    double best = 0;
+    for (int pass = 0; pass < passes; pass++) {
+      double t0 = now_s();
+      run(buf, words, t, sum_slice, sl, th);
+      double dt = now_s() - t0;
+      for (int i = 0; i < t; i++) sink += sl[i].sum;
+      double bw = (double)(words * 8) / dt;
+      if (bw > best) best = bw;
+    }
+    printf("threads %d bytes_s %.0f\n", t, best);
+  }
+  (void)sink;
+  free(buf), free(sl), free(th);
+  return 0;
+}

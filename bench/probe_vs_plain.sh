@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# probe_vs_plain: does `tokmeter probe`'s read bandwidth agree with a plain,
+# independent read loop (bench/probe_check.c) within 15% at each thread count?
+# Runs a full (not quick) probe in a throw-away cache dir and the plain loop
+# over a buffer of the same size, twice each, interleaved; prints the best of
+# each per thread count and their ratio. Takes about 40 s.
+#
+# The plain loop is built twice: `cc -O2` (scalar 64-bit loads, the reference
+# the target is stated against) and `cc -O3 -march=native` (the same C,
+# vectorized by the compiler), which separates "the probe's method" from "the
+# width of the loads": on some cores one thread's scalar loop is limited by
+# load instructions, not by memory.
+#
+# Usage: bench/probe_vs_plain.sh [path/to/tokmeter] [passes]
+# Run it on a quiet machine: both figures move with other load.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+tokmeter=${1:-${TOKMETER:-$root/build/tokmeter}}
+passes=${2:-5}
+[[ -x $tokmeter ]] || { echo "probe_vs_plain: no tokmeter binary at $tokmeter" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -pthread "$here/probe_check.c" -o "$work/plain_o2"
+cc -O3 -march=native -pthread "$here/probe_check.c" -o "$work/plain_vec"
+
+# Interleaved so a burst of other load during one run does not decide alone.
+for round in 1 2; do
+  TOKMETER_CACHE_DIR="$work/cache" "$tokmeter" probe --json >"$work/probe$round.json"
+  read -r buffer threads < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["buffer_bytes"], d["max_threads"])' "$work/probe$round.json")
+  "$work/plain_o2" "$buffer" "$threads" "$passes" >>"$work/plain_o2.txt"
+  "$work/plain_vec" "$buffer" "$threads" "$passes" >>"$work/plain_vec.txt"
+done
+
+python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+d = json.load(open(w + "/probe1.json"))
+d2 = json.load(open(w + "/probe2.json"))
+probe = {}
+for dd in (d, d2):
+    for e in dd["read_bandwidth_by_threads"]:
+        probe[e["threads"]] = max(probe.get(e["threads"], 0.0), e["bytes_s"])
+def plain(name):
+    out = {}
+    for line in open(w + "/" + name):
+        _, t, _, bw = line.split()
+        out[int(t)] = max(out.get(int(t), 0.0), float(bw))
+    return out
+o2, vec = plain("plain_o2.txt"), plain("plain_vec.txt")
+print("machine: %s, %d CPUs; buffer %.0f MiB; probe loads: %s" % (
+    d["machine"]["cpu"], d["machine"]["cores"], d["buffer_bytes"] / 2**20, d["mem_path"]))
+print("threads  probe GB/s  plain -O2 GB/s  ratio  within 15%  plain -O3 -march=native GB/s  ratio")
+worst = 0.0
+for t in sorted(probe):
+    p = probe[t]
+    r = p / o2[t]
+    worst = max(worst, abs(r - 1))
+    print("%7d  %10.2f  %14.2f  %5.3f  %-10s  %27.2f  %5.3f" % (
+        t, p / 1e9, o2[t] / 1e9, r, "yes" if abs(r - 1) <= 0.15 else "NO", vec[t] / 1e9, p / vec[t]))
+print("worst deviation from plain -O2: %.1f%% (target: within 15%%)" % (worst * 100))
+PY

@@ -1,0 +1,389 @@
+/* probe: runs the measurements of probe.h (read and copy bandwidth, f32 and
+ * int8 compute at 1..N threads), and the per-machine cache. The loops are in
+ * kernels.c, the threads in pool.c, identity in info.c, JSON in probe_json.c.
+ *
+ * Why the method is what it is:
+ * - The buffer is far larger than the last-level cache, or the figure would be
+ *   cache bandwidth; the cap keeps the probe from pushing a loaded machine into
+ *   swap (4 x LLC of a 480 MiB L3 is 1.9 GiB).
+ * - Pages are first touched by the pool's threads, each writing its own slice,
+ *   so on a NUMA machine each slice lives near the thread that touched it. The
+ *   touch is done once with all N threads; runs with fewer threads read slices
+ *   that straddle several touch slices (which matters only on NUMA machines).
+ * - A pass is timed from the common start barrier to the last thread's finish,
+ *   so a straggler counts (a decode step waits for its slowest thread too).
+ * - Best of several passes: noise (other processes, page-table walks on the
+ *   first pass) only ever makes a pass slower. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "machine/kernels.h"
+#include "machine/pool.h"
+#include "machine/probe.h"
+#include "util/clock.h"
+#include "util/paths.h"
+#include "util/units.h"
+
+#include <jansson.h>
+
+#define MiB (1024ull * 1024ull)
+#define GiB (1024ull * MiB)
+
+struct probe_plan {
+  uint64_t buffer_bytes;
+  int read_passes;
+  int copy_passes;
+  int compute_passes;
+  uint64_t compute_target_ns; /* length of one compute pass */
+};
+
+/* ----------------------------------------------------------- best-of --- */
+
+static double best_of(const double *v, uint32_t n, uint32_t *threads) {
+  double best = 0;
+  uint32_t at = 0;
+  for (uint32_t t = 1; t <= n && t <= PROBE_MAX_THREADS; t++)
+    if (v[t] > best) best = v[t], at = t;
+  if (threads) *threads = at;
+  return best;
+}
+
+double probe_best_read_bw(const struct machine_probe *p, uint32_t *threads) {
+  return best_of(p->read_bw_bytes_s, p->max_threads, threads);
+}
+double probe_best_f32(const struct machine_probe *p, uint32_t *threads) {
+  return best_of(p->f32_flops, p->max_threads, threads);
+}
+double probe_best_int8(const struct machine_probe *p, uint32_t *threads) {
+  return best_of(p->int8_ops, p->max_threads, threads);
+}
+
+bool probe_quick_from_env(void) {
+  const char *v = getenv("TOKMETER_PROBE_QUICK");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+/* ------------------------------------------------------------- memory --- */
+
+enum mem_op { MEM_TOUCH, MEM_READ, MEM_COPY };
+
+struct mem_job {
+  const struct kernels *k;
+  uint8_t *buf;
+  uint64_t bytes;
+  enum mem_op op;
+  uint64_t *sinks; /* one per thread, 8 words apart (own cache line) */
+};
+
+/* Thread index's share of `total` bytes split among `active` threads, in whole
+ * 256-byte units (what the kernels require); the last thread takes the rest. */
+static void slice_of(uint64_t total, uint32_t index, uint32_t active, uint64_t *off,
+                     uint64_t *len) {
+  uint64_t units = total / 256, per = units / active;
+  *off = (uint64_t)index * per * 256;
+  *len = (index + 1 == active ? units - (uint64_t)index * per : per) * 256;
+}
+
+static void mem_job_run(void *arg, uint32_t index, uint32_t active) {
+  struct mem_job *j = arg;
+  uint64_t off, len;
+  if (j->op == MEM_COPY) {
+    /* The first half is copied onto the second half: each thread its slice. */
+    uint64_t half = j->bytes / 2 / 256 * 256;
+    slice_of(half, index, active, &off, &len);
+    if (len) j->sinks[index * 8] += j->k->copy(j->buf + half + off, j->buf + off, len);
+    return;
+  }
+  slice_of(j->bytes, index, active, &off, &len);
+  if (!len) return;
+  if (j->op == MEM_TOUCH)
+    memset(j->buf + off, (int)(0x11u * (index % 15 + 1)), len);
+  else
+    j->sinks[index * 8] += j->k->read(j->buf + off, len);
+}
+
+static uint64_t plan_buffer_bytes(const struct machine_info *info, bool quick) {
+  if (quick) return 32 * MiB;
+  uint64_t want = 4 * info->llc_bytes;
+  if (want < GiB) want = GiB;
+  uint64_t avail = info->memory_available_bytes ? info->memory_available_bytes
+                                                : info->memory_bytes;
+  uint64_t cap = avail / 4;
+  if (cap && want > cap) want = cap;
+  want = want / (2 * MiB) * (2 * MiB);
+  return want < 64 * MiB ? 64 * MiB : want;
+}
+
+static void report(probe_progress_fn progress, void *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void report(probe_progress_fn progress, void *ctx, const char *fmt, ...) {
+  if (!progress) return;
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  progress(msg, ctx);
+}
+
+static int measure_memory(struct machine_probe *p, struct probe_pool *pool,
+                          const struct kernels *k, const struct probe_plan *plan,
+                          probe_progress_fn progress, void *ctx, struct tm_err *err) {
+  uint64_t bytes = plan->buffer_bytes;
+  void *buf = MAP_FAILED;
+  /* Memory may be tighter than MemAvailable said: halve until it maps. */
+  while (bytes >= 16 * MiB) {
+    buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf != MAP_FAILED) break;
+    bytes /= 2;
+  }
+  if (buf == MAP_FAILED)
+    return tm_errf(err, "probe: cannot map a %llu-byte buffer", (unsigned long long)plan->buffer_bytes);
+  p->buffer_bytes = bytes;
+
+  uint64_t *sinks = calloc((size_t)pool->n * 8, sizeof *sinks);
+  if (!sinks) {
+    munmap(buf, bytes);
+    return tm_errf(err, "probe: out of memory");
+  }
+  char size_text[32];
+  tm_fmt_bytes((double)bytes, size_text, sizeof size_text);
+  struct mem_job job = {k, buf, bytes, MEM_TOUCH, sinks};
+
+  report(progress, ctx, "first touch of %s with %u threads", size_text, pool->n);
+  pool_run(pool, pool->n, mem_job_run, &job);
+
+  for (uint32_t t = 1; t <= pool->n; t++) {
+    double best = 0;
+    job.op = MEM_READ;
+    for (int pass = 0; pass < plan->read_passes; pass++) {
+      report(progress, ctx, "read bandwidth: %s, %u thread%s, pass %d/%d", size_text, t,
+             t == 1 ? "" : "s", pass + 1, plan->read_passes);
+      uint64_t ns = pool_run(pool, t, mem_job_run, &job);
+      double bw = (double)(bytes / 256 * 256) * 1e9 / (double)ns;
+      if (bw > best) best = bw;
+    }
+    p->read_bw_bytes_s[t] = best;
+  }
+  for (uint32_t t = 1; t <= pool->n; t++) {
+    double best = 0;
+    job.op = MEM_COPY;
+    uint64_t moved = bytes / 2 / 256 * 256 * 2; /* read + written */
+    for (int pass = 0; pass < plan->copy_passes; pass++) {
+      report(progress, ctx, "copy bandwidth: %u thread%s, pass %d/%d", t, t == 1 ? "" : "s",
+             pass + 1, plan->copy_passes);
+      uint64_t ns = pool_run(pool, t, mem_job_run, &job);
+      double bw = (double)moved * 1e9 / (double)ns;
+      if (bw > best) best = bw;
+    }
+    p->copy_bw_bytes_s[t] = best;
+  }
+
+  /* Fold the sinks into a volatile so the loads are observably used. */
+  volatile uint64_t fold = 0;
+  for (uint32_t i = 0; i < pool->n; i++) fold ^= sinks[i * 8];
+  (void)fold;
+  free(sinks);
+  munmap(buf, bytes);
+  return 0;
+}
+
+/* ------------------------------------------------------------ compute --- */
+
+struct compute_job {
+  const struct kernels *k;
+  bool int8;
+  uint64_t iters;
+  float mul, add;
+  int8_t seed;
+  double *sinks; /* one per thread, 8 apart */
+};
+
+static void compute_job_run(void *arg, uint32_t index, uint32_t active) {
+  struct compute_job *j = arg;
+  if (j->int8)
+    j->sinks[index * 8] += (double)j->k->dot(j->iters, j->seed);
+  else
+    j->sinks[index * 8] += j->k->fma(j->iters, j->mul, j->add);
+}
+
+/* Iterations that take about target_ns on one thread: doubled until a run is
+ * long enough to time, then scaled. */
+static uint64_t calibrate(struct compute_job *j, uint64_t target_ns) {
+  uint64_t iters = 1024, ns = 0;
+  for (;;) {
+    j->iters = iters;
+    uint64_t t0 = tm_now_ns();
+    compute_job_run(j, 0, 1);
+    ns = tm_now_ns() - t0;
+    if (ns >= 2000000 || iters >= (1ull << 40)) break;
+    iters *= 2;
+  }
+  double scaled = (double)iters * (double)target_ns / (double)(ns ? ns : 1);
+  return scaled < 1024 ? 1024 : (uint64_t)scaled;
+}
+
+static int measure_compute(struct machine_probe *p, struct probe_pool *pool,
+                           const struct kernels *k, const struct probe_plan *plan,
+                           probe_progress_fn progress, void *ctx, struct tm_err *err) {
+  double *sinks = calloc((size_t)pool->n * 8, sizeof *sinks);
+  if (!sinks) return tm_errf(err, "probe: out of memory");
+  /* Read through volatiles so the compiler cannot fold the loops' arithmetic. */
+  volatile float mul = 0.9999f, add = 0.001f;
+  volatile int8_t seed = 1;
+  for (int path = 0; path < 2; path++) {
+    bool int8 = path == 1;
+    if (int8 && !k->dot) break;
+    struct compute_job job = {k, int8, 0, mul, add, seed, sinks};
+    report(progress, ctx, "%s compute: calibrating", int8 ? "int8" : "f32");
+    job.iters = calibrate(&job, plan->compute_target_ns);
+    double per_iter = int8 ? k->int8_ops_per_iter : k->f32_flops_per_iter;
+    for (uint32_t t = 1; t <= pool->n; t++) {
+      double best = 0;
+      for (int pass = 0; pass < plan->compute_passes; pass++) {
+        report(progress, ctx, "%s compute (%s): %u thread%s, pass %d/%d", int8 ? "int8" : "f32",
+               int8 ? k->int8_path : k->f32_path, t, t == 1 ? "" : "s", pass + 1,
+               plan->compute_passes);
+        uint64_t ns = pool_run(pool, t, compute_job_run, &job);
+        double rate = (double)t * (double)job.iters * per_iter * 1e9 / (double)ns;
+        if (rate > best) best = rate;
+      }
+      (int8 ? p->int8_ops : p->f32_flops)[t] = best;
+    }
+  }
+  volatile double fold = 0;
+  for (uint32_t i = 0; i < pool->n; i++) fold += sinks[i * 8];
+  (void)fold;
+  free(sinks);
+  return 0;
+}
+
+/* -------------------------------------------------------------- run --- */
+
+int probe_run_opts(struct machine_probe *p, const struct probe_options *opts,
+                   probe_progress_fn progress, void *ctx, struct tm_err *err) {
+  memset(p, 0, sizeof *p);
+  if (machine_info_read(&p->info, err) != 0) return -1;
+  uint32_t n = opts->max_threads ? opts->max_threads : machine_default_threads(&p->info);
+  if (n > PROBE_MAX_THREADS)
+    return tm_errf(err, "probe: %u threads asked, at most %d supported", n, PROBE_MAX_THREADS);
+  p->max_threads = n;
+  p->quick = opts->quick;
+
+  struct kernels k;
+  kernels_select(&k);
+  snprintf(p->mem_path, sizeof p->mem_path, "%s", k.mem_path);
+  snprintf(p->f32_path, sizeof p->f32_path, "%s", k.f32_path);
+  snprintf(p->int8_path, sizeof p->int8_path, "%s", k.int8_path);
+
+  struct probe_plan plan;
+  plan.buffer_bytes = plan_buffer_bytes(&p->info, opts->quick);
+  if (opts->quick) {
+    plan.read_passes = 2, plan.copy_passes = 1, plan.compute_passes = 1;
+    plan.compute_target_ns = 10000000;
+  } else {
+    /* Compute passes shrink on many-core machines so 1..N stays within
+     * seconds: 150 ms each up to 8 threads, never under 30 ms. */
+    plan.read_passes = 5, plan.copy_passes = 3, plan.compute_passes = 3;
+    uint64_t t = 1200000000ull / n;
+    plan.compute_target_ns = t > 150000000 ? 150000000 : t < 30000000 ? 30000000 : t;
+  }
+
+  struct probe_pool pool;
+  if (pool_init(&pool, n, err) != 0) return -1;
+  int rc = measure_memory(p, &pool, &k, &plan, progress, ctx, err);
+  if (rc == 0) rc = measure_compute(p, &pool, &k, &plan, progress, ctx, err);
+  pool_free(&pool);
+  if (rc != 0) return -1;
+
+  machine_thermal_read(&p->thermal);
+  time_t now = time(NULL);
+  struct tm utc;
+  gmtime_r(&now, &utc);
+  strftime(p->measured_at, sizeof p->measured_at, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return 0;
+}
+
+int probe_run(struct machine_probe *p, uint32_t max_threads, probe_progress_fn progress,
+              void *ctx, struct tm_err *err) {
+  struct probe_options o = {max_threads, probe_quick_from_env()};
+  return probe_run_opts(p, &o, progress, ctx, err);
+}
+
+/* ------------------------------------------------------------ cache --- */
+
+int probe_cache_path(const struct machine_info *info, char *buf, size_t n, struct tm_err *err) {
+  char dir[4096];
+  if (tm_cache_dir(dir, sizeof dir, err) != 0) return -1;
+  char key[256];
+  snprintf(key, sizeof key, "%s|%u|%llu", info->cpu_model, info->cpus,
+           (unsigned long long)info->memory_bytes);
+  uint64_t h = 1469598103934665603ull; /* FNV-1a, 64-bit */
+  for (const char *c = key; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
+  int len = snprintf(buf, n, "%s/probe-%016llx.json", dir, (unsigned long long)h);
+  if (len < 0 || (size_t)len >= n) return tm_errf(err, "probe cache path too long");
+  return 0;
+}
+
+int probe_save_cached(const struct machine_probe *p, struct tm_err *err) {
+  char path[4200];
+  if (probe_cache_path(&p->info, path, sizeof path, err) != 0) return -1;
+  json_t *j = probe_to_json(p);
+  if (!j) return tm_errf(err, "probe: cannot build JSON (out of memory)");
+  char *text = json_dumps(j, JSON_INDENT(2));
+  json_decref(j);
+  if (!text) return tm_errf(err, "probe: cannot serialize JSON (out of memory)");
+  size_t len = strlen(text);
+  int rc = tm_write_file_atomic(path, text, len, err);
+  free(text);
+  return rc;
+}
+
+int probe_load_cached(struct machine_probe *p, struct tm_err *err) {
+  struct machine_info now;
+  if (machine_info_read(&now, err) != 0) return -1;
+  char path[4200];
+  if (probe_cache_path(&now, path, sizeof path, err) != 0) return -1;
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  fclose(f);
+  json_error_t jerr;
+  json_t *j = json_load_file(path, 0, &jerr);
+  if (!j)
+    return tm_errf(err, "corrupt probe cache %s (line %d: %s)", path, jerr.line, jerr.text);
+  int rc = probe_from_json(p, j, err);
+  json_decref(j);
+  if (rc != 0) return tm_err_prefix(err, "corrupt probe cache %s", path);
+  if (p->info.cpus != now.cpus || strcmp(p->info.cpu_model, now.cpu_model) != 0)
+    return tm_errf(err, "probe cache %s describes another machine (%s, %u CPUs)", path,
+                   p->info.cpu_model, p->info.cpus);
+  return 1;
+}
+
+int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, void *ctx,
+              struct tm_err *err) {
+  if (err) err->msg[0] = 0;
+  bool quick = probe_quick_from_env();
+  char note[600] = "";
+  if (!rerun) {
+    struct tm_err lerr = {{0}};
+    int r = probe_load_cached(p, &lerr);
+    /* A quick result is fine for quick callers, never for real ceilings. */
+    if (r == 1 && (quick || !p->quick)) return 0;
+    if (r < 0) snprintf(note, sizeof note, "ignored %s", lerr.msg);
+  }
+  struct probe_options o = {0, quick};
+  if (probe_run_opts(p, &o, progress, ctx, err) != 0) return -1;
+  struct tm_err serr = {{0}};
+  if (probe_save_cached(p, &serr) != 0) {
+    size_t used = strlen(note);
+    snprintf(note + used, sizeof note - used, "%snot saved: %s", used ? "; " : "", serr.msg);
+  }
+  if (err) snprintf(err->msg, sizeof err->msg, "%s", note);
+  return 0;
+}

@@ -1,0 +1,63 @@
+/* ceiling: see ceiling.h. */
+#include "model/ceiling.h"
+
+#include <stdio.h>
+#include <string.h>
+
+double ceiling_tok_s(double rate_per_s, double per_token) {
+  if (!(rate_per_s > 0) || !(per_token > 0)) return 0;
+  return rate_per_s / per_token;
+}
+
+double ceiling_napkin_tok_s(double bandwidth_bytes_s, double size_bytes, double active_fraction) {
+  if (!(active_fraction > 0)) return 0;
+  return ceiling_tok_s(bandwidth_bytes_s, size_bytes * active_fraction);
+}
+
+bool ceiling_use_int8(double quantized_bytes_fraction, double int8_ops_s) {
+  return quantized_bytes_fraction > 0.5 && int8_ops_s > 0;
+}
+
+int ceiling_verdict_make(const char *phase, double measured_tok_s, double ceiling_tok_s,
+                         struct ceiling_verdict *v) {
+  memset(v, 0, sizeof *v);
+  if (!(ceiling_tok_s > 0) || !(measured_tok_s >= 0)) return -1;
+  snprintf(v->phase, sizeof v->phase, "%s", phase);
+  v->measured_tok_s = measured_tok_s;
+  v->ceiling_tok_s = ceiling_tok_s;
+  double r = measured_tok_s / ceiling_tok_s;
+  v->percent = 100.0 * r;
+  bool decode = strcmp(phase, "decode") == 0;
+  /* Compare the ratio, not a rounded percentage, so 100.4% is above. */
+  if (r > 1.0) {
+    v->kind = CEILING_ABOVE;
+    v->code = "above-ceiling";
+    snprintf(v->message, sizeof v->message,
+             decode ? "%.0f%% of the ceiling: above what the bandwidth allows; likely a "
+                      "mixture-of-experts model sized as dense, a cached prompt, speculative "
+                      "decoding, a buffered stream, or a wrong bandwidth figure"
+                    : "%.0f%% of the ceiling: above what the compute rate allows; likely a "
+                      "cached prompt (tokens not processed), a wrong compute figure (a GPU or "
+                      "matrix unit the probe did not measure), or miscounted prompt tokens",
+             v->percent);
+  } else if (r >= CEILING_WELL_TUNED) {
+    v->kind = CEILING_WELL_TUNED_K;
+    v->code = "well-tuned";
+    snprintf(v->message, sizeof v->message,
+             "%.0f%% of the ceiling: well tuned (well-tuned runtimes reach 75-85%%)", v->percent);
+  } else if (r >= CEILING_FAR_BELOW) {
+    v->kind = CEILING_BELOW_PRACTICAL;
+    v->code = "below-practical";
+    snprintf(v->message, sizeof v->message,
+             "%.0f%% of the ceiling: below the 75-85%% well-tuned runtimes reach; check the "
+             "thread count and that the build uses the CPU's SIMD instructions", v->percent);
+  } else {
+    v->kind = CEILING_FAR_BELOW_K;
+    v->code = "far-below";
+    snprintf(v->message, sizeof v->message,
+             "%.0f%% of the ceiling: far below; common causes: a build without the CPU's SIMD "
+             "instructions, too few threads, a cold model (first run), or a throttled device",
+             v->percent);
+  }
+  return 0;
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# test_ceiling: `tokmeter ceiling` end to end. Expected numbers are computed here
+# independently (a small GGUF tensor-table reader in python3), never copied from
+# the tool's output.
+set -euo pipefail
+: "${TOKMETER:?binary path}" "${TOKMETER_FIXTURES:?fixtures dir}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TOKMETER_CACHE_DIR="$tmp/cache" TOKMETER_PROBE_QUICK=1
+G="$TOKMETER_FIXTURES/gguf"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# --- help and usage errors ------------------------------------------------
+"$TOKMETER" ceiling --help >"$tmp/help" || fail "--help exit code"
+for flag in --preset --type --size --active-fraction --bandwidth --compute --threads \
+            --memory --overhead --depth --prompt-tokens --kv-type --measured-decode \
+            --measured-prefill --json --help; do
+  grep -q -- "$flag" "$tmp/help" || fail "--help does not list $flag"
+done
+expect_usage() { # expect_usage "what" args... : exit 2, and the message on stderr
+  local what=$1; shift
+  set +e; "$TOKMETER" ceiling "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
+  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2 ($(cat "$tmp/err"))"
+  [ -s "$tmp/err" ] || fail "$what: nothing on stderr"
+}
+expect_usage "unknown flag" "$G/tiny-llama-Q4_0.gguf" --bogus
+expect_usage "no model" --bandwidth 1GB/s
+expect_usage "two models" "$G/tiny-llama-Q4_0.gguf" --size 1GB --bandwidth 1GB/s
+expect_usage "unknown preset" --preset nope --bandwidth 1GB/s
+grep -q "qwen3-30b-a3b" "$tmp/err" || fail "unknown preset: no list of presets"
+expect_usage "unknown type" --preset qwen3-0.6b --type Q3_XYZ --bandwidth 1GB/s
+grep -q "Q4_K_M" "$tmp/err" || fail "unknown type: no list of types"
+expect_usage "unknown kv type" "$G/tiny-llama-Q4_0.gguf" --kv-type Q2_K --bandwidth 1GB/s
+grep -q "Q8_0" "$tmp/err" || fail "unknown kv type: no list"
+expect_usage "unknown unit" --size 15GB --bandwidth 273furlongs
+grep -q "273GB/s" "$tmp/err" || fail "unknown unit: no accepted forms"
+expect_usage "missing file" "$tmp/does-not-exist.gguf" --bandwidth 1GB/s
+expect_usage "vocab-only file" "$G/ggml-vocab-qwen2.gguf" --bandwidth 1GB/s
+
+# --- corrupt files: one line on stderr, exit 2 ------------------------------
+printf 'GGUX\3\0\0\0' >"$tmp/badmagic.gguf"
+: >"$tmp/empty.gguf"
+corrupt=("$tmp/badmagic.gguf" "$tmp/empty.gguf")
+for n in 3 24 100 1000 5000 200000 5525000; do
+  head -c "$n" "$G/tiny-llama-Q4_0.gguf" >"$tmp/trunc-$n.gguf"
+  corrupt+=("$tmp/trunc-$n.gguf")
+done
+for f in "${corrupt[@]}"; do
+  set +e; "$TOKMETER" ceiling "$f" --bandwidth 10GB/s >"$tmp/out" 2>"$tmp/err"; rc=$?; set -e
+  [ "$rc" = 2 ] || fail "$(basename "$f"): exit $rc, want 2"
+  lines=$(wc -l <"$tmp/err")
+  [ "$lines" = 1 ] || fail "$(basename "$f"): $lines lines on stderr, want 1: $(cat "$tmp/err")"
+  [ ! -s "$tmp/out" ] || fail "$(basename "$f"): output on stdout"
+done
+
+# --- a fixture against an independent sum of its tensor table ---------------
+cat >"$tmp/gguf_sum.py" <<'PY'
+import struct, sys
+# bytes per block, elements per block of the types the fixtures hold
+T = {0: (4, 1), 1: (2, 1), 2: (18, 32), 3: (20, 32), 6: (22, 32), 7: (24, 32), 8: (34, 32),
+     12: (144, 256), 13: (176, 256), 14: (210, 256), 30: (2, 1)}
+f = open(sys.argv[1], 'rb'); b = f.read(); o = 0
+def rd(fmt):
+    global o; v = struct.unpack_from('<' + fmt, b, o); o += struct.calcsize('<' + fmt); return v[0]
+def rstr():
+    global o; n = rd('Q'); s = b[o:o+n]; o += n; return s.decode()
+SZ = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+def skip(t):
+    global o
+    if t == 8: rstr()
+    elif t == 9:
+        et = rd('I'); n = rd('Q')
+        for _ in range(n): skip(et)
+    else: o += SZ[t]
+assert rd('I') == 0x46554747; rd('I'); nt = rd('Q'); nkv = rd('Q')
+for _ in range(nkv): rstr(); skip(rd('I'))
+tot = 0; el = 0; embd = None; has_out = False
+for _ in range(nt):
+    name = rstr(); nd = rd('I'); ne = [rd('Q') for _ in range(nd)]; ty = rd('I'); rd('Q')
+    n = 1
+    for x in ne: n *= x
+    bs, be = T[ty]; size = n // be * bs
+    tot += size; el += n
+    if name == 'token_embd.weight': embd = (size, ne[0] // be * bs)
+    if name == 'output.weight': has_out = True
+per_token = tot if not has_out else tot - embd[0] + embd[1]
+print(tot, el, per_token)
+PY
+read -r tot elems per_token < <(python3 "$tmp/gguf_sum.py" "$G/tiny-llama-Q4_0.gguf")
+"$TOKMETER" ceiling "$G/tiny-llama-Q4_0.gguf" --bandwidth 32.9GB/s --compute 1TFLOPS --json \
+  >"$tmp/j.json" || fail "ceiling --json on tiny-llama"
+python3 - "$tmp/j.json" "$tot" "$elems" "$per_token" <<'PY' || fail "tiny-llama JSON values"
+import json, sys
+d = json.load(open(sys.argv[1])); tot, el, bpt = map(int, sys.argv[2:5])
+keys = ["bytes_per_token", "params_total", "params_active", "kv_bytes_per_token",
+        "decode_ceiling_tok_s", "prefill_ceiling_tok_s", "arch", "file", "bytes_total",
+        "flops_per_token", "decode_ceiling_by_depth", "read_bandwidth_bytes_s",
+        "bandwidth_threads", "compute_ops_s", "compute_path", "context_fits_tokens",
+        "assumptions", "verdicts"]
+missing = [k for k in keys if k not in d]
+assert not missing, missing
+assert d["arch"] == "llama", d["arch"]
+assert d["bytes_total"] == tot, (d["bytes_total"], tot)
+assert d["params_total"] == el, (d["params_total"], el)
+assert d["bytes_per_token"] == bpt, (d["bytes_per_token"], bpt)
+assert abs(d["decode_ceiling_tok_s"] - 32.9e9 / bpt) < 1e-6 * 32.9e9 / bpt, d["decode_ceiling_tok_s"]
+assert d["kv_bytes_per_token"] == 4 * 2 * 64 * 2, d["kv_bytes_per_token"]  # 4 layers, 2 kv heads, F16
+by = {e["depth"]: e for e in d["decode_ceiling_by_depth"]}
+assert sorted(by) == [0, 4096, 32768], sorted(by)
+assert by[4096]["bytes_per_token"] == bpt + 4096 * 1024, by[4096]
+assert d["prefill_ceiling_tok_s"] is not None and d["prefill_ceiling_tok_s"] > 0
+assert abs(d["prefill_ceiling_tok_s"] * d["prefill_flops_per_token"] - 1e12) < 1e3
+assert d["bandwidth_threads"] is None and d["compute_path"] == "given"
+assert d["verdicts"] == [] and isinstance(d["assumptions"], list)
+PY
+# The human line says the same number.
+want=$(python3 -c "v=32.9e9/$per_token; print('%.0f' % v if v >= 100 else '%.1f' % v)")
+"$TOKMETER" ceiling "$G/tiny-llama-Q4_0.gguf" --bandwidth 32.9GB/s >"$tmp/h.txt"
+grep -Eq "depth +0: +$want tok/s" "$tmp/h.txt" || fail "human output lacks '$want tok/s': $(cat "$tmp/h.txt")"
+
+# Verdicts from a measured rate.
+"$TOKMETER" ceiling "$G/tiny-llama-Q4_0.gguf" --bandwidth 32.9GB/s --json \
+  --measured-decode "$(python3 -c "print(32.9e9/$per_token*1.5)")" >"$tmp/v.json"
+python3 -c "
+import json; d=json.load(open('$tmp/v.json')); v=d['verdicts'][0]
+assert v['phase']=='decode' and v['verdict']=='above-ceiling' and abs(v['percent']-150)<0.01, v
+assert 'mixture-of-experts' in v['message'], v" || fail "above-ceiling verdict"
+"$TOKMETER" ceiling "$G/tiny-llama-Q4_0.gguf" --bandwidth 32.9GB/s --json \
+  --measured-decode "$(python3 -c "print(32.9e9/$per_token*0.8)")" >"$tmp/v.json"
+python3 -c "
+import json; d=json.load(open('$tmp/v.json')); assert d['verdicts'][0]['verdict']=='well-tuned'" \
+  || fail "well-tuned verdict"
+
+# --- MoE: the fixture and the preset ----------------------------------------
+"$TOKMETER" ceiling "$G/tiny-qwen3moe-Q8_0.gguf" --bandwidth 100GB/s --json >"$tmp/m.json"
+python3 - "$tmp/m.json" <<'PY' || fail "tiny-qwen3moe active params"
+import json, sys
+d = json.load(open(sys.argv[1]))
+exps = 2 * 3 * 128 * 64 * 8   # 2 layers x gate/up/down x 128 x 64 x 8 experts
+assert d["params_active"] == d["params_total"] - exps * 6 // 8, (d["params_active"], d["params_total"])
+PY
+"$TOKMETER" ceiling --preset qwen3-30b-a3b --type Q4_K_M --bandwidth 100GB/s --json >"$tmp/p.json" \
+  || fail "preset qwen3-30b-a3b"
+python3 - "$tmp/p.json" <<'PY' || fail "qwen3-30b-a3b preset values"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["params_active"] < 0.15 * d["params_total"], (d["params_active"], d["params_total"])
+assert 30.0e9 < d["params_total"] < 31.0e9, d["params_total"]
+dense = 100e9 / d["bytes_total"]
+assert d["decode_ceiling_tok_s"] > 5 * dense, (d["decode_ceiling_tok_s"], dense)
+assert d["type"] == "Q4_K_M" and d["prefill_ceiling_tok_s"] is None
+PY
+
+# --- the napkin -------------------------------------------------------------
+"$TOKMETER" ceiling --size 15GB --bandwidth 273GB/s >"$tmp/n.txt"
+grep -q "decode ceiling: 18.2 tok/s" "$tmp/n.txt" || fail "napkin: $(cat "$tmp/n.txt")"
+"$TOKMETER" ceiling --size 15GB --bandwidth 273GB/s --active-fraction 0.1 --json >"$tmp/n.json"
+python3 -c "
+import json; d=json.load(open('$tmp/n.json'))
+assert abs(d['decode_ceiling_tok_s']-182)<1e-9 and abs(d['dense_ceiling_tok_s']-18.2)<1e-9, d" \
+  || fail "napkin --active-fraction"
+
+# --- this machine's probe (quick) --------------------------------------------
+"$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --json --memory 1GiB --overhead 0 >"$tmp/q.json" \
+  || fail "ceiling with the probe"
+python3 - "$tmp/q.json" <<'PY' || fail "probe-based JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["bandwidth_source"] == "probe" and d["bandwidth_threads"] >= 1, d
+assert d["read_bandwidth_bytes_s"] > 0 and d["compute_ops_s"] > 0
+assert d["compute_path"].startswith(("int8", "f32")), d["compute_path"]
+assert abs(d["decode_ceiling_tok_s"] - d["read_bandwidth_bytes_s"] / d["bytes_per_token"]) < 1e-6 * d["decode_ceiling_tok_s"]
+# 1 GiB, no overhead: (1 GiB - weights) / 1024 B per token, capped at context_length
+want = min((2**30 - d["bytes_total"]) // 1024, d["context_length"])
+assert d["context_fits_tokens"] == want, (d["context_fits_tokens"], want)
+PY
+echo "ok"

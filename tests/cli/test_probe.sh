@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# test_probe: `tokmeter probe` end to end with --quick: JSON keys and sane
+# values, the human table, --cached after a probe, --cached on an empty cache
+# (exit 1), bad usage (exit 2), --help (exit 0).
+set -euo pipefail
+
+: "${TOKMETER:?set TOKMETER to the tokmeter binary}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export TOKMETER_CACHE_DIR="$work/cache"
+unset TOKMETER_PROBE_QUICK || true
+
+fail() { echo "test_probe: FAIL: $*" >&2; exit 1; }
+
+expect_exit() { # expected-code description command...
+  local want=$1 what=$2; shift 2
+  local got=0
+  "$@" >"$work/out" 2>"$work/err" || got=$?
+  [[ $got == "$want" ]] || { cat "$work/err" >&2; fail "$what: exit $got, expected $want"; }
+}
+
+# --cached on an empty cache: exit 1 with a clear message.
+expect_exit 1 "--cached on empty cache" "$TOKMETER" probe --cached
+grep -q "no cached probe" "$work/err" || fail "--cached on empty cache: message missing"
+
+# Bad usage: exit 2.
+expect_exit 2 "unknown flag" "$TOKMETER" probe --bogus
+grep -q "Try 'tokmeter probe --help'" "$work/err" || fail "unknown flag: no hint"
+expect_exit 2 "bad thread count" "$TOKMETER" probe --quick -t 0
+expect_exit 2 "missing thread count" "$TOKMETER" probe --threads
+expect_exit 2 "--cached with --quick" "$TOKMETER" probe --cached --quick
+expect_exit 2 "stray argument" "$TOKMETER" probe extra
+
+# --help lists every flag.
+expect_exit 0 "--help" "$TOKMETER" probe --help
+for flag in --threads --quick --cached --json --help; do
+  grep -q -- "$flag" "$work/out" || fail "--help does not list $flag"
+done
+
+# A quick probe as JSON.
+expect_exit 0 "probe --quick --json" "$TOKMETER" probe --quick --json
+cp "$work/out" "$work/probe.json"
+python3 - "$work/probe.json" <<'PY' || fail "probe --quick --json: bad JSON (see above)"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+problems = []
+def need(cond, what):
+    if not cond:
+        problems.append(what)
+for k in ["read_bandwidth_bytes_s", "read_bandwidth_by_threads", "copy_bandwidth_by_threads",
+          "copy_bandwidth_read_plus_write_bytes_s", "compute_f32_flops", "compute_f32_by_threads",
+          "compute_int8_ops", "compute_int8_by_threads", "buffer_bytes", "measured_at", "machine",
+          "thermal", "f32_path", "int8_path", "quick"]:
+    need(k in d, "key " + k)
+if problems:
+    print("missing:", problems); sys.exit(1)
+need(d["quick"] is True, "quick is true")
+rb = d["read_bandwidth_bytes_s"]
+need(isinstance(rb, float) and 100e6 < rb < 10e12, "read bandwidth in (100 MB/s, 10 TB/s): %r" % rb)
+need(d["compute_f32_flops"] > 0, "f32 flops > 0")
+n = d["max_threads"]
+for k, v in [("read_bandwidth_by_threads", "bytes_s"), ("copy_bandwidth_by_threads", "read_plus_write_bytes_s"),
+             ("compute_f32_by_threads", "flops")]:
+    arr = d[k]
+    need([e["threads"] for e in arr] == list(range(1, n + 1)), k + " threads 1..N")
+    need(all(math.isfinite(e[v]) and e[v] > 0 for e in arr), k + " positive")
+need(max(e["bytes_s"] for e in d["read_bandwidth_by_threads"]) == rb, "best read = max of series")
+m = d["machine"]
+for k in ["cpu", "arch", "cores", "memory_bytes", "memory_available_bytes", "llc_bytes", "os", "flags"]:
+    need(k in m, "machine." + k)
+need(m["cores"] >= 1 and m["memory_bytes"] > 0, "machine cores/memory positive")
+need(isinstance(m["flags"], list), "machine.flags is a list")
+t = d["thermal"]
+need(isinstance(t["readable"], bool) and isinstance(t["temps"], list) and isinstance(t["freqs_mhz"], list), "thermal shape")
+need(t["readable"] == (len(t["temps"]) + len(t["freqs_mhz"]) > 0), "thermal.readable matches readings")
+flags = set(m["flags"])
+has_int8 = ({"avx512_vnni", "avx512f"} <= flags) or ({"avx_vnni", "avx2"} <= flags) or ("asimddp" in flags)
+if has_int8:
+    need(d["int8_path"] and d["compute_int8_ops"] > 0 and len(d["compute_int8_by_threads"]) == n, "int8 present")
+else:
+    need(d["int8_path"] is None and d["compute_int8_ops"] is None, "int8 null without the flags")
+if problems:
+    print("problems:", problems); sys.exit(1)
+PY
+
+# The result was cached: --cached shows the same measurement.
+ls "$TOKMETER_CACHE_DIR"/probe-*.json >/dev/null 2>&1 || fail "no cache file written"
+expect_exit 0 "--cached --json" "$TOKMETER" probe --cached --json
+python3 - "$work/probe.json" "$work/out" <<'PY' || fail "--cached differs from the probe just run"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+sys.exit(0 if a == b else 1)
+PY
+
+# Human output: machine line, thermal line, table, best, quick marked.
+expect_exit 0 "--cached (table)" "$TOKMETER" probe --cached
+for pat in "^machine: " "^temperatures: " "^threads  read GB/s  copy GB/s  f32 GFLOPS  int8 GOPS" \
+           "^ *1  " "^best: read " "QUICK"; do
+  grep -q -- "$pat" "$work/out" || { cat "$work/out" >&2; fail "table output lacks /$pat/"; }
+done
+
+# -t 1 limits the thread counts; the environment variable selects quick mode.
+expect_exit 0 "-t 1 via TOKMETER_PROBE_QUICK" env TOKMETER_PROBE_QUICK=1 "$TOKMETER" probe -t 1 --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["max_threads"]==1 and len(d["read_bandwidth_by_threads"])==1 and d["quick"] else 1)' "$work/out" \
+  || fail "-t 1: expected one thread count and quick"
+
+# A corrupt cache file: --cached fails with exit 1 naming it; a new probe repairs it.
+for f in "$TOKMETER_CACHE_DIR"/probe-*.json; do printf '{"broken' >"$f"; done
+expect_exit 1 "--cached on corrupt cache" "$TOKMETER" probe --cached
+grep -q "corrupt probe cache" "$work/err" || fail "--cached on corrupt cache: message missing"
+expect_exit 0 "probe over corrupt cache" "$TOKMETER" probe --quick --json
+expect_exit 0 "--cached after repair" "$TOKMETER" probe --cached --json
+
+echo "test_probe: ok"

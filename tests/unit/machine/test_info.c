@@ -1,0 +1,193 @@
+/* test_info: the identity parsers (cpuinfo, meminfo, os-release, cache sizes)
+ * on sample text, the thermal reader on a fake sysfs tree, and the live
+ * identity read of this machine. */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "machine/probe.h"
+#include "tm_test.h"
+
+static const char x86_cpuinfo[] =
+    "processor\t: 0\n"
+    "vendor_id\t: GenuineIntel\n"
+    "model name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+    "flags\t\t: fpu vme sse2 avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni avx_vnni "
+    "amx_int8 avx\n"
+    "vmx flags\t: vnmi i8mm sve\n"
+    "bugs\t\t: spectre_v1\n"
+    "\n"
+    "processor\t: 1\n"
+    "model name\t: Some Other Name\n"
+    "flags\t\t: fpu\n";
+
+static const char arm_cpuinfo[] =
+    "processor\t: 0\n"
+    "BogoMIPS\t: 108.00\n"
+    "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
+    "asimdrdm lrcpc dcpop asimddp\n"
+    "CPU implementer\t: 0x41\n"
+    "CPU architecture: 8\n"
+    "CPU part\t: 0xd0b\n";
+
+static void test_cpuinfo_x86(void) {
+  struct machine_info info = {0};
+  uint32_t n = machine_parse_cpuinfo(x86_cpuinfo, &info);
+  CHECK_STR(info.cpu_model, "Intel(R) Xeon(R) Platinum 8480+");
+  /* Table order, first processor only, "vmx flags" ignored. */
+  CHECK_EQ_INT(n, 10);
+  CHECK_EQ_INT(info.n_flags, 10);
+  CHECK_STR(info.flags[0], "avx");
+  CHECK_STR(info.flags[1], "avx2");
+  CHECK(machine_has_flag(&info, "avx512_vnni"));
+  CHECK(machine_has_flag(&info, "avx_vnni"));
+  CHECK(machine_has_flag(&info, "amx_int8"));
+  CHECK(!machine_has_flag(&info, "sse2"));     /* not LLM-relevant */
+  CHECK(!machine_has_flag(&info, "i8mm"));     /* only on the vmx flags line */
+  CHECK(!machine_has_flag(&info, "avx512")); /* prefix of a word is not a word */
+}
+
+static void test_cpuinfo_arm(void) {
+  struct machine_info info = {0};
+  uint32_t n = machine_parse_cpuinfo(arm_cpuinfo, &info);
+  CHECK_STR(info.cpu_model, "implementer 0x41 part 0xd0b");
+  CHECK_EQ_INT(n, 3);
+  CHECK(machine_has_flag(&info, "neon"));
+  CHECK(machine_has_flag(&info, "asimdhp"));
+  CHECK(machine_has_flag(&info, "asimddp"));
+  CHECK(!machine_has_flag(&info, "asimd"));
+  CHECK(!machine_has_flag(&info, "i8mm"));
+}
+
+static void test_cpuinfo_empty(void) {
+  struct machine_info info = {0};
+  CHECK_EQ_INT(machine_parse_cpuinfo("", &info), 0);
+  CHECK_STR(info.cpu_model, "unknown");
+  CHECK_EQ_INT(machine_parse_cpuinfo("Hardware\t: BCM2835\n", &info), 0);
+  CHECK_STR(info.cpu_model, "BCM2835");
+}
+
+static void test_meminfo(void) {
+  uint64_t total = 0, avail = 0;
+  CHECK_EQ_INT(machine_parse_meminfo("MemTotal:       24684084 kB\n"
+                                     "MemFree:        24361852 kB\n"
+                                     "MemAvailable:   24389452 kB\n",
+                                     &total, &avail),
+               0);
+  CHECK_EQ_U64(total, 24684084ull * 1024);
+  CHECK_EQ_U64(avail, 24389452ull * 1024);
+  /* Old kernels have no MemAvailable: MemFree stands in. */
+  CHECK_EQ_INT(machine_parse_meminfo("MemTotal: 1000 kB\nMemFree: 300 kB\n", &total, &avail), 0);
+  CHECK_EQ_U64(avail, 300ull * 1024);
+  CHECK_EQ_INT(machine_parse_meminfo("MemFree: 300 kB\n", &total, &avail), -1);
+  CHECK_EQ_INT(machine_parse_meminfo("MemTotal: lots\n", &total, &avail), -1);
+}
+
+static void test_os_release(void) {
+  char buf[64];
+  CHECK_EQ_INT(machine_parse_os_release("NAME=\"Debian\"\nPRETTY_NAME=\"Debian GNU/Linux 12 "
+                                        "(bookworm)\"\nID=debian\n",
+                                        buf, sizeof buf),
+               0);
+  CHECK_STR(buf, "Debian GNU/Linux 12 (bookworm)");
+  CHECK_EQ_INT(machine_parse_os_release("PRETTY_NAME=Alpine\n", buf, sizeof buf), 0);
+  CHECK_STR(buf, "Alpine");
+  CHECK_EQ_INT(machine_parse_os_release("PRETTY_NAME='Arch Linux'", buf, sizeof buf), 0);
+  CHECK_STR(buf, "Arch Linux");
+  CHECK_EQ_INT(machine_parse_os_release("NAME=x\n", buf, sizeof buf), -1);
+  char small[8];
+  CHECK_EQ_INT(machine_parse_os_release("PRETTY_NAME=\"Long Name Here\"\n", small, sizeof small), 0);
+  CHECK_STR(small, "Long Na");
+}
+
+static void test_cache_size(void) {
+  CHECK_EQ_U64(machine_parse_cache_size("491520K\n"), 491520ull * 1024);
+  CHECK_EQ_U64(machine_parse_cache_size("32M"), 32ull << 20);
+  CHECK_EQ_U64(machine_parse_cache_size("1024"), 1024);
+  CHECK_EQ_U64(machine_parse_cache_size("x"), 0);
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK_MSG(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static void mkdirs(const char *root, const char *rel) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", root, rel);
+  for (char *p = path + strlen(root) + 1; *p; p++)
+    if (*p == '/') *p = 0, mkdir(path, 0755), *p = '/';
+  mkdir(path, 0755);
+}
+
+static void test_thermal_fake_tree(void) {
+  char root[512], path[1024];
+  snprintf(root, sizeof root, "%s/sys", tm_test_tmpdir());
+  mkdir(root, 0755);
+  struct machine_thermal t;
+  machine_thermal_read_at(root, &t);
+  CHECK(!t.readable);
+  CHECK_EQ_INT(t.n_temps, 0);
+  CHECK_EQ_INT(t.n_freqs, 0);
+
+  mkdirs(root, "class/thermal/thermal_zone0");
+  snprintf(path, sizeof path, "%s/class/thermal/thermal_zone0/temp", root);
+  write_file(path, "45500\n");
+  snprintf(path, sizeof path, "%s/class/thermal/thermal_zone0/type", root);
+  write_file(path, "x86_pkg_temp\n");
+  mkdirs(root, "class/hwmon/hwmon0");
+  snprintf(path, sizeof path, "%s/class/hwmon/hwmon0/name", root);
+  write_file(path, "coretemp\n");
+  snprintf(path, sizeof path, "%s/class/hwmon/hwmon0/temp2_input", root);
+  write_file(path, "51000\n");
+  snprintf(path, sizeof path, "%s/class/hwmon/hwmon0/temp2_label", root);
+  write_file(path, "Core 0\n");
+  mkdirs(root, "devices/system/cpu/cpu0/cpufreq");
+  mkdirs(root, "devices/system/cpu/cpu1"); /* offline or no cpufreq: skipped */
+  mkdirs(root, "devices/system/cpu/cpu2/cpufreq");
+  snprintf(path, sizeof path, "%s/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", root);
+  write_file(path, "2400000\n");
+  snprintf(path, sizeof path, "%s/devices/system/cpu/cpu2/cpufreq/scaling_cur_freq", root);
+  write_file(path, "3100500\n");
+
+  machine_thermal_read_at(root, &t);
+  CHECK(t.readable);
+  CHECK_EQ_INT(t.n_temps, 2);
+  CHECK_STR(t.temps[0].name, "x86_pkg_temp");
+  CHECK_NEAR(t.temps[0].celsius, 45.5, 1e-9);
+  CHECK_STR(t.temps[1].name, "coretemp/Core 0");
+  CHECK_NEAR(t.temps[1].celsius, 51.0, 1e-9);
+  CHECK_EQ_INT(t.n_freqs, 2);
+  CHECK_NEAR(t.freq_mhz[0], 2400.0, 1e-9);
+  CHECK_NEAR(t.freq_mhz[1], 3100.5, 1e-9);
+}
+
+static void test_live_identity(void) {
+  struct machine_info info;
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(machine_info_read(&info, &err), 0);
+  CHECK(info.cpus >= 1);
+  CHECK(info.memory_bytes > (64ull << 20));
+  CHECK(info.memory_available_bytes <= info.memory_bytes);
+  CHECK(info.cpu_model[0] != 0);
+  CHECK(info.arch[0] != 0);
+  CHECK_CONTAINS(info.os, "Linux");
+  uint32_t d = machine_default_threads(&info);
+  CHECK(d >= 1 && d <= info.cpus);
+#if defined(__x86_64__)
+  CHECK_STR(info.arch, "x86_64");
+#endif
+}
+
+void tm_run_tests(void) {
+  TM_RUN(test_cpuinfo_x86);
+  TM_RUN(test_cpuinfo_arm);
+  TM_RUN(test_cpuinfo_empty);
+  TM_RUN(test_meminfo);
+  TM_RUN(test_os_release);
+  TM_RUN(test_cache_size);
+  TM_RUN(test_thermal_fake_tree);
+  TM_RUN(test_live_identity);
+}

@@ -1,0 +1,305 @@
+/* test_probe: a quick probe's figures are sane; the JSON round trip is exact;
+ * the cache saves and loads in the temp cache dir; corrupt cache files and
+ * malformed JSON fail cleanly (and probe_get re-probes past them). */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "machine/probe.h"
+#include "tm_test.h"
+
+/* One quick probe shared by the tests (each probe takes a moment). */
+static struct machine_probe quick_probe;
+static bool have_quick;
+
+static const struct machine_probe *get_quick(void) {
+  if (!have_quick) {
+    struct probe_options o = {0, true};
+    struct tm_err err = {{0}};
+    int rc = probe_run_opts(&quick_probe, &o, NULL, NULL, &err);
+    CHECK_MSG(rc == 0, "probe_run_opts: %s", err.msg);
+    have_quick = rc == 0;
+  }
+  return &quick_probe;
+}
+
+static bool sane_bw(double v) { return isfinite(v) && v > 100e6 && v < 10e12; }
+
+static void test_quick_probe_figures(void) {
+  const struct machine_probe *p = get_quick();
+  if (!have_quick) return;
+  CHECK(p->quick);
+  CHECK(p->max_threads >= 1);
+  CHECK(p->buffer_bytes >= (16u << 20));
+  CHECK_EQ_INT(strlen(p->measured_at), 20); /* 2025-01-01T00:00:00Z */
+  for (uint32_t t = 1; t <= p->max_threads; t++) {
+    CHECK_MSG(sane_bw(p->read_bw_bytes_s[t]), "read bw at %u threads: %g", t, p->read_bw_bytes_s[t]);
+    CHECK_MSG(sane_bw(p->copy_bw_bytes_s[t]), "copy bw at %u threads: %g", t, p->copy_bw_bytes_s[t]);
+    CHECK_MSG(isfinite(p->f32_flops[t]) && p->f32_flops[t] > 1e6, "f32 at %u: %g", t,
+              p->f32_flops[t]);
+  }
+  uint32_t at = 0;
+  CHECK(probe_best_read_bw(p, &at) > 0);
+  CHECK(at >= 1 && at <= p->max_threads);
+  CHECK(p->f32_path[0] != 0);
+
+  /* int8 present iff the CPU flags say the instructions exist. */
+  const struct machine_info *m = &p->info;
+  bool expect_int8 = (machine_has_flag(m, "avx512_vnni") && machine_has_flag(m, "avx512f")) ||
+                     (machine_has_flag(m, "avx_vnni") && machine_has_flag(m, "avx2")) ||
+                     machine_has_flag(m, "asimddp");
+  CHECK_EQ_INT(expect_int8, p->int8_path[0] != 0);
+  CHECK_EQ_INT(expect_int8, probe_best_int8(p, NULL) > 0);
+  for (uint32_t t = 1; t <= p->max_threads; t++)
+    CHECK(expect_int8 ? (isfinite(p->int8_ops[t]) && p->int8_ops[t] > 1e6) : p->int8_ops[t] == 0);
+#if defined(__x86_64__)
+  if (machine_has_flag(m, "avx512f")) CHECK_STR(p->f32_path, "avx512f");
+  else if (machine_has_flag(m, "avx2") && machine_has_flag(m, "fma")) CHECK_STR(p->f32_path, "avx2+fma");
+#endif
+}
+
+static void test_threads_option(void) {
+  struct machine_probe p;
+  struct probe_options o = {1, true};
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(probe_run_opts(&p, &o, NULL, NULL, &err), 0);
+  CHECK_EQ_INT(p.max_threads, 1);
+  CHECK(p.read_bw_bytes_s[1] > 0);
+  CHECK(p.read_bw_bytes_s[2] == 0);
+  o.max_threads = PROBE_MAX_THREADS + 1;
+  CHECK_EQ_INT(probe_run_opts(&p, &o, NULL, NULL, &err), -1);
+  CHECK_CONTAINS(err.msg, "threads");
+}
+
+static void check_equal(const struct machine_probe *a, const struct machine_probe *b) {
+  CHECK_STR(a->info.cpu_model, b->info.cpu_model);
+  CHECK_STR(a->info.arch, b->info.arch);
+  CHECK_STR(a->info.os, b->info.os);
+  CHECK_EQ_INT(a->info.cpus, b->info.cpus);
+  CHECK_EQ_U64(a->info.memory_bytes, b->info.memory_bytes);
+  CHECK_EQ_U64(a->info.memory_available_bytes, b->info.memory_available_bytes);
+  CHECK_EQ_U64(a->info.llc_bytes, b->info.llc_bytes);
+  CHECK_EQ_INT(a->info.n_flags, b->info.n_flags);
+  for (uint32_t i = 0; i < a->info.n_flags && i < b->info.n_flags; i++)
+    CHECK_STR(a->info.flags[i], b->info.flags[i]);
+  CHECK_EQ_INT(a->quick, b->quick);
+  CHECK_STR(a->measured_at, b->measured_at);
+  CHECK_EQ_INT(a->max_threads, b->max_threads);
+  CHECK_EQ_U64(a->buffer_bytes, b->buffer_bytes);
+  CHECK_STR(a->mem_path, b->mem_path);
+  CHECK_STR(a->f32_path, b->f32_path);
+  CHECK_STR(a->int8_path, b->int8_path);
+  for (uint32_t t = 0; t <= PROBE_MAX_THREADS; t++) {
+    CHECK_MSG(a->read_bw_bytes_s[t] == b->read_bw_bytes_s[t], "read[%u]", t);
+    CHECK_MSG(a->copy_bw_bytes_s[t] == b->copy_bw_bytes_s[t], "copy[%u]", t);
+    CHECK_MSG(a->f32_flops[t] == b->f32_flops[t], "f32[%u]", t);
+    CHECK_MSG(a->int8_ops[t] == b->int8_ops[t], "int8[%u]", t);
+  }
+  CHECK_EQ_INT(a->thermal.readable, b->thermal.readable);
+  CHECK_EQ_INT(a->thermal.n_temps, b->thermal.n_temps);
+  for (uint32_t i = 0; i < a->thermal.n_temps && i < b->thermal.n_temps; i++) {
+    CHECK_STR(a->thermal.temps[i].name, b->thermal.temps[i].name);
+    CHECK(a->thermal.temps[i].celsius == b->thermal.temps[i].celsius);
+  }
+  CHECK_EQ_INT(a->thermal.n_freqs, b->thermal.n_freqs);
+  for (uint32_t i = 0; i < a->thermal.n_freqs && i < b->thermal.n_freqs; i++)
+    CHECK(a->thermal.freq_mhz[i] == b->thermal.freq_mhz[i]);
+}
+
+/* A synthetic probe with awkward values (thermal readings, no int8 path),
+ * built in zeroed memory so that memcmp equality is meaningful too. */
+static void make_synthetic(struct machine_probe *p) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->info.cpu_model, sizeof p->info.cpu_model, "Test \"CPU\" \\ 9000");
+  snprintf(p->info.arch, sizeof p->info.arch, "aarch64");
+  snprintf(p->info.os, sizeof p->info.os, "Linux 6.1 (Test OS)");
+  p->info.cpus = 3;
+  p->info.memory_bytes = 17179869184ull;
+  p->info.memory_available_bytes = 1234567890123ull % 17179869184ull;
+  p->info.llc_bytes = 0;
+  p->info.n_flags = 2;
+  snprintf(p->info.flags[0], sizeof p->info.flags[0], "neon");
+  snprintf(p->info.flags[1], sizeof p->info.flags[1], "sve");
+  p->thermal.readable = true;
+  p->thermal.n_temps = 1;
+  snprintf(p->thermal.temps[0].name, sizeof p->thermal.temps[0].name, "soc");
+  p->thermal.temps[0].celsius = 47.123;
+  p->thermal.n_freqs = 3;
+  p->thermal.freq_mhz[0] = 1800, p->thermal.freq_mhz[1] = 2400.5, p->thermal.freq_mhz[2] = 0.1;
+  p->quick = false;
+  snprintf(p->measured_at, sizeof p->measured_at, "2025-06-01T12:34:56Z");
+  p->max_threads = 3;
+  p->buffer_bytes = 1ull << 30;
+  snprintf(p->mem_path, sizeof p->mem_path, "neon");
+  snprintf(p->f32_path, sizeof p->f32_path, "neon");
+  for (uint32_t t = 1; t <= 3; t++) {
+    p->read_bw_bytes_s[t] = 1e10 * t / 3.0;
+    p->copy_bw_bytes_s[t] = 7.77e9 + t;
+    p->f32_flops[t] = 1.0 / 3.0 * 1e11 * t;
+  }
+}
+
+static void test_json_round_trip(void) {
+  struct machine_probe a, b;
+  make_synthetic(&a);
+  struct tm_err err = {{0}};
+  json_t *j = probe_to_json(&a);
+  CHECK(j != NULL);
+  if (!j) return;
+  CHECK(json_is_null(json_object_get(j, "compute_int8_ops")));
+  CHECK(json_is_null(json_object_get(j, "int8_path")));
+  CHECK_EQ_INT(json_array_size(json_object_get(j, "compute_int8_by_threads")), 0);
+  CHECK_EQ_INT(json_array_size(json_object_get(j, "read_bandwidth_by_threads")), 3);
+  CHECK_NEAR(json_real_value(json_object_get(j, "read_bandwidth_bytes_s")), 1e10, 1e-3);
+  CHECK_EQ_INT(json_integer_value(json_object_get(j, "read_bandwidth_threads")), 3);
+  CHECK(json_is_real(json_object_get(j, "copy_bandwidth_read_plus_write_bytes_s")));
+  json_t *m = json_object_get(j, "machine");
+  CHECK_EQ_INT(json_integer_value(json_object_get(m, "cores")), 3);
+  CHECK(json_is_true(json_object_get(json_object_get(j, "thermal"), "readable")));
+
+  /* In memory, and through text (as the cache stores it). */
+  CHECK_EQ_INT(probe_from_json(&b, j, &err), 0);
+  check_equal(&a, &b);
+  CHECK(memcmp(&a, &b, sizeof a) == 0);
+  char *text = json_dumps(j, JSON_INDENT(2));
+  json_decref(j);
+  json_error_t jerr;
+  json_t *j2 = json_loads(text, 0, &jerr);
+  free(text);
+  CHECK(j2 != NULL);
+  CHECK_EQ_INT(probe_from_json(&b, j2, &err), 0);
+  json_decref(j2);
+  check_equal(&a, &b);
+  CHECK(memcmp(&a, &b, sizeof a) == 0);
+
+  /* The real probe too (int8 present on most machines). */
+  const struct machine_probe *q = get_quick();
+  if (!have_quick) return;
+  j = probe_to_json(q);
+  CHECK_EQ_INT(probe_from_json(&b, j, &err), 0);
+  CHECK(json_is_true(json_object_get(j, "quick")));
+  json_decref(j);
+  check_equal(q, &b);
+}
+
+/* Each malformed document fails with a message naming the bad field. */
+static void test_json_malformed(void) {
+  struct machine_probe a, b;
+  make_synthetic(&a);
+  struct {
+    const char *key;
+    json_t *value; /* NULL = delete the key */
+    const char *expect;
+  } cases[] = {
+      {"max_threads", json_string("2"), "max_threads"},
+      {"max_threads", json_integer(0), "max_threads"},
+      {"max_threads", json_integer(PROBE_MAX_THREADS + 1), "max_threads"},
+      {"measured_at", NULL, "measured_at"},
+      {"f32_path", json_integer(3), "f32_path"},
+      {"read_bandwidth_by_threads", json_object(), "read_bandwidth_by_threads"},
+      {"read_bandwidth_by_threads", json_array(), "read_bandwidth_by_threads"},
+      {"machine", json_string("x"), "machine"},
+      {"thermal", json_array(), "thermal"},
+      {"quick", json_integer(1), "quick"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_t *j = probe_to_json(&a);
+    if (cases[i].value)
+      json_object_set_new(j, cases[i].key, cases[i].value);
+    else
+      json_object_del(j, cases[i].key);
+    struct tm_err err = {{0}};
+    CHECK_MSG(probe_from_json(&b, j, &err) == -1, "case %zu (%s) accepted", i, cases[i].key);
+    CHECK_CONTAINS(err.msg, cases[i].expect);
+    json_decref(j);
+  }
+  /* Nested: a thread count past max_threads, a negative rate, a long string. */
+  json_t *j = probe_to_json(&a);
+  json_t *e = json_array_get(json_object_get(j, "compute_f32_by_threads"), 0);
+  json_object_set_new(e, "threads", json_integer(4));
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(probe_from_json(&b, j, &err), -1);
+  CHECK_CONTAINS(err.msg, "compute_f32_by_threads[0].threads");
+  json_object_set_new(e, "threads", json_integer(1));
+  json_object_set_new(e, "flops", json_real(-1));
+  CHECK_EQ_INT(probe_from_json(&b, j, &err), -1);
+  CHECK_CONTAINS(err.msg, "compute_f32_by_threads[0].flops");
+  json_object_set_new(e, "flops", json_real(1));
+  char big[300];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  json_object_set_new(json_object_get(j, "machine"), "cpu", json_string(big));
+  CHECK_EQ_INT(probe_from_json(&b, j, &err), -1);
+  CHECK_CONTAINS(err.msg, "machine.cpu");
+  json_decref(j);
+  CHECK_EQ_INT(probe_from_json(&b, NULL, &err), -1);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK_MSG(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static void test_cache_save_load(void) {
+  const struct machine_probe *q = get_quick();
+  if (!have_quick) return;
+  struct tm_err err = {{0}};
+  char path[4200];
+  CHECK_EQ_INT(probe_cache_path(&q->info, path, sizeof path, &err), 0);
+  CHECK_CONTAINS(path, getenv("TOKMETER_CACHE_DIR"));
+  CHECK_CONTAINS(path, "/probe-");
+  remove(path);
+
+  struct machine_probe b;
+  CHECK_EQ_INT(probe_load_cached(&b, &err), 0); /* nothing cached yet */
+  CHECK_EQ_INT(probe_save_cached(q, &err), 0);
+  CHECK_EQ_INT(probe_load_cached(&b, &err), 1);
+  check_equal(q, &b);
+
+  /* probe_get with the quick environment returns the cached result as is. */
+  setenv("TOKMETER_PROBE_QUICK", "1", 1);
+  CHECK_EQ_INT(probe_get(&b, false, NULL, NULL, &err), 0);
+  CHECK_STR(err.msg, "");
+  CHECK_STR(b.measured_at, q->measured_at);
+  CHECK(b.read_bw_bytes_s[1] == q->read_bw_bytes_s[1]);
+  unsetenv("TOKMETER_PROBE_QUICK");
+  remove(path);
+}
+
+static void test_cache_corrupt(void) {
+  const struct machine_probe *q = get_quick();
+  if (!have_quick) return;
+  struct tm_err err = {{0}};
+  char path[4200];
+  CHECK_EQ_INT(probe_cache_path(&q->info, path, sizeof path, &err), 0);
+  struct machine_probe b;
+  const char *bad[] = {"", "{", "\x01\x02garbage", "[1,2,3]", "{\"max_threads\": 2}",
+                       "{\"schema\":\"tokmeter.probe/1\",\"max_threads\":\"two\"}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_text(path, bad[i]);
+    memset(&err, 0, sizeof err);
+    CHECK_MSG(probe_load_cached(&b, &err) == -1, "corrupt case %zu loaded", i);
+    CHECK_CONTAINS(err.msg, "corrupt probe cache");
+    CHECK_CONTAINS(err.msg, path);
+  }
+  /* probe_get measures again past a corrupt file, says so, and repairs it. */
+  setenv("TOKMETER_PROBE_QUICK", "1", 1);
+  CHECK_EQ_INT(probe_get(&b, false, NULL, NULL, &err), 0);
+  CHECK_CONTAINS(err.msg, "ignored corrupt probe cache");
+  CHECK(b.quick);
+  CHECK(b.read_bw_bytes_s[1] > 0);
+  CHECK_EQ_INT(probe_load_cached(&b, &err), 1);
+  unsetenv("TOKMETER_PROBE_QUICK");
+  remove(path);
+}
+
+void tm_run_tests(void) {
+  TM_RUN(test_quick_probe_figures);
+  TM_RUN(test_threads_option);
+  TM_RUN(test_json_round_trip);
+  TM_RUN(test_json_malformed);
+  TM_RUN(test_cache_save_load);
+  TM_RUN(test_cache_corrupt);
+}
