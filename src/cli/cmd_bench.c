@@ -204,6 +204,8 @@ static void print_machine(const struct machine_probe *p, bool cached) {
            p->int8_path);
   printf("\nprobe: %s%s, %s\n", cached ? "cached from " : "measured ", p->measured_at,
          p->quick ? "QUICK (test mode: figures are not memory bandwidth)" : "full");
+  char warn[400];
+  if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
 }
 
 static void print_model(const struct model_ceilings *m, const struct bench_opts *o) {
@@ -266,7 +268,7 @@ int cmd_bench(int argc, char **argv) {
   if (rc < 0) return TM_EXIT_OK; /* --help */
   if (rc > 0) return rc;
 
-  struct tm_err err;
+  struct tm_err err = {{0}};
   struct machine_probe *probe = calloc(1, sizeof *probe);
   struct model_ceilings *models = calloc(MAX_MODELS, sizeof *models);
   size_t n_models = 0;
@@ -294,6 +296,7 @@ int cmd_bench(int argc, char **argv) {
       goto out;
     }
     cli_progress_done();
+    if (err.msg[0]) cli_warn(CMD, "%s", err.msg); /* e.g. a corrupt cache was replaced */
   }
   if (o.n_threads == 0) {
     for (uint32_t t = 1; t <= probe->max_threads && t <= MAX_THREADS_LIST; t++)

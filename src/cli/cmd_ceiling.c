@@ -304,6 +304,9 @@ static int machine_rates_get(const struct ceiling_opts *o, double quantized_frac
                     err.msg);
   }
   cli_progress_done();
+  if (err.msg[0]) cli_warn(CMD, "%s", err.msg); /* e.g. a corrupt cache was replaced */
+  char warn[400];
+  if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
   m->probed = true;
   m->quick = p->quick;
   if (o->threads && (o->threads > p->max_threads || o->threads > PROBE_MAX_THREADS)) {

@@ -94,6 +94,11 @@ static void print_human(const struct machine_probe *p) {
   }
   printf("\ncopy counts bytes read + bytes written.%s\n",
          p->quick ? " Quick result: run 'tokmeter probe' without --quick for real figures." : "");
+  if (p->busy_cpus_before >= 0)
+    printf("other load: %.2f CPUs busy before, %.2f after\n", p->busy_cpus_before,
+           p->busy_cpus_after);
+  char warn[400];
+  if (probe_busy_warning(p, warn, sizeof warn)) cli_warn("probe", "%s", warn);
 }
 
 int cmd_probe(int argc, char **argv) {

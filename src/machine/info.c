@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "machine/probe.h"
@@ -353,3 +354,47 @@ void machine_thermal_read_at(const char *root, struct machine_thermal *t) {
 }
 
 void machine_thermal_read(struct machine_thermal *t) { machine_thermal_read_at("/sys", t); }
+
+/* ------------------------------------------------------- other load --- */
+
+int machine_parse_proc_stat(const char *text, uint64_t *busy, uint64_t *total) {
+  const char *line = text;
+  while (line && strncmp(line, "cpu ", 4) != 0) {
+    line = strchr(line, '\n');
+    if (line) line++;
+  }
+  if (!line) return -1;
+  unsigned long long v[10] = {0};
+  int n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+  if (n < 4) return -1;
+  /* user nice system idle iowait irq softirq steal guest guest_nice; guest time
+   * is already inside user, so it is not added again. */
+  uint64_t sum = 0;
+  for (int i = 0; i < n && i < 8; i++) sum += v[i];
+  uint64_t idle = v[3] + (n > 4 ? v[4] : 0);
+  *total = sum;
+  *busy = sum - idle;
+  return 0;
+}
+
+static int read_proc_stat(uint64_t *busy, uint64_t *total) {
+  char buf[4096];
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return machine_parse_proc_stat(buf, busy, total);
+}
+
+double machine_busy_cpus(uint32_t window_ms) {
+  uint64_t b0, t0, b1, t1;
+  if (read_proc_stat(&b0, &t0) != 0) return -1;
+  struct timespec ts = {window_ms / 1000, (long)(window_ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  if (read_proc_stat(&b1, &t1) != 0 || t1 <= t0 || b1 < b0) return -1;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return (double)(b1 - b0) / (double)(t1 - t0) * (double)(cpus > 0 ? cpus : 1);
+}

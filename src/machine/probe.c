@@ -294,12 +294,17 @@ int probe_run_opts(struct machine_probe *p, const struct probe_options *opts,
     plan.compute_target_ns = t > 150000000 ? 150000000 : t < 30000000 ? 30000000 : t;
   }
 
+  /* Other load lowers every figure; measure it around the run so the result
+   * can say so (quick mode: skip, its figures are not measurements anyway). */
+  p->busy_cpus_before = opts->quick ? -1 : machine_busy_cpus(250);
+
   struct probe_pool pool;
   if (pool_init(&pool, n, err) != 0) return -1;
   int rc = measure_memory(p, &pool, &k, &plan, progress, ctx, err);
   if (rc == 0) rc = measure_compute(p, &pool, &k, &plan, progress, ctx, err);
   pool_free(&pool);
   if (rc != 0) return -1;
+  p->busy_cpus_after = opts->quick ? -1 : machine_busy_cpus(250);
 
   machine_thermal_read(&p->thermal);
   time_t now = time(NULL);
@@ -307,6 +312,17 @@ int probe_run_opts(struct machine_probe *p, const struct probe_options *opts,
   gmtime_r(&now, &utc);
   strftime(p->measured_at, sizeof p->measured_at, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return 0;
+}
+
+bool probe_busy_warning(const struct machine_probe *p, char *buf, size_t n) {
+  double worst = p->busy_cpus_before > p->busy_cpus_after ? p->busy_cpus_before
+                                                          : p->busy_cpus_after;
+  if (worst <= PROBE_BUSY_WARN_CPUS) return false;
+  snprintf(buf, n,
+           "other processes kept %.1f of %u CPUs busy around the probe (%s): its figures, and "
+           "every ceiling from them, may be low; re-run 'tokmeter probe' on a quiet machine",
+           worst, p->info.cpus, p->measured_at);
+  return true;
 }
 
 int probe_run(struct machine_probe *p, uint32_t max_threads, probe_progress_fn progress,

@@ -64,6 +64,11 @@ struct machine_probe {
   struct machine_info info;
   struct machine_thermal thermal; /* snapshot taken right after the measurements */
   bool quick;                /* quick mode: small buffer, short passes */
+  /* CPUs kept busy by OTHER processes during a short window right before and
+   * right after the measurements (from /proc/stat; this process sleeps in the
+   * window). A shared machine lowers every figure; -1 when not readable. */
+  double busy_cpus_before;
+  double busy_cpus_after;
   char measured_at[32];      /* UTC, ISO 8601 */
   uint32_t max_threads;      /* measurements exist for 1..max_threads */
   uint64_t buffer_bytes;     /* size of the read buffer */
@@ -107,6 +112,18 @@ uint64_t machine_parse_cache_size(const char *text);
 /* Thermal zones, hwmon sensors and cpufreq under a sysfs root ("/sys"; tests
  * pass a fake tree). */
 void machine_thermal_read_at(const char *sysfs_root, struct machine_thermal *t);
+/* /proc/stat's aggregate "cpu" line: busy and total jiffies (busy = total -
+ * idle - iowait). -1 when the line is missing or malformed. */
+int machine_parse_proc_stat(const char *text, uint64_t *busy, uint64_t *total);
+/* CPUs busy with other work over a window of window_ms (this thread sleeps):
+ * busy share of all CPUs x online CPUs. -1 when /proc/stat is not readable. */
+double machine_busy_cpus(uint32_t window_ms);
+/* Above this many busy CPUs (before or after), a probe's figures are suspect. */
+#define PROBE_BUSY_WARN_CPUS 0.25
+/* When other processes were busy around the probe, writes one line saying so
+ * (and what to do) into buf and returns true. */
+bool probe_busy_warning(const struct machine_probe *p, char *buf, size_t n);
+
 /* The number of threads a default probe uses: online CPUs, or fewer when the
  * process's affinity mask allows fewer. */
 uint32_t machine_default_threads(const struct machine_info *info);

@@ -52,6 +52,10 @@ void *probe_to_json(const struct machine_probe *p) {
   json_object_set_new(o, "max_threads", json_integer(p->max_threads));
   json_object_set_new(o, "buffer_bytes", json_integer((json_int_t)p->buffer_bytes));
   json_object_set_new(o, "mem_path", json_string(p->mem_path));
+  json_object_set_new(o, "busy_cpus_before",
+                      p->busy_cpus_before >= 0 ? json_real(p->busy_cpus_before) : json_null());
+  json_object_set_new(o, "busy_cpus_after",
+                      p->busy_cpus_after >= 0 ? json_real(p->busy_cpus_after) : json_null());
 
   best = probe_best_read_bw(p, &t);
   json_object_set_new(o, "read_bandwidth_bytes_s", num(best));
@@ -186,6 +190,13 @@ int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *er
   p->max_threads = (uint32_t)u;
   if (get_u64(o, "", "buffer_bytes", UINT64_MAX >> 1, &p->buffer_bytes, err)) return -1;
   if (get_str(o, "", "mem_path", p->mem_path, sizeof p->mem_path, true, err)) return -1;
+  /* Absent or null (older cache files, quick runs): not readable. */
+  const json_t *bb = json_object_get(o, "busy_cpus_before"), *ba = json_object_get(o, "busy_cpus_after");
+  if ((bb && !json_is_null(bb) && !json_is_number(bb)) ||
+      (ba && !json_is_null(ba) && !json_is_number(ba)))
+    return tm_errf(err, "probe JSON: busy_cpus_before/after is not a number");
+  p->busy_cpus_before = bb && json_is_number(bb) ? json_number_value(bb) : -1;
+  p->busy_cpus_after = ba && json_is_number(ba) ? json_number_value(ba) : -1;
   if (get_str(o, "", "f32_path", p->f32_path, sizeof p->f32_path, false, err)) return -1;
   if (get_str(o, "", "int8_path", p->int8_path, sizeof p->int8_path, true, err)) return -1;
 

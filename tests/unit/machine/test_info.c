@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include "machine/probe.h"
+#include <unistd.h>
+
 #include "tm_test.h"
 
 static const char x86_cpuinfo[] =
@@ -181,7 +183,46 @@ static void test_live_identity(void) {
 #endif
 }
 
+static void test_proc_stat(void) {
+  uint64_t busy = 0, total = 0;
+  const char *text =
+      "cpu  100 5 50 1000 20 3 2 10 7 0\n"
+      "cpu0 50 2 25 500 10 1 1 5 3 0\n"
+      "intr 12345\n";
+  CHECK(machine_parse_proc_stat(text, &busy, &total) == 0);
+  /* user+nice+system+idle+iowait+irq+softirq+steal; guest is inside user */
+  CHECK_EQ_U64(total, 100 + 5 + 50 + 1000 + 20 + 3 + 2 + 10);
+  CHECK_EQ_U64(busy, total - 1000 - 20);
+  /* an old kernel with only four columns */
+  CHECK(machine_parse_proc_stat("cpu  1 2 3 4\n", &busy, &total) == 0);
+  CHECK_EQ_U64(total, 10);
+  CHECK_EQ_U64(busy, 6);
+  CHECK(machine_parse_proc_stat("cpu0 1 2 3 4\n", &busy, &total) == -1);
+  CHECK(machine_parse_proc_stat("cpu  x y\n", &busy, &total) == -1);
+  CHECK(machine_parse_proc_stat("", &busy, &total) == -1);
+  double b = machine_busy_cpus(20);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  CHECK_MSG(b >= 0 && b <= cpus + 0.01, "busy cpus %.3f of %ld", b, cpus);
+}
+
+static void test_busy_warning(void) {
+  struct machine_probe p;
+  memset(&p, 0, sizeof p);
+  p.info.cpus = 2;
+  char buf[400];
+  p.busy_cpus_before = -1, p.busy_cpus_after = -1;
+  CHECK(!probe_busy_warning(&p, buf, sizeof buf));
+  p.busy_cpus_before = 0.1, p.busy_cpus_after = 0.2;
+  CHECK(!probe_busy_warning(&p, buf, sizeof buf));
+  p.busy_cpus_after = 0.9;
+  CHECK(probe_busy_warning(&p, buf, sizeof buf));
+  CHECK_CONTAINS(buf, "0.9 of 2 CPUs busy");
+  CHECK_CONTAINS(buf, "re-run 'tokmeter probe'");
+}
+
 void tm_run_tests(void) {
+  TM_RUN(test_proc_stat);
+  TM_RUN(test_busy_warning);
   TM_RUN(test_cpuinfo_x86);
   TM_RUN(test_cpuinfo_arm);
   TM_RUN(test_cpuinfo_empty);
