@@ -4,7 +4,9 @@
  *
  * Layout (keys in this order):
  *   schema "tokmeter.probe/1", quick, measured_at, max_threads, buffer_bytes,
- *   mem_path, read_bandwidth_bytes_s (best), read_bandwidth_threads,
+ *   mem_path, busy_cpus_before, busy_cpus_after (CPUs other processes kept
+ *   busy around the run; null when not readable or quick), read_bandwidth_bytes_s
+ *   (best), read_bandwidth_threads,
  *   read_bandwidth_by_threads [{threads, bytes_s}],
  *   copy_bandwidth_read_plus_write_bytes_s (best: bytes read + bytes written
  *   per second), copy_bandwidth_by_threads [{threads, read_plus_write_bytes_s}],
