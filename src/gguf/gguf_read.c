@@ -106,7 +106,7 @@ static int rd_str(struct rd *r, const char *field, struct gguf_str *out) {
  * NUL-terminated copy in *out. */
 static int rd_name(struct rd *r, const char *field, char **out) {
   uint64_t at = r->pos;
-  struct gguf_str s;
+  struct gguf_str s = {NULL, 0};
   if (rd_u64(r, field, &s.len)) return -1;
   r->pos = at;
   if (s.len == 0) return rd_fail(r, at, "%s length 0", field);

@@ -108,8 +108,12 @@ static int check_name(struct gguf_writer *w, const char *what, const char *name)
   return 0;
 }
 
+/* Little-endian bytes of v, n <= 8 of them (built in a local array first: GCC's
+ * vectorizer otherwise warns about a loop it cannot bound). */
 static void put_le(uint8_t *p, uint64_t v, unsigned n) {
-  for (unsigned i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+  uint8_t b[8];
+  for (unsigned i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+  memcpy(p, b, n < 8 ? n : 8);
 }
 
 /* Adds key with a value already serialized as (type, payload of n bytes). */

@@ -181,7 +181,7 @@ int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *er
   const json_t *o = json;
   memset(p, 0, sizeof *p);
   if (!json_is_object(o)) return tm_errf(err, "probe JSON: not an object");
-  uint64_t u;
+  uint64_t u = 0;
 
   json_t *q = json_object_get(o, "quick");
   if (q && !json_is_boolean(q)) return tm_errf(err, "probe JSON: quick is not a boolean");
