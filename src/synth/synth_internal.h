@@ -17,8 +17,12 @@ int synth_pipeline_run(const struct synth_options *opt, const struct model_shape
 /* The generator seed of one chunk: a function of (seed, tensor, chunk) only. */
 uint64_t synth_chunk_seed(uint64_t seed, uint64_t tensor_index, uint64_t chunk_index);
 
-/* Q6_K blocks for n floats (n a multiple of 256): a one-pass quantizer (see
- * synth_pipeline.c). */
+/* One-pass K-quant quantizers (synth_quant_fast.c): n floats (a multiple of
+ * 256, finite) to n/256 blocks of 144 (Q4_K), 176 (Q5_K) or 210 (Q6_K) bytes.
+ * Every element lands within half a step of its value under the stored scales
+ * (its nearest level: the stored range covers each sub-block); deterministic. */
+void synth_quantize_q4_k_fast(const float *x, uint8_t *out, uint64_t n);
+void synth_quantize_q5_k_fast(const float *x, uint8_t *out, uint64_t n);
 void synth_quantize_q6_k_fast(const float *x, uint8_t *out, uint64_t n);
 
 #endif

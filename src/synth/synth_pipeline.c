@@ -57,56 +57,11 @@ uint64_t synth_chunk_seed(uint64_t seed, uint64_t tensor_index, uint64_t chunk_i
   return tm_splitmix64(&st);
 }
 
-/* Fast Q6_K for random weights: one pass per 16-element sub-block (scale =
- * the signed max / -32, as the first guess of the reference quantizer) instead of
- * the reference's least-squares search - 4x faster, error within the format's
- * half-step bound. llama.cpp's own bytes are not reproduced by either; the block
- * layout (gguf/quant_ref.h: ql[128], qh[64], int8 scales[16], fp16 d) is. */
-void synth_quantize_q6_k_fast(const float *x, uint8_t *out, uint64_t n) {
-  for (uint64_t b = 0; b < n / QK_K; b++, x += QK_K, out += 210) {
-    float scale[16], max_scale = 0, max_abs = 0;
-    for (int j = 0; j < 16; j++) {
-      float amax = 0, mx = 0;
-      for (int i = 0; i < 16; i++) {
-        float a = fabsf(x[16 * j + i]);
-        if (a > amax) { amax = a; mx = x[16 * j + i]; }
-      }
-      scale[j] = mx / -32.0f;
-      if (fabsf(scale[j]) > max_abs) { max_abs = fabsf(scale[j]); max_scale = scale[j]; }
-    }
-    uint8_t *ql = out, *qh = out + 128;
-    int8_t *sc = (int8_t *)(out + 192);
-    uint16_t dh = tm_fp32_to_fp16(max_scale / -128.0f);
-    memcpy(out + 208, &dh, 2); /* little-endian hosts only, as the rest of tokmeter */
-    float d = tm_fp16_to_fp32(dh), id = d != 0 ? 1.0f / d : 0;
-    uint8_t L[QK_K];
-    for (int j = 0; j < 16; j++) {
-      float v = id * scale[j];
-      int s = (int)lrintf(v < -128 ? -128 : v > 127 ? 127 : v);
-      if (s == 0 && scale[j] != 0 && d != 0) s = v > 0 ? 1 : -1;
-      sc[j] = (int8_t)s;
-      float step = d * (float)s, inv = step != 0 ? 1.0f / step : 0;
-      for (int i = 0; i < 16; i++) {
-        float q = x[16 * j + i] * inv;
-        q = q < -32 ? -32 : q > 31 ? 31 : q;
-        L[16 * j + i] = (uint8_t)((int)lrintf(q) + 32);
-      }
-    }
-    for (int h = 0; h < 2; h++) {
-      uint8_t *qlh = ql + 64 * h, *qhh = qh + 32 * h;
-      const uint8_t *Lh = L + 128 * h;
-      for (int l = 0; l < 32; l++) {
-        int q1 = Lh[l], q2 = Lh[l + 32], q3 = Lh[l + 64], q4 = Lh[l + 96];
-        qlh[l] = (uint8_t)((q1 & 0xF) | ((q3 & 0xF) << 4));
-        qlh[l + 32] = (uint8_t)((q2 & 0xF) | ((q4 & 0xF) << 4));
-        qhh[l] = (uint8_t)((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
-      }
-    }
-  }
-}
-
 /* Converts n floats to the tensor type. Returns 0, or -1 when the type has no
- * converter (the gguf module's reference quantizers decide). */
+ * converter (the gguf module's reference quantizers decide). K-quants take
+ * synth's one-pass quantizers (synth_quant_fast.c): the reference's scale search
+ * runs at ~80 M elements/s per core, too slow for the 200 MB/s target, and
+ * random weights gain nothing from it. */
 static int convert(uint32_t type, const float *x, uint8_t *y, uint64_t n) {
   switch (type) {
   case GGML_TYPE_F32: memcpy(y, x, n * sizeof(float)); return 0;
@@ -120,6 +75,8 @@ static int convert(uint32_t type, const float *x, uint8_t *y, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) h[i] = tm_fp32_to_bf16(x[i]);
     return 0;
   }
+  case GGML_TYPE_Q4_K: synth_quantize_q4_k_fast(x, y, n); return 0;
+  case GGML_TYPE_Q5_K: synth_quantize_q5_k_fast(x, y, n); return 0;
   case GGML_TYPE_Q6_K: synth_quantize_q6_k_fast(x, y, n); return 0;
   default: return ggml_quantize_ref(type, x, y, (int64_t)n);
   }

@@ -202,6 +202,12 @@ static void test_deterministic(void) {
   CHECK_MSG(same_file(a, b), "1 vs 3 threads differ");
   CHECK_MSG(same_file(a, d), "same seed twice differs");
   CHECK_MSG(!same_file(a, c), "seeds 7 and 8 gave the same file");
+  /* the K-quant path (synth_quant_fast.c: Q4_K, Q5_K, Q6_K tensors) as well */
+  snprintf(a, sizeof a, "%s", tm_tmpfile("det-kq-a.gguf"));
+  snprintf(b, sizeof b, "%s", tm_tmpfile("det-kq-b.gguf"));
+  write_model("tiny-moe", MODEL_FTYPE_Q4_K_M, 7, 1, a, NULL);
+  write_model("tiny-moe", MODEL_FTYPE_Q4_K_M, 7, 3, b, NULL);
+  CHECK_MSG(same_file(a, b), "Q4_K_M: 1 vs 3 threads differ");
   /* chunk seeds differ across tensors and chunks */
   CHECK(synth_chunk_seed(1, 0, 0) != synth_chunk_seed(1, 0, 1));
   CHECK(synth_chunk_seed(1, 0, 1) != synth_chunk_seed(1, 1, 0));
