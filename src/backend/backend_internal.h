@@ -1,0 +1,80 @@
+/* backend_internal: what the backend module's files share (not a public API).
+ *
+ *   backend.c            struct backend, backend_run (libcurl multi loop: arrival
+ *                        timestamps, framing, timeouts, Ctrl-C), run_result helpers
+ *   transport.c          http_request: one plain (non-streamed) HTTP exchange
+ *   sse.c / ndjson.c     incremental framing (see sse.h)
+ *   dialect_openai.c     OpenAI-compatible chat/completions (+ llama.cpp timings,
+ *                        vLLM/LM Studio extras)
+ *   dialect_ollama.c     Ollama /api/chat, /api/generate
+ *   dialect_llamacpp.c   llama.cpp native /completion
+ *   backend_info.c       detection, server info, model listing, /tokenize */
+#ifndef TM_BACKEND_INTERNAL_H
+#define TM_BACKEND_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+enum framing {
+  FRAMING_SSE = 0,  /* text/event-stream: "data: <payload>" events */
+  FRAMING_NDJSON,   /* one JSON object per line */
+};
+
+/* One API's wire format. Every function is pure over its arguments (no I/O). */
+struct dialect {
+  const char *name;        /* "openai", "ollama", "llamacpp" */
+  enum framing framing;    /* of the streamed response */
+  /* The request: path (relative to the base URL, e.g. "/v1/chat/completions")
+   * and a malloc'd JSON body. */
+  int (*build)(enum api_endpoint ep, const struct backend_request *req, char *path,
+               size_t path_n, char **body, struct tm_err *err);
+  /* One event payload (SSE data field, or one NDJSON line) that arrived at t_ns.
+   * Appends text chunks (run_result_add_chunk) and fills counters.
+   * Returns 0 to go on, 1 when the stream says it is complete ([DONE],
+   * "done": true, "stop": true), -1 on a failure (r->error and r->error_msg set:
+   * RUN_ERR_MALFORMED for unparseable JSON, RUN_ERR_STREAM for an error event). */
+  int (*on_event)(struct run_result *r, const char *payload, size_t len, uint64_t t_ns);
+  /* A non-2xx response: sets r->error (RUN_ERR_HTTP, or RUN_ERR_CONTEXT_OVERFLOW
+   * when the body says so) and a message that quotes the body's error text. */
+  void (*on_http_error)(struct run_result *r, int status, const char *body, size_t len);
+  /* The stream ended (connection closed or terminal event): returns 0, or -1
+   * with RUN_ERR_NO_USAGE when the final counters never came. */
+  int (*finish)(struct run_result *r);
+};
+
+extern const struct dialect dialect_openai;
+extern const struct dialect dialect_ollama;
+extern const struct dialect dialect_llamacpp;
+
+const struct dialect *dialect_for(enum api_family f);
+
+/* Appends a text piece (len > 0) as a chunk. Returns 0, -1 when out of memory. */
+int run_result_add_chunk(struct run_result *r, uint64_t t_ns, enum chunk_field field,
+                         const char *text, size_t len, uint32_t n_tokens);
+/* Sets error kind and a printf message (truncated to one line). */
+void run_result_fail(struct run_result *r, enum run_error e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---------------------------------------------------------------- transport */
+
+struct http_response {
+  int status;              /* 0 when there was no response */
+  char *body;              /* malloc'd, NUL-terminated */
+  size_t len;
+  enum run_error error;    /* RUN_OK, or why there was no response */
+};
+
+/* One exchange on the backend's kept-alive connection: method "GET"/"POST",
+ * path relative to the base URL, optional JSON body. Returns 0 when a response
+ * (any status) arrived, -1 otherwise (err and resp->error set). */
+int http_request(struct backend *b, const char *method, const char *path, const char *json_body,
+                 double timeout_s, struct http_response *resp, struct tm_err *err);
+void http_response_free(struct http_response *resp);
+
+/* The base URL the backend was made with (no trailing slash). */
+const char *backend_base_url(const struct backend *b);
+enum api_endpoint backend_endpoint(const struct backend *b);
+
+#endif

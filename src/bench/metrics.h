@@ -1,0 +1,122 @@
+/* metrics: what one run measured, by DESIGN.md's definitions, and its verdicts.
+ * Pure functions over a backend's run_result: every backend gets the same rules.
+ *
+ * Definitions (times from the client's CLOCK_MONOTONIC stamps):
+ *   t_first = arrival of the first chunk carrying a generated token of ANY kind
+ *             (answer or reasoning); t_last = arrival of the last such chunk.
+ *   TTFT (client)          = t_first - t_send
+ *   prompt processed       = prompt tokens reported - cached tokens reported
+ *   prefill rate (server)  = prompt processed / the runtime's prompt time
+ *                            (llama.cpp timings.prompt_ms; Ollama prompt_eval)
+ *   prefill rate (client)  = prompt processed / TTFT  (a lower bound: includes
+ *                            network, queueing and the first decode step)
+ *   decode rate (client)   = (generated tokens - 1) / (t_last - t_first)
+ *   decode rate (server)   = predicted_n / predicted_ms (llama.cpp), eval_count /
+ *                            eval_duration (Ollama)
+ *   headline = the runtime's own where reported, the client's otherwise.
+ * Token counts come from the server (rule 3); the client's chunk count is kept
+ * beside them and a disagreement is flagged. Decode rates are blank (NAN) below
+ * METRICS_MIN_DECODE_TOKENS generated tokens (rule 5), and inter-token figures
+ * are withheld when the stream is buffered (rule 6). */
+#ifndef TM_METRICS_H
+#define TM_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+#define METRICS_MIN_DECODE_TOKENS 24
+#define METRICS_MAX_SEGMENTS 8
+
+enum cache_verdict {
+  CACHE_UNKNOWN = 0,  /* the server reports no cached-token counter */
+  CACHE_CLEAN,        /* cached tokens 0 */
+  CACHE_BASELINE,     /* cached tokens <= the calibrated shared prefix (chat
+                         template before the nonce): expected, not a flag */
+  CACHE_HIT,          /* cached tokens reach past the nonce: prefill figures of
+                         this run are not a measurement (excluded unless
+                         --allow-cache) */
+};
+
+enum stream_verdict {
+  STREAM_UNKNOWN = 0,    /* too few chunks to tell */
+  STREAM_TOKEN_BY_TOKEN, /* about one token per chunk, gaps spread over time */
+  STREAM_BUFFERED,       /* many tokens per chunk, or everything in a burst:
+                            inter-token figures are withheld */
+};
+
+const char *cache_verdict_name(enum cache_verdict v);   /* "cache:unknown"... */
+const char *stream_verdict_name(enum stream_verdict v); /* "stream:buffered"... */
+
+struct decode_segment {
+  uint32_t from, to;  /* generated-token indices, 1-based, inclusive */
+  double tok_s;       /* client decode rate over the segment */
+};
+
+struct metrics_options {
+  int64_t cache_baseline_tokens; /* calibrated shared prefix; -1 = not calibrated */
+  uint32_t min_decode_tokens;    /* METRICS_MIN_DECODE_TOKENS by default */
+  /* Segment boundaries (last token of each segment), e.g. {50, 200, 400};
+   * n_bounds 0 = the default {1-50, 51-200, 201-...}. */
+  uint32_t segment_bounds[METRICS_MAX_SEGMENTS];
+  size_t n_bounds;
+};
+void metrics_options_init(struct metrics_options *o);
+
+struct run_metrics {
+  bool ok;                     /* the run succeeded (run_result.error == RUN_OK) */
+
+  /* Tokens: server-reported (-1 = not reported) and client-counted. */
+  int64_t prompt_tokens, cached_tokens, prompt_processed;
+  int64_t completion_tokens;   /* server */
+  int64_t reasoning_tokens;    /* server when reported, else client estimate */
+  bool reasoning_from_client;  /* reasoning_tokens is the client's chunk count */
+  uint32_t client_chunks;      /* text-bearing chunks */
+  uint32_t client_reasoning_chunks; /* reasoning field or inside <think> tags */
+  uint32_t client_answer_chunks;
+  bool count_mismatch;         /* server completion_tokens != client chunks (and
+                                  the stream is token-by-token) */
+  bool reasoning_ate_budget;   /* reasoning used most (>= 90%) of max_tokens */
+
+  /* Times, ms; NAN = not available. */
+  double ttft_ms;              /* client */
+  double last_ms;              /* t_last - t_send */
+  double decode_span_ms;       /* t_last - t_first */
+  double server_prompt_ms, server_predicted_ms, server_load_ms;
+  double connect_ms;           /* fresh connection handshake, apart (NAN if reused) */
+
+  /* Rates, tok/s; NAN = blank. */
+  double prefill_server, prefill_client;
+  double decode_server, decode_client;
+  double prefill_headline, decode_headline;
+  const char *prefill_source;  /* "server" / "client" / "" */
+  const char *decode_source;
+  double ttft_gap_ms;          /* client TTFT - server prompt time (the gap rule 7
+                                  asks to show); NAN when no server timer */
+
+  size_t n_segments;
+  struct decode_segment segments[METRICS_MAX_SEGMENTS];
+
+  /* Stream shape. */
+  enum stream_verdict stream;
+  double tokens_per_chunk;     /* completion tokens / text chunks */
+  double median_gap_ms, max_gap_ms; /* between consecutive text chunks */
+
+  enum cache_verdict cache;
+  bool prefill_excluded;       /* CACHE_HIT: not to be used in prefill figures */
+};
+
+/* req may be NULL (then max_tokens is unknown and the budget warning is off).
+ * Never fails: missing inputs give NAN/-1 fields and UNKNOWN verdicts. */
+void run_metrics_compute(const struct run_result *r, const struct backend_request *req,
+                         const struct metrics_options *opt, struct run_metrics *m);
+
+/* Splits content text on inline <think>...</think> tags across chunks: for each
+ * chunk of r, out_reasoning[i] = true when that chunk's text is reasoning
+ * (reasoning field, or content inside an open <think> block; a chunk holding
+ * the closing tag counts as reasoning). out_reasoning has r->n_chunks entries. */
+void metrics_classify_chunks(const struct run_result *r, bool *out_reasoning);
+
+#endif

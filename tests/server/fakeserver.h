@@ -1,0 +1,119 @@
+/* fakeserver: LLM servers on loopback for tests, with exactly known behaviour.
+ *
+ * One server = one thread accepting on 127.0.0.1:<ephemeral port>, serving one
+ * connection at a time, HTTP/1.1 keep-alive, plain sockets (no libcurl).
+ * Modes:
+ *   FS_REPLAY  serves ../shared/fixtures/llama-server/*.json exchanges: a request
+ *              is answered with the recorded exchange whose method+path match
+ *              (and, when several match, the one named by cfg.replay_file or
+ *              chosen by fs_replay_next), with the recorded status, headers and
+ *              lines, each line sent at its recorded t_ms (x time_scale) after
+ *              the request arrived.
+ *   FS_PACED   a synthetic server with exactly known timing: prefill delay
+ *              a_ms + b_ms x prompt_tokens (prompt tokens = the number of
+ *              whitespace-separated words of the prompt/last user message, or
+ *              cfg.fixed_prompt_tokens when set), then one token every c_ms,
+ *              max_tokens tokens (each token's text is one word + a space), in
+ *              the chosen flavor:
+ *                FS_FLAVOR_LLAMACPP  OpenAI SSE + usage + llama.cpp `timings`
+ *                                    (prompt_ms = the prefill delay, predicted_ms
+ *                                    = the decode time, cache_n, prompt_n...) and
+ *                                    GET /props, POST /tokenize
+ *                FS_FLAVOR_OPENAI    OpenAI SSE + usage, no timings (vLLM-like:
+ *                                    GET /v1/models, POST /tokenize {count})
+ *                FS_FLAVOR_OLLAMA    Ollama NDJSON /api/chat, /api/generate with
+ *                                    *_duration in ns, GET /api/version, /api/tags
+ *                FS_FLAVOR_LMSTUDIO  OpenAI SSE + usage, GET /api/v0/models
+ *              A prompt that starts with a word already seen in an earlier
+ *              request (the nonce) is served as cached when cfg.prompt_cache is
+ *              set: cached_tokens/cache_n = the shared prefix length.
+ *   FS_BUFFERED like FS_PACED but every token arrives in ONE chunk at the end
+ *              (a buffering proxy).
+ *   FS_BREAK   fails at cfg.break_stage (see enum fs_break_stage).
+ *
+ * All timing uses CLOCK_MONOTONIC and absolute deadlines (clock_nanosleep), so
+ * pacing does not drift with the number of tokens. */
+#ifndef TM_FAKESERVER_H
+#define TM_FAKESERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum fs_mode { FS_REPLAY = 0, FS_PACED, FS_BUFFERED, FS_BREAK };
+
+enum fs_flavor {
+  FS_FLAVOR_LLAMACPP = 0,
+  FS_FLAVOR_OPENAI,
+  FS_FLAVOR_OLLAMA,
+  FS_FLAVOR_LMSTUDIO,
+};
+
+enum fs_break_stage {
+  FS_BREAK_CLOSE_ON_ACCEPT = 0, /* accept, then close without a byte */
+  FS_BREAK_HALF_HEADERS,        /* send part of the status line, then close */
+  FS_BREAK_AFTER_HEADERS,       /* 200 + SSE headers, then close */
+  FS_BREAK_MID_EVENT,           /* close in the middle of a data: line */
+  FS_BREAK_AFTER_FIRST_TOKEN,   /* one token event, then close */
+  FS_BREAK_NO_DONE_NO_USAGE,    /* all tokens, then close: no usage, no [DONE] */
+  FS_BREAK_STALL,               /* one token, then silence (idle timeout) */
+  FS_BREAK_STALL_BEFORE_HEADERS,/* accept and read the request, then silence */
+  FS_BREAK_MALFORMED_JSON,      /* a data: line with broken JSON */
+  FS_BREAK_HTTP_500,            /* 500 with a JSON error body */
+  FS_BREAK_HTTP_404,            /* 404 with a JSON error body */
+  FS_BREAK_ERROR_EVENT,         /* 200 stream whose first event is an error */
+  FS_BREAK_CONTEXT_OVERFLOW,    /* 400 exceed_context_size_error (llama.cpp body) */
+  FS_BREAK_GARBAGE,             /* non-HTTP bytes */
+  FS_BREAK_COUNT
+};
+const char *fs_break_stage_name(enum fs_break_stage s);
+
+struct fs_config {
+  enum fs_mode mode;
+  enum fs_flavor flavor;
+  const char *fixtures_dir;   /* FS_REPLAY: .../llama-server */
+  const char *replay_file;    /* FS_REPLAY: serve this exchange for every request
+                                 (basename, e.g. "llama-server-chat-stream.json");
+                                 NULL: choose by method+path */
+  double time_scale;          /* FS_REPLAY pacing multiplier (1 = as recorded;
+                                 0 = as fast as possible) */
+  double a_ms, b_ms, c_ms;    /* FS_PACED/FS_BUFFERED timing */
+  uint32_t fixed_prompt_tokens; /* 0 = count words */
+  uint32_t template_tokens;   /* tokens a chat template adds before the user
+                                 message (reported in prompt_tokens; cached on a
+                                 fresh nonce when prompt_cache is set) */
+  bool prompt_cache;          /* report cached prefixes as llama.cpp does */
+  bool reasoning;             /* FS_PACED: the first half of the tokens come as
+                                 reasoning_content (OpenAI) / thinking (Ollama) */
+  bool think_tags;            /* FS_PACED: reasoning inline in <think>...</think> */
+  bool stop_early;            /* FS_PACED: stop after max_tokens/4 with
+                                 finish_reason "stop" unless ignore_eos/min_tokens
+                                 /num_predict asked for the exact length */
+  enum fs_break_stage break_stage;
+};
+
+void fs_config_init(struct fs_config *c); /* llamacpp flavor, a=20, b=0.5, c=10 ms */
+
+struct fakeserver;
+
+/* Starts the server thread; *port receives the bound port. NULL on failure
+ * (message on stderr: this is test code). */
+struct fakeserver *fs_start(const struct fs_config *cfg, int *port);
+void fs_stop(struct fakeserver *s);
+
+/* What the server saw: number of requests, and the last request's method,
+ * path, headers and body (copies, valid until the next request or fs_stop). */
+int fs_requests(struct fakeserver *s);
+const char *fs_last_request_line(struct fakeserver *s); /* "POST /v1/chat/completions" */
+const char *fs_last_request_headers(struct fakeserver *s);
+const char *fs_last_request_body(struct fakeserver *s);
+/* FS_PACED: the exact times the server used for the last request (ms), so a
+ * test can compare what the client measured with what the server did. */
+struct fs_timing {
+  uint32_t prompt_tokens, generated_tokens;
+  double prefill_ms;        /* a + b x prompt_tokens */
+  double token_interval_ms; /* c */
+};
+struct fs_timing fs_last_timing(struct fakeserver *s);
+
+#endif
