@@ -186,5 +186,8 @@ int64_t backend_count_tokens(struct backend *b, const char *model, const char *t
  * with RUN_ERR_INTERRUPTED. Async-signal-safe. */
 void backend_interrupt(void);
 bool backend_interrupted(void);
+/* Clears the flag (the runner, after it has stopped; tests). backend_run does
+ * not clear it: a Ctrl-C between two runs must still stop the next one. */
+void backend_interrupt_clear(void);
 
 #endif

@@ -77,4 +77,69 @@ void http_response_free(struct http_response *resp);
 const char *backend_base_url(const struct backend *b);
 enum api_endpoint backend_endpoint(const struct backend *b);
 
+
+/* ------------------------------------------------ the connection (transport)
+ * Owned by backend.c/transport.c; other files use the functions above. */
+#include <curl/curl.h>
+
+#include "backend/ndjson.h"
+#include "backend/sse.h"
+
+struct backend {
+  char *base_url;                /* no trailing '/'; a path prefix is kept */
+  enum api_family api;
+  enum api_endpoint endpoint;
+  const struct dialect *dialect;
+  double connect_timeout_s;
+  CURL *easy;                    /* one handle for every request of this backend */
+  CURLM *multi;                  /* drives every transfer and owns the connection
+                                    pool, so a connection opened by the warm-up
+                                    (or a helper request) is reused by the runs */
+  /* Request header lists. These are the only copies of the API key (in the
+   * Authorization line); they are wiped before being freed. */
+  struct curl_slist *hdr_json, *hdr_sse, *hdr_ndjson;
+  struct sse_parser sse;         /* reused across runs (buffers only grow) */
+  struct ndjson_parser ndjson;
+  char errbuf[CURL_ERROR_SIZE];
+};
+
+/* Why transport_drive returned. */
+enum drive_outcome {
+  DRIVE_DONE = 0,     /* curl finished the transfer: ctl->result says how */
+  DRIVE_TIMEOUT,      /* ctl->deadline_ns passed */
+  DRIVE_IDLE,         /* no byte for ctl->idle_ns */
+  DRIVE_INTERRUPTED,  /* backend_interrupt() */
+  DRIVE_STOPPED,      /* ctl->stop_at_ns passed (grace after a terminal event) */
+  DRIVE_FAILED,       /* curl_multi itself failed (b->errbuf says why) */
+};
+
+struct drive_ctl {
+  uint64_t deadline_ns;          /* absolute; 0 = none */
+  uint64_t idle_ns;              /* max gap; 0 = none */
+  const uint64_t *last_byte_ns;  /* idle is measured from *last_byte_ns once it is
+                                    non-zero (the callbacks update it) */
+  const uint64_t *stop_at_ns;    /* when non-NULL and non-zero: end the transfer then */
+  CURLcode result;               /* DRIVE_DONE: curl's result */
+};
+
+/* Resets b->easy and sets URL (base + path), method, body (borrowed: must live
+ * until the transfer ends), headers and the connect timeout. Callbacks are set
+ * by the caller afterwards. 0 / -1. */
+int transport_prepare(struct backend *b, const char *method, const char *path,
+                      const char *body, struct curl_slist *headers, struct tm_err *err);
+/* Runs b->easy on b->multi in <= 50 ms poll slices until it ends or ctl stops it
+ * (then the transfer is abandoned and its connection closed). */
+enum drive_outcome transport_drive(struct backend *b, struct drive_ctl *ctl);
+/* The run_error kind of a failed curl result. */
+enum run_error transport_error_kind(CURLcode c);
+/* The same, refined for the transfer that just ended on b (a curl timeout
+ * while connecting is a connect or TLS failure, not a request timeout). */
+enum run_error transport_failure_kind(struct backend *b, CURLcode c);
+/* Replaces any occurrence of the API key in msg by "***" (defence in depth:
+ * a server might echo a header back in an error body). */
+void transport_scrub_secret(const struct backend *b, char *msg);
+
+/* Tests: run with this dialect instead of dialect_for(api). */
+void backend_set_dialect(struct backend *b, const struct dialect *d);
+
 #endif

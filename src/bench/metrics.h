@@ -11,8 +11,13 @@
  *   prefill rate (client)  = prompt processed / TTFT  (a lower bound: includes
  *                            network, queueing and the first decode step)
  *   decode rate (client)   = (generated tokens - 1) / (t_last - t_first)
- *   decode rate (server)   = predicted_n / predicted_ms (llama.cpp), eval_count /
- *                            eval_duration (Ollama)
+ *   decode rate (server)   = (predicted_n - 1) / predicted_ms (llama.cpp), eval_count /
+ *                            eval_duration (Ollama), LM Studio stats.tokens_per_second.
+ *                            llama.cpp's predicted_ms spans first to last token
+ *                            (the fixtures: 9061.653 ms vs the client's 9061.69 ms
+ *                            for 400 tokens) and its own predicted_per_second is
+ *                            (n - 1) / predicted_ms, so n - 1 is the runtime's
+ *                            own figure and the client's definition alike.
  *   headline = the runtime's own where reported, the client's otherwise.
  * Token counts come from the server (rule 3); the client's chunk count is kept
  * beside them and a disagreement is flagged. Decode rates are blank (NAN) below
@@ -29,6 +34,11 @@
 
 #define METRICS_MIN_DECODE_TOKENS 24
 #define METRICS_MAX_SEGMENTS 8
+/* Server tokens vs client tokens: llama.cpp streamed exactly one non-empty delta
+ * per token in every fixture (64/64, 32/32, 400/400, 48/48); 1 leaves room for
+ * a token a server counts but never streams (end of generation, a held-back
+ * stop-string prefix). */
+#define METRICS_COUNT_TOLERANCE 1
 
 enum cache_verdict {
   CACHE_UNKNOWN = 0,  /* the server reports no cached-token counter */
@@ -59,7 +69,12 @@ struct metrics_options {
   int64_t cache_baseline_tokens; /* calibrated shared prefix; -1 = not calibrated */
   uint32_t min_decode_tokens;    /* METRICS_MIN_DECODE_TOKENS by default */
   /* Segment boundaries (last token of each segment), e.g. {50, 200, 400};
-   * n_bounds 0 = the default {1-50, 51-200, 201-...}. */
+   * n_bounds 0 = the default {1-50, 51-200, 201-...}. Tokens past the last
+   * bound form a tail segment to the end; segments stop at the generated
+   * count. A segment's rate runs from the last chunk before it (the first
+   * chunk, for 1-...) to its last chunk, so segments partition the decode span;
+   * it needs 2 such arrivals. Only on token-by-token streams with at least
+   * min_decode_tokens generated. */
   uint32_t segment_bounds[METRICS_MAX_SEGMENTS];
   size_t n_bounds;
 };
@@ -67,6 +82,7 @@ void metrics_options_init(struct metrics_options *o);
 
 struct run_metrics {
   bool ok;                     /* the run succeeded (run_result.error == RUN_OK) */
+  enum run_error error;        /* run_result.error (summaries count failures by kind) */
 
   /* Tokens: server-reported (-1 = not reported) and client-counted. */
   int64_t prompt_tokens, cached_tokens, prompt_processed;
@@ -74,10 +90,17 @@ struct run_metrics {
   int64_t reasoning_tokens;    /* server when reported, else client estimate */
   bool reasoning_from_client;  /* reasoning_tokens is the client's chunk count */
   uint32_t client_chunks;      /* text-bearing chunks */
+  uint32_t client_tokens;      /* tokens in them: 1 per chunk, or the chunk's own
+                                  n_tokens when the server says (llama.cpp native) */
+  int64_t generated_tokens;    /* the count the decode rates use: completion_tokens,
+                                  or client_tokens when the server reported none */
+  bool completion_from_client; /* generated_tokens is the client's count */
   uint32_t client_reasoning_chunks; /* reasoning field or inside <think> tags */
   uint32_t client_answer_chunks;
-  bool count_mismatch;         /* server completion_tokens != client chunks (and
-                                  the stream is token-by-token) */
+  bool count_mismatch;         /* server completion_tokens and client_tokens differ
+                                  by more than METRICS_COUNT_TOLERANCE (more when
+                                  reasoning came in its own field) on a
+                                  token-by-token stream */
   bool reasoning_ate_budget;   /* reasoning used most (>= 90%) of max_tokens */
 
   /* Times, ms; NAN = not available. */
@@ -89,7 +112,9 @@ struct run_metrics {
 
   /* Rates, tok/s; NAN = blank. */
   double prefill_server, prefill_client;
-  double decode_server, decode_client;
+  double decode_server, decode_client; /* client: only on STREAM_TOKEN_BY_TOKEN
+                                          (rule 6: not token-by-token = no
+                                          inter-token figure) */
   double prefill_headline, decode_headline;
   const char *prefill_source;  /* "server" / "client" / "" */
   const char *decode_source;

@@ -1,9 +1,15 @@
 /* fakeserver: LLM servers on loopback for tests, with exactly known behaviour.
  *
- * One server = one thread accepting on 127.0.0.1:<ephemeral port>, serving one
- * connection at a time, HTTP/1.1 keep-alive, plain sockets (no libcurl).
+ * One server = one thread accepting on 127.0.0.1:<ephemeral port>, HTTP/1.1
+ * keep-alive, plain sockets (no libcurl). Up to 16 connections may be open at
+ * once (a kept-alive one plus side requests); requests are answered one at a
+ * time, each to completion (a single-slot server). Content-Length request
+ * bodies; "Expect: 100-continue" is honoured. Streams go out chunked, one
+ * event per send() (TCP_NODELAY). The thread asks for SCHED_FIFO priority 1
+ * (silently ignored without the privilege) so its deadlines hold on a loaded
+ * machine.
  * Modes:
- *   FS_REPLAY  serves ../shared/fixtures/llama-server/*.json exchanges: a request
+ *   FS_REPLAY  serves ../shared/fixtures/llama-server/ (*.json) exchanges: a request
  *              is answered with the recorded exchange whose method+path match
  *              (and, when several match, the one named by cfg.replay_file or
  *              chosen by fs_replay_next), with the recorded status, headers and
@@ -14,7 +20,13 @@
  *              whitespace-separated words of the prompt/last user message, or
  *              cfg.fixed_prompt_tokens when set), then one token every c_ms,
  *              max_tokens tokens (each token's text is one word + a space), in
- *              the chosen flavor:
+ *              the chosen flavor. Exact rules (counting, cache, stop_early,
+ *              reasoning, reported timers) are in fs_paced.c's header comment;
+ *              in short: prompt_tokens = template_tokens + (fixed_prompt_tokens
+ *              or the word count), on every generation endpoint; prefill =
+ *              a + b x (prompt_tokens - cached); token i at prefill + i x c;
+ *              prompt_ms = prefill, predicted_ms = (n - 1) x c; default
+ *              length 16 when the request gives none:
  *                FS_FLAVOR_LLAMACPP  OpenAI SSE + usage + llama.cpp `timings`
  *                                    (prompt_ms = the prefill delay, predicted_ms
  *                                    = the decode time, cache_n, prompt_n...) and
@@ -49,24 +61,48 @@ enum fs_flavor {
   FS_FLAVOR_LMSTUDIO,
 };
 
+/* FS_BREAK breaks GENERATION requests (chat/completions, /completion,
+ * /api/chat, /api/generate); info endpoints (/props, /v1/models, /tokenize,
+ * /api/version ...) answer normally, except under close-on-accept. Timing is
+ * the paced one (a + b x n, then c per token); at least 2 tokens are made; the
+ * request's "stream" flag is ignored (stages that stream always stream).
+ * "close" = the server closes the TCP connection; streamed stages that close
+ * send "Connection: close" and, unless stated, no terminating chunk. */
 enum fs_break_stage {
-  FS_BREAK_CLOSE_ON_ACCEPT = 0, /* accept, then close without a byte */
-  FS_BREAK_HALF_HEADERS,        /* send part of the status line, then close */
-  FS_BREAK_AFTER_HEADERS,       /* 200 + SSE headers, then close */
-  FS_BREAK_MID_EVENT,           /* close in the middle of a data: line */
-  FS_BREAK_AFTER_FIRST_TOKEN,   /* one token event, then close */
-  FS_BREAK_NO_DONE_NO_USAGE,    /* all tokens, then close: no usage, no [DONE] */
-  FS_BREAK_STALL,               /* one token, then silence (idle timeout) */
-  FS_BREAK_STALL_BEFORE_HEADERS,/* accept and read the request, then silence */
-  FS_BREAK_MALFORMED_JSON,      /* a data: line with broken JSON */
-  FS_BREAK_HTTP_500,            /* 500 with a JSON error body */
-  FS_BREAK_HTTP_404,            /* 404 with a JSON error body */
-  FS_BREAK_ERROR_EVENT,         /* 200 stream whose first event is an error */
-  FS_BREAK_CONTEXT_OVERFLOW,    /* 400 exceed_context_size_error (llama.cpp body) */
-  FS_BREAK_GARBAGE,             /* non-HTTP bytes */
+  FS_BREAK_CLOSE_ON_ACCEPT = 0, /* accept, then close without a byte (every
+                                   connection; the client sees an empty reply,
+                                   or a reset if its request was still unread) */
+  FS_BREAK_HALF_HEADERS,        /* read the request, send "HTTP/1.1 20", close */
+  FS_BREAK_AFTER_HEADERS,       /* 200 + SSE/NDJSON chunked headers, then close */
+  FS_BREAK_MID_EVENT,           /* role + token 0 complete, then the first half of
+                                   token 1's "data: {..." line, then close */
+  FS_BREAK_AFTER_FIRST_TOKEN,   /* role + token 0, then close */
+  FS_BREAK_NO_DONE_NO_USAGE,    /* all tokens, then the terminating chunk (a clean
+                                   end of body) and close: no finish_reason chunk,
+                                   no usage, no [DONE] (Ollama: no done line) */
+  FS_BREAK_STALL,               /* role + token 0, then silence until the client
+                                   closes (or fs_stop) */
+  FS_BREAK_STALL_BEFORE_HEADERS,/* read the request, then silence (no byte) */
+  FS_BREAK_MALFORMED_JSON,      /* token 1 is replaced by a data: line with broken
+                                   JSON; the rest of the stream (tokens 2.., finish,
+                                   usage, [DONE]) follows normally, keep-alive */
+  FS_BREAK_HTTP_500,            /* 500 with a JSON error body (keep-alive):
+                                   {"error":{"code":500,"message":...,"type":
+                                   "server_error"}}; Ollama {"error":"..."} */
+  FS_BREAK_HTTP_404,            /* 404, same shapes, "not_found_error" */
+  FS_BREAK_ERROR_EVENT,         /* 200 stream whose first and only event (at the
+                                   first-token time) is data: {"error":{"code":500,
+                                   ...}} (Ollama: {"error":"..."} line), then a clean
+                                   end of body, keep-alive */
+  FS_BREAK_CONTEXT_OVERFLOW,    /* 400 exceed_context_size_error (llama.cpp body,
+                                   with n_prompt_tokens and n_ctx 4096), keep-alive */
+  FS_BREAK_GARBAGE,             /* read the request, send non-HTTP bytes, close */
   FS_BREAK_COUNT
 };
 const char *fs_break_stage_name(enum fs_break_stage s);
+/* The stage whose name (as printed by fs_break_stage_name, e.g. "http-500",
+ * "mid-event") is given; -1 when unknown. */
+int fs_break_stage_from_name(const char *name);
 
 struct fs_config {
   enum fs_mode mode;
@@ -111,9 +147,14 @@ const char *fs_last_request_body(struct fakeserver *s);
  * test can compare what the client measured with what the server did. */
 struct fs_timing {
   uint32_t prompt_tokens, generated_tokens;
-  double prefill_ms;        /* a + b x prompt_tokens */
+  double prefill_ms;        /* a + b x (prompt_tokens - cached tokens) */
   double token_interval_ms; /* c */
 };
 struct fs_timing fs_last_timing(struct fakeserver *s);
+
+/* FS_REPLAY: the NEXT request (only that one) is answered with this exchange
+ * (basename, e.g. "llama-server-chat-long-repeat-cached.json"), whatever its
+ * method and path; then selection goes back to cfg.replay_file / method+path. */
+void fs_replay_next(struct fakeserver *s, const char *file);
 
 #endif

@@ -1,0 +1,373 @@
+/* backend_info: what a server is and says about itself, by plain (non-streamed)
+ * requests through http_request: API detection, server identity, model
+ * listing, and token counting with the server's own tokenizer.
+ *
+ * Probes, and what each answer means:
+ *   GET /api/version   {"version": "0.6.2"}                     -> Ollama
+ *   GET /props         {"build_info", "default_generation_settings": {"n_ctx"},
+ *                       "model_path", "model_alias"}            -> llama.cpp
+ *   GET /api/v0/models {"data": [{"id", "state", "arch", "quantization",
+ *                       "max_context_length", ...}]}            -> LM Studio
+ *   GET /v1/models     {"data": [{"id", "owned_by", "max_model_len"}]}
+ *                       (owned_by "vllm" -> vLLM; GET /version has its version)
+ *   POST /tokenize     llama.cpp {"content"} -> {"tokens": [...]};
+ *                      vLLM {"model", "prompt"} -> {"count", "tokens", ...}
+ * llama.cpp is detected as API_OPENAI: its OpenAI endpoints carry the same
+ * `timings` as /completion and the same request works on every other server;
+ * the native dialect is used only when asked for (--api llamacpp).
+ * Token counts: llama.cpp's /tokenize adds no BOS by default (add_special
+ * false) while vLLM's adds special tokens; both count the text as given, with
+ * no chat template: the caller calibrates the template's share from a run's
+ * reported prompt_tokens. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend_internal.h"
+#include "backend/dialect_util.h"
+
+#define PROBE_TIMEOUT_S 10.0
+#define TOKENIZE_TIMEOUT_S 60.0
+
+/* One exchange, answered with a JSON object. Returns the object for a 2xx
+ * answer whose body is a JSON object; NULL otherwise, with *status the HTTP
+ * status (0 = no response: *no_response set and err filled). */
+static json_t *get_json(struct backend *b, const char *method, const char *path,
+                        const char *body, double timeout_s, int *status, bool *no_response,
+                        char *errtext, size_t errtext_n, struct tm_err *err) {
+  struct http_response resp;
+  *status = 0;
+  if (no_response) *no_response = false;
+  if (errtext && errtext_n) errtext[0] = 0;
+  if (http_request(b, method, path, body, timeout_s, &resp, err) != 0) {
+    if (no_response) *no_response = true;
+    http_response_free(&resp);
+    return NULL;
+  }
+  *status = resp.status;
+  json_t *root = NULL;
+  if (resp.body && resp.len > 0) {
+    json_error_t jerr;
+    root = json_loadb(resp.body, resp.len, JSON_DISABLE_EOF_CHECK, &jerr);
+  }
+  if (resp.status < 200 || resp.status >= 300) {
+    if (errtext && errtext_n) {
+      if (!root || !du_error_text(root, errtext, errtext_n, NULL, 0, NULL, 0))
+        du_one_line(errtext, errtext_n, resp.body ? resp.body : "", resp.len);
+    }
+    json_decref(root);
+    root = NULL;
+  } else if (root && !json_is_object(root)) {
+    json_decref(root);
+    root = NULL;
+  }
+  http_response_free(&resp);
+  return root;
+}
+
+static const char *str_of(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static int64_t int_of(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  if (json_is_integer(v)) return json_integer_value(v);
+  if (json_is_real(v)) return (int64_t)json_real_value(v);
+  return -1;
+}
+
+static void set_str(char *dst, size_t n, const char *s) {
+  if (s) du_one_line(dst, n, s, strlen(s));
+}
+
+static bool looks_like_llamacpp_props(json_t *o) {
+  return o && (json_is_string(json_object_get(o, "build_info")) ||
+               json_is_object(json_object_get(o, "default_generation_settings")));
+}
+
+static bool has_data_array(json_t *o) { return o && json_is_array(json_object_get(o, "data")); }
+
+static bool url_ends_with_v1(const char *u) {
+  size_t n = strlen(u);
+  while (n > 0 && u[n - 1] == '/') n--;
+  return n >= 3 && strncmp(u + n - 3, "/v1", 3) == 0;
+}
+
+int backend_detect(const char *base_url, const char *api_key, enum api_family *out,
+                   struct tm_err *err) {
+  /* An explicit family: backend_new must not come back here. */
+  struct backend_config cfg = {.base_url = base_url, .api = API_OPENAI, .api_key = api_key,
+                               .connect_timeout_s = PROBE_TIMEOUT_S};
+  struct backend *b = backend_new(&cfg, err);
+  if (!b) return -1;
+  int status = 0;
+  bool no_resp = false;
+  char etext[200];
+  int rc = -1;
+
+  json_t *o = get_json(b, "GET", "/api/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL,
+                       0, err);
+  if (no_resp) {
+    tm_err_prefix(err, "cannot reach %s", base_url);
+    goto done;
+  }
+  if (o && json_is_string(json_object_get(o, "version"))) {
+    *out = API_OLLAMA;
+    rc = 0;
+    goto done;
+  }
+  json_decref(o);
+
+  o = get_json(b, "GET", "/props", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0, err);
+  if (no_resp) goto unreachable;
+  if (looks_like_llamacpp_props(o)) {
+    *out = API_OPENAI;
+    rc = 0;
+    goto done;
+  }
+  json_decref(o);
+
+  o = get_json(b, "GET", "/v1/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, etext,
+               sizeof etext, err);
+  if (no_resp) goto unreachable;
+  if (has_data_array(o)) {
+    *out = API_OPENAI;
+    rc = 0;
+    goto done;
+  }
+  json_decref(o);
+  o = NULL;
+  if (status == 401 || status == 403) {
+    tm_errf(err, "%s answered GET /v1/models with HTTP %d%s%s: the API key is missing or "
+                 "refused (--api-key-env)",
+            base_url, status, etext[0] ? ": " : "", etext);
+    goto done;
+  }
+  tm_errf(err, "no known LLM API at %s (tried /api/version, /props, /v1/models)%s", base_url,
+          url_ends_with_v1(base_url)
+              ? "; the URL ends in /v1: give the server's root, e.g. http://host:8080"
+              : "");
+  goto done;
+
+unreachable:
+  tm_err_prefix(err, "cannot reach %s", base_url);
+done:
+  json_decref(o);
+  backend_free(b);
+  return rc;
+}
+
+/* Ollama: /api/version for the build, /api/ps for the loaded model. */
+static int ollama_info(struct backend *b, struct server_info *out, struct tm_err *err) {
+  int status;
+  bool no_resp;
+  json_t *o = get_json(b, "GET", "/api/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL,
+                       0, err);
+  if (no_resp) return -1;
+  snprintf(out->kind, sizeof out->kind, "ollama");
+  set_str(out->build, sizeof out->build, str_of(o, "version"));
+  json_decref(o);
+  o = get_json(b, "GET", "/api/ps", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0, err);
+  if (no_resp) return -1;
+  json_t *models = json_object_get(o, "models");
+  json_t *m0 = json_array_get(models, 0);
+  if (m0) {
+    const char *name = str_of(m0, "name");
+    set_str(out->model, sizeof out->model, name ? name : str_of(m0, "model"));
+    int64_t ctx = int_of(m0, "context_length"); /* newer Ollama versions */
+    if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
+  }
+  json_decref(o);
+  out->has_tokenize = false;
+  return 0;
+}
+
+static void llamacpp_props(json_t *o, struct server_info *out) {
+  snprintf(out->kind, sizeof out->kind, "llama.cpp");
+  set_str(out->build, sizeof out->build, str_of(o, "build_info"));
+  const char *m = str_of(o, "model_path");
+  set_str(out->model, sizeof out->model, m && m[0] ? m : str_of(o, "model_alias"));
+  set_str(out->system_info, sizeof out->system_info, str_of(o, "system_info"));
+  int64_t ctx = int_of(json_object_get(o, "default_generation_settings"), "n_ctx");
+  if (ctx <= 0) ctx = int_of(o, "n_ctx");
+  if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
+  out->has_tokenize = true;
+}
+
+int backend_server_info(struct backend *b, struct server_info *out, struct tm_err *err) {
+  memset(out, 0, sizeof *out);
+  if (backend_api(b) == API_OLLAMA) return ollama_info(b, out, err);
+
+  int status;
+  bool no_resp;
+  json_t *o = get_json(b, "GET", "/props", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0,
+                       err);
+  if (no_resp) return -1;
+  if (looks_like_llamacpp_props(o)) {
+    llamacpp_props(o, out);
+    json_decref(o);
+    return 0;
+  }
+  json_decref(o);
+
+  /* LM Studio before /v1/models: it answers both, only this one says it is LM Studio. */
+  o = get_json(b, "GET", "/api/v0/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0,
+               err);
+  if (no_resp) return -1;
+  if (has_data_array(o)) {
+    snprintf(out->kind, sizeof out->kind, "lmstudio");
+    json_t *data = json_object_get(o, "data");
+    for (size_t i = 0; i < json_array_size(data); i++) {
+      json_t *m = json_array_get(data, i);
+      const char *st = str_of(m, "state");
+      if (st && strcmp(st, "loaded") == 0) {
+        set_str(out->model, sizeof out->model, str_of(m, "id"));
+        int64_t ctx = int_of(m, "loaded_context_length");
+        if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
+        break;
+      }
+    }
+    json_decref(o);
+    return 0;
+  }
+  json_decref(o);
+
+  o = get_json(b, "GET", "/v1/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0, err);
+  if (no_resp) return -1;
+  bool answered = has_data_array(o);
+  if (answered) {
+    json_t *m0 = json_array_get(json_object_get(o, "data"), 0);
+    const char *owner = str_of(m0, "owned_by");
+    set_str(out->model, sizeof out->model, str_of(m0, "id"));
+    if (owner && strcmp(owner, "vllm") == 0) {
+      snprintf(out->kind, sizeof out->kind, "vllm");
+      int64_t ctx = int_of(m0, "max_model_len");
+      if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
+      out->has_tokenize = true;
+      json_t *v = get_json(b, "GET", "/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL,
+                           0, err);
+      set_str(out->build, sizeof out->build, str_of(v, "version"));
+      json_decref(v);
+    } else {
+      snprintf(out->kind, sizeof out->kind, "openai-compatible");
+    }
+  }
+  json_decref(o);
+  /* Ollama's own /v1 endpoints, reached with --api openai. */
+  if (!answered || strcmp(out->kind, "openai-compatible") == 0) {
+    json_t *v = get_json(b, "GET", "/api/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp,
+                         NULL, 0, err);
+    if (v && json_is_string(json_object_get(v, "version"))) {
+      snprintf(out->kind, sizeof out->kind, "ollama");
+      set_str(out->build, sizeof out->build, str_of(v, "version"));
+      answered = true;
+    }
+    json_decref(v);
+  }
+  if (!answered)
+    return tm_errf(err, "%s says nothing about itself (no /props, /api/v0/models, /v1/models)",
+                   backend_base_url(b));
+  return 0;
+}
+
+/* Names from data[].id (OpenAI, LM Studio) or models[].name (Ollama). */
+static int collect_names(json_t *arr, const char *key, char (*names)[256], int max) {
+  int n = 0;
+  for (size_t i = 0; i < json_array_size(arr) && n < max; i++) {
+    const char *s = str_of(json_array_get(arr, i), key);
+    if (!s || !s[0]) continue;
+    set_str(names[n], 256, s);
+    n++;
+  }
+  return n;
+}
+
+int backend_list_models(struct backend *b, char (*names)[256], int max, struct tm_err *err) {
+  int status;
+  bool no_resp;
+  char etext[200];
+  if (max < 0) max = 0;
+  if (backend_api(b) == API_OLLAMA) {
+    json_t *o = get_json(b, "GET", "/api/tags", NULL, PROBE_TIMEOUT_S, &status, &no_resp, etext,
+                         sizeof etext, err);
+    if (no_resp) return -1;
+    json_t *models = o ? json_object_get(o, "models") : NULL;
+    if (!json_is_array(models)) {
+      json_decref(o);
+      return tm_errf(err, "GET /api/tags: no model list (HTTP %d%s%s)", status,
+                     etext[0] ? ": " : "", etext);
+    }
+    int n = collect_names(models, "name", names, max);
+    json_decref(o);
+    return n;
+  }
+  json_t *o = get_json(b, "GET", "/v1/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, etext,
+                       sizeof etext, err);
+  if (no_resp) return -1;
+  if (!has_data_array(o)) {
+    json_decref(o);
+    int st1 = status;
+    char e1[200];
+    snprintf(e1, sizeof e1, "%s", etext);
+    o = get_json(b, "GET", "/api/v0/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0,
+                 err);
+    if (no_resp) return -1;
+    if (!has_data_array(o)) {
+      json_decref(o);
+      return tm_errf(err, "GET /v1/models: no model list (HTTP %d%s%s)", st1, e1[0] ? ": " : "",
+                     e1);
+    }
+  }
+  int n = collect_names(json_object_get(o, "data"), "id", names, max);
+  json_decref(o);
+  return n;
+}
+
+/* The count in a /tokenize answer: "count" (vLLM) or the tokens array's length. */
+static int64_t token_count_of(json_t *o) {
+  if (!o) return -1;
+  int64_t c = int_of(o, "count");
+  if (c >= 0) return c;
+  json_t *t = json_object_get(o, "tokens");
+  if (json_is_array(t)) return (int64_t)json_array_size(t);
+  return -1;
+}
+
+int64_t backend_count_tokens(struct backend *b, const char *model, const char *text,
+                             struct tm_err *err) {
+  if (backend_api(b) == API_OLLAMA) {
+    tm_errf(err, "Ollama has no tokenizer endpoint");
+    return -1;
+  }
+  if (!text) text = "";
+  /* One body for both servers: llama.cpp reads "content", vLLM reads "model"
+   * and "prompt"; each ignores the other's fields. One request instead of a
+   * probe-and-retry keeps a lenient server from answering the wrong form with
+   * a count of 0. */
+  json_t *req = json_pack("{s:s, s:s}", "content", text, "prompt", text);
+  if (req && model && model[0]) json_object_set_new(req, "model", json_string(model));
+  char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  json_decref(req);
+  if (!body) {
+    tm_errf(err, "cannot build the /tokenize request (out of memory, or text not UTF-8)");
+    return -1;
+  }
+  int status;
+  bool no_resp;
+  char etext[200];
+  json_t *o = get_json(b, "POST", "/tokenize", body, TOKENIZE_TIMEOUT_S, &status, &no_resp,
+                       etext, sizeof etext, err);
+  free(body);
+  if (no_resp) return -1;
+  int64_t n = token_count_of(o);
+  json_decref(o);
+  if (n >= 0) return n;
+  if (status == 404)
+    tm_errf(err, "the server has no /tokenize endpoint (HTTP 404)");
+  else
+    tm_errf(err, "POST /tokenize gave no token count (HTTP %d%s%s)", status,
+            etext[0] ? ": " : "", etext);
+  return -1;
+}

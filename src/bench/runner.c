@@ -1,0 +1,378 @@
+/* runner: see runner.h. */
+#include "bench/runner.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ workloads --- */
+
+/* Targets from issue 3: classify is short in and out (its decode cell stays
+ * blank by rule 5: 16 < 24 tokens), extract is prompt-heavy, generate is
+ * decode-heavy. */
+static const struct workload named_workloads[] = {
+    {"classify", 50, 16, NULL},
+    {"extract", 1700, 60, NULL},
+    {"generate", 50, 400, NULL},
+};
+
+int workload_by_name(const char *name, struct workload *out) {
+  for (size_t i = 0; i < sizeof named_workloads / sizeof named_workloads[0]; i++)
+    if (strcmp(name, named_workloads[i].name) == 0) {
+      *out = named_workloads[i];
+      return 0;
+    }
+  return -1;
+}
+
+const char *workload_names(void) { return "classify,extract,generate"; }
+
+/* ------------------------------------------------------------- prompts --- */
+
+static const char *const vocabulary[] = {
+    "the", "memory", "server", "model", "reads", "every", "weight", "once", "per", "token",
+    "while", "prompt", "arrives", "in", "one", "batch", "and", "compute", "sets", "pace",
+    "engineers", "measure", "bandwidth", "before", "they", "trust", "a", "number", "from",
+    "vendor", "cache", "lines", "stream", "through", "cores", "that", "wait", "on", "data",
+    "report", "shows", "invoice", "dated", "March", "amount", "customer", "Alice", "Bob",
+    "paid", "seventy", "dollars", "shipment", "left", "warehouse", "Tuesday", "morning",
+    "team", "reviewed", "logs", "found", "slow", "request", "after", "restart", "queue",
+    "grew", "until", "noon", "when", "operator", "added", "second", "machine", "latency",
+    "fell", "again", "quietly", "planned", "careful", "test", "with", "fresh", "inputs",
+    "results", "stayed", "stable", "across", "three", "runs", "so", "decision", "was", "easy",
+};
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static const char *framing_of(const char *workload) {
+  if (!strcmp(workload, "classify"))
+    return "Classify the customer message below as billing, technical or other. "
+           "Answer with one word.\nMessage:";
+  if (!strcmp(workload, "extract"))
+    return "Read the report below and list every name, date and amount it mentions, "
+           "as JSON.\nReport:";
+  if (!strcmp(workload, "generate"))
+    return "Write a long, detailed explanation for a new engineer, building on these "
+           "notes:";
+  return "";
+}
+
+char *runner_make_prompt(const char *workload, const char *nonce, uint32_t n_words,
+                         uint32_t seed) {
+  const char *frame = framing_of(workload);
+  size_t cap = 64 + strlen(frame) + (size_t)n_words * 16;
+  char *p = malloc(cap);
+  if (!p) return NULL;
+  size_t len = (size_t)snprintf(p, cap, "Reference %s. %s", nonce, frame);
+  uint64_t s = 0x7f4a7c15ull ^ ((uint64_t)seed << 32);
+  uint32_t in_sentence = 0, sentence_len = 0;
+  const size_t nv = sizeof vocabulary / sizeof vocabulary[0];
+  for (uint32_t i = 0; i < n_words; i++) {
+    if (in_sentence == 0) sentence_len = 6 + (uint32_t)(splitmix(&s) % 9);
+    const char *w = vocabulary[splitmix(&s) % nv];
+    bool first = in_sentence == 0, last = in_sentence + 1 == sentence_len || i + 1 == n_words;
+    len += (size_t)snprintf(p + len, cap - len, " %c%s%s", first ? (w[0] & ~0x20) : w[0], w + 1,
+                            last ? "." : "");
+    in_sentence = last ? 0 : in_sentence + 1;
+  }
+  return p;
+}
+
+void runner_nonce(char out[16]) {
+  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char raw[8];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  ssize_t got = fd >= 0 ? read(fd, raw, sizeof raw) : -1;
+  if (fd >= 0) close(fd);
+  if (got != (ssize_t)sizeof raw) {
+    /* No /dev/urandom: the clock still differs between requests. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
+    for (size_t i = 0; i < sizeof raw; i++) raw[i] = (unsigned char)splitmix(&s);
+  }
+  for (size_t i = 0; i < sizeof raw; i++) out[i] = alphabet[raw[i] % 36];
+  out[8] = 0;
+}
+
+/* -------------------------------------------------------------- runner --- */
+
+void runner_options_init(struct runner_options *o) {
+  memset(o, 0, sizeof *o);
+  o->reps = 3;
+  o->warmup = true;
+  o->exact_length = true;
+  o->idle_timeout_s = 60;
+  o->total_timeout_s = 600;
+  o->seed = 1;
+}
+
+struct run_ctx {
+  const struct runner_options *opt;
+  struct runner_result *res;
+  struct metrics_options mopt;
+  double tokens_per_word;  /* estimate; refined by calibration */
+  double overhead_tokens;  /* prompt tokens besides the words (template, framing) */
+  uint32_t seq;            /* request counter, varies the prompt text */
+  bool have_tokenizer;     /* the server counts tokens for us (/tokenize) */
+};
+
+static void progress(const struct run_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void progress(const struct run_ctx *c, const char *fmt, ...) {
+  if (!c->opt->progress) return;
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  c->opt->progress(buf, c->opt->ctx);
+}
+
+/* Sends one request with a fresh nonce; fills result and metrics and hands
+ * them to the sink. Returns the backend's verdict (0 ok, -1 failed). */
+static int one_request(struct run_ctx *c, const struct workload *w, const char *kind,
+                       uint32_t n_words, uint32_t max_tokens, bool exact, bool unload,
+                       struct runner_event *ev, struct run_result *r, struct run_metrics *m,
+                       char **keep_prompt) {
+  char nonce[16];
+  runner_nonce(nonce);
+  char *prompt = w && w->prompt_text ? NULL : runner_make_prompt(kind, nonce, n_words, c->seq++);
+  if (w && w->prompt_text) {
+    size_t n = strlen(w->prompt_text) + 32;
+    prompt = malloc(n);
+    if (prompt) snprintf(prompt, n, "Reference %s. %s", nonce, w->prompt_text);
+  }
+  run_result_init(r);
+  if (!prompt) {
+    r->error = RUN_ERR_OTHER;
+    snprintf(r->error_msg, sizeof r->error_msg, "out of memory building the prompt");
+    run_metrics_compute(r, NULL, &c->mopt, m);
+    return -1;
+  }
+  struct backend_request req = {
+      .model = c->opt->model,
+      .prompt = prompt,
+      .max_tokens = max_tokens,
+      .exact_length = exact,
+      .stream = true,
+      .unload_after = unload,
+      .seed = c->opt->seed,
+      .idle_timeout_s = c->opt->idle_timeout_s,
+      .total_timeout_s = c->opt->total_timeout_s,
+  };
+  int rc = backend_run(c->opt->backend, &req, r);
+  run_metrics_compute(r, &req, &c->mopt, m);
+  ev->request = &req;
+  ev->result = r;
+  ev->metrics = m;
+  if (c->opt->sink) c->opt->sink(ev, c->opt->ctx);
+  ev->request = NULL; /* req dies here */
+  if (keep_prompt)
+    *keep_prompt = prompt;
+  else
+    free(prompt);
+  return rc;
+}
+
+/* Words for a target of `tokens` prompt tokens, from the calibrated line. */
+static uint32_t words_for(const struct run_ctx *c, uint32_t tokens) {
+  double words = ((double)tokens - c->overhead_tokens) / c->tokens_per_word;
+  if (!(words >= 1)) words = 1;
+  if (words > 2e6) words = 2e6;
+  return (uint32_t)lround(words);
+}
+
+/* Two short fresh-nonce requests back to back. The first is the cold one; the
+ * second's cached tokens are the shared template prefix (rule 2's baseline);
+ * together they give prompt tokens per word (and the fixed overhead). */
+static int calibrate(struct run_ctx *c, struct tm_err *err) {
+  const uint32_t words[2] = {20, 80};
+  int64_t tokens[2] = {-1, -1};
+  struct run_metrics m;
+  for (int i = 0; i < 2; i++) {
+    struct run_result r;
+    struct runner_event ev = {.calibration = true, .cold = i == 0};
+    progress(c, "calibrating (%d/2): prompt length, cache baseline%s", i + 1,
+             i == 0 ? ", first request (cold)" : "");
+    char *prompt = NULL;
+    int rc = one_request(c, NULL, "custom", words[i], 2, false, false, &ev, &r, &m, &prompt);
+    if (i == 1 && rc == 0 && r.prompt_tokens > 0 && prompt) {
+      /* With a server tokenizer, the template's share is exact: reported
+       * prompt tokens minus the tokens of the text we sent. */
+      struct tm_err terr;
+      int64_t counted = backend_count_tokens(c->opt->backend, c->opt->model, prompt, &terr);
+      if (counted > 0 && counted <= r.prompt_tokens) {
+        c->have_tokenizer = true;
+        c->res->tokenizer_endpoint = true;
+        c->res->template_tokens = r.prompt_tokens - counted;
+      }
+    }
+    free(prompt);
+    if (i == 0) {
+      c->res->cold = m;
+      c->res->have_cold = true;
+    }
+    if (rc != 0) {
+      enum run_error e = r.error;
+      /* Nothing will work if the server cannot be reached or refuses the API. */
+      if (e == RUN_ERR_CONNECT || e == RUN_ERR_DNS || e == RUN_ERR_TLS || e == RUN_ERR_HTTP ||
+          e == RUN_ERR_INTERRUPTED) {
+        tm_errf(err, "%s", r.error_msg);
+        run_result_free(&r);
+        return -1;
+      }
+    }
+    tokens[i] = r.prompt_tokens;
+    if (i == 1) c->res->cache_baseline_tokens = r.cached_tokens;
+    run_result_free(&r);
+  }
+  if (tokens[0] > 0 && tokens[1] > tokens[0]) {
+    c->tokens_per_word = (double)(tokens[1] - tokens[0]) / (words[1] - words[0]);
+    c->overhead_tokens = (double)tokens[0] - c->tokens_per_word * words[0];
+    if (c->overhead_tokens < 0) c->overhead_tokens = 0;
+    c->res->tokens_per_word = c->tokens_per_word;
+  }
+  c->mopt.cache_baseline_tokens = c->res->cache_baseline_tokens;
+  return 0;
+}
+
+/* Refines a word count with the server's own tokenizer: the prompt text (with a
+ * nonce of the real length) is counted, plus the template's tokens, and the
+ * words adjusted; three rounds reach the target within a token or two. */
+static uint32_t words_by_tokenizer(struct run_ctx *c, const struct workload *w,
+                                   uint32_t n_words) {
+  for (int round = 0; round < 3; round++) {
+    char nonce[16];
+    runner_nonce(nonce);
+    char *p = runner_make_prompt(w->name, nonce, n_words, c->seq);
+    if (!p) break;
+    struct tm_err err;
+    int64_t n = backend_count_tokens(c->opt->backend, c->opt->model, p, &err);
+    free(p);
+    if (n <= 0) break;
+    double total = (double)n + (double)c->res->template_tokens;
+    double delta = ((double)w->prompt_tokens - total) / c->tokens_per_word;
+    if (fabs(delta) < 0.5) break;
+    double nw = (double)n_words + delta;
+    n_words = nw >= 1 ? (uint32_t)lround(nw) : 1;
+  }
+  return n_words;
+}
+
+static int run_workload(struct run_ctx *c, size_t wi) {
+  const struct workload *w = &c->opt->workloads[wi];
+  struct runner_workload_result *out = &c->res->workloads[wi];
+  out->workload = *w;
+  uint32_t n_words = words_for(c, w->prompt_tokens);
+  if (c->have_tokenizer && !w->prompt_text) n_words = words_by_tokenizer(c, w, n_words);
+  struct run_metrics *ms = calloc(c->opt->reps ? c->opt->reps : 1, sizeof *ms);
+  if (!ms) return -1;
+  int failed = 0;
+
+  if (c->opt->warmup) {
+    struct run_result r;
+    struct run_metrics m;
+    struct runner_event ev = {.workload = w, .warmup = true};
+    progress(c, "%s: warm-up (discarded)", w->name);
+    one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev, &r, &m, NULL);
+    /* Aim the timed runs at the target with what the warm-up reported. */
+    if (!w->prompt_text && !c->have_tokenizer && r.prompt_tokens > 0 && c->tokens_per_word > 0) {
+      double adjust = ((double)w->prompt_tokens - (double)r.prompt_tokens) / c->tokens_per_word;
+      double nw = (double)n_words + adjust;
+      n_words = nw >= 1 ? (uint32_t)lround(nw) : 1;
+    }
+    run_result_free(&r);
+    if (backend_interrupted()) {
+      free(ms);
+      return -2;
+    }
+  }
+  out->n_words = n_words;
+
+  uint32_t done = 0;
+  for (uint32_t i = 0; i < c->opt->reps; i++) {
+    struct run_result r;
+    struct runner_event ev = {.workload = w, .index = i};
+    progress(c, "%s: run %u/%u", w->name, i + 1, c->opt->reps);
+    int rc = one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev,
+                         &r, &ms[i], NULL);
+    done++;
+    c->res->runs++;
+    if (rc != 0) {
+      failed = 1;
+      c->res->failed++;
+      c->res->failed_by_kind[r.error]++;
+    }
+    run_result_free(&r);
+    if (backend_interrupted()) break;
+  }
+  bench_summarize(w->name, ms, done, NULL, c->opt->allow_cache, &out->summary);
+  free(ms);
+  if (backend_interrupted()) return -2;
+  return failed;
+}
+
+/* Ollama: keep_alive 0 unloads the model after each answer, so a request sent
+ * after one of those pays the load; its load_duration is the load cost. */
+static void cold_series(struct run_ctx *c) {
+  const struct workload *w = &c->opt->workloads[0];
+  uint32_t n_words = c->res->workloads[0].n_words ? c->res->workloads[0].n_words : 20;
+  struct run_result r;
+  struct run_metrics m;
+  struct runner_event ev = {.workload = w, .calibration = true};
+  progress(c, "cold series: unloading the model");
+  one_request(c, w, w->name, n_words, 2, false, true, &ev, &r, &m, NULL);
+  run_result_free(&r);
+  for (uint32_t i = 0; i < c->opt->reps && !backend_interrupted(); i++) {
+    struct runner_event cev = {.workload = w, .index = i, .cold = true};
+    progress(c, "cold series: run %u/%u (load, then answer)", i + 1, c->opt->reps);
+    one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, true, &cev, &r, &m, NULL);
+    if (r.error == RUN_OK && isfinite(r.ollama_load_ms) && c->res->n_cold_load < RUNNER_MAX_REPS)
+      c->res->cold_load_ms[c->res->n_cold_load++] = r.ollama_load_ms;
+    run_result_free(&r);
+  }
+}
+
+int runner_run(const struct runner_options *opt, struct runner_result *res, struct tm_err *err) {
+  memset(res, 0, sizeof *res);
+  res->cache_baseline_tokens = -1;
+  res->template_tokens = -1;
+  res->tokens_per_word = NAN;
+  if (!opt->backend || opt->n_workloads == 0 || opt->n_workloads > RUNNER_MAX_WORKLOADS)
+    return tm_errf(err, "runner: no backend or no workload");
+  if (opt->reps == 0 || opt->reps > RUNNER_MAX_REPS)
+    return tm_errf(err, "runner: repetitions must be 1..%d", RUNNER_MAX_REPS);
+
+  struct run_ctx c = {.opt = opt, .res = res, .tokens_per_word = 1.3, .overhead_tokens = 10};
+  metrics_options_init(&c.mopt);
+  if (calibrate(&c, err) != 0) return -1;
+
+  int any_failed = 0;
+  res->n_workloads = opt->n_workloads;
+  for (size_t i = 0; i < opt->n_workloads; i++) {
+    int rc = run_workload(&c, i);
+    if (rc == -2 || backend_interrupted()) {
+      res->interrupted = true;
+      res->n_workloads = i + 1;
+      return tm_errf(err, "interrupted: the runs finished so far are recorded");
+    }
+    if (rc != 0) any_failed = 1;
+  }
+  if (opt->cold_series && backend_api(opt->backend) == API_OLLAMA) cold_series(&c);
+  if (backend_interrupted()) {
+    res->interrupted = true;
+    return tm_errf(err, "interrupted: the runs finished so far are recorded");
+  }
+  return any_failed;
+}

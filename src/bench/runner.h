@@ -1,0 +1,115 @@
+/* runner: the method for server benchmarks, shared by every backend.
+ *
+ * For one invocation: calibrate (two short fresh-nonce requests back to back:
+ * the second one's cached-token count is the chat template's shared prefix,
+ * the cache baseline of rule 2; both give tokens-per-word for prompts of a
+ * target length), then per workload one discarded warm-up and N timed runs,
+ * each prompt starting with a fresh random nonce (rule 2), each run's metrics
+ * computed by metrics.h and handed to the caller's sink as soon as it ends, so
+ * results already measured reach the disk before the next request.
+ *
+ * The very first request to the server is the cold one (the model may be
+ * loading): it is reported apart, never in the warm figures. With cold_series
+ * (Ollama: keep_alive 0), every timed run of the cold series follows an unload.
+ *
+ * The runner never prints: progress goes to a callback, results to the sink. */
+#ifndef TM_RUNNER_H
+#define TM_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "bench/metrics.h"
+#include "bench/summary.h"
+#include "util/err.h"
+
+#define RUNNER_MAX_WORKLOADS 8
+#define RUNNER_MAX_REPS 1000
+
+struct workload {
+  char name[32];          /* "classify", "extract", "generate", "custom" */
+  uint32_t prompt_tokens; /* target prompt length, in the server's tokens */
+  uint32_t max_tokens;    /* output length asked for */
+  const char *prompt_text;/* NULL: synthesized to prompt_tokens; else used as is
+                             (after the nonce) */
+};
+
+/* The named workloads: classify (~50 prompt tokens, 16 out), extract (~1700, 60),
+ * generate (~50, 400). Returns -1 for an unknown name. */
+int workload_by_name(const char *name, struct workload *out);
+/* "classify,extract,generate". */
+const char *workload_names(void);
+
+/* Writes a prompt of about n_words words of varied text, starting with the
+ * nonce sentence "Reference <nonce>." and framed for the workload (an
+ * instruction before the text). seed varies the text. Returns a malloc'd
+ * string, NULL when out of memory. */
+char *runner_make_prompt(const char *workload, const char *nonce, uint32_t n_words,
+                         uint32_t seed);
+/* A fresh random nonce of 8 lowercase letters and digits (from /dev/urandom). */
+void runner_nonce(char out[16]);
+
+/* One finished request, as the sink sees it. */
+struct runner_event {
+  const struct workload *workload; /* NULL for calibration requests */
+  uint32_t index;                  /* 0-based timed-run index; warm-up = 0 */
+  bool warmup;                     /* discarded warm-up */
+  bool cold;                       /* first request after a (possible) model load */
+  bool calibration;                /* a calibration request (not a measurement) */
+  const struct backend_request *request;
+  const struct run_result *result;
+  const struct run_metrics *metrics;
+};
+
+typedef void (*runner_sink_fn)(const struct runner_event *ev, void *ctx);
+typedef void (*runner_progress_fn)(const char *message, void *ctx);
+
+struct runner_options {
+  struct backend *backend;
+  const char *model;              /* served model name; NULL = server default */
+  struct workload workloads[RUNNER_MAX_WORKLOADS];
+  size_t n_workloads;
+  uint32_t reps;                  /* timed runs per workload (default 3) */
+  bool warmup;                    /* one discarded warm-up per workload (default on) */
+  bool allow_cache;               /* keep cache-hit runs in prefill figures, labelled */
+  bool exact_length;              /* ask for exactly max_tokens (default on) */
+  bool cold_series;               /* --cold: measure the load cost (Ollama only) */
+  double idle_timeout_s, total_timeout_s;
+  uint32_t seed;
+  runner_sink_fn sink;
+  runner_progress_fn progress;
+  void *ctx;
+};
+void runner_options_init(struct runner_options *o);
+
+struct runner_workload_result {
+  struct workload workload;
+  struct bench_summary summary;
+  uint32_t n_words;               /* prompt words used for the timed runs */
+};
+
+struct runner_result {
+  int64_t cache_baseline_tokens;  /* -1 when the server reports no cached tokens */
+  double tokens_per_word;         /* calibrated (NAN when unknown) */
+  int64_t template_tokens;        /* prompt tokens the template adds (-1 unknown) */
+  bool tokenizer_endpoint;        /* prompt lengths came from the server's /tokenize */
+  struct run_metrics cold;        /* the first request of the invocation */
+  bool have_cold;
+  double cold_load_ms[RUNNER_MAX_REPS]; /* --cold series (Ollama load_duration) */
+  size_t n_cold_load;
+  size_t n_workloads;
+  struct runner_workload_result workloads[RUNNER_MAX_WORKLOADS];
+  uint32_t runs, failed;          /* timed runs over all workloads */
+  uint32_t failed_by_kind[RUN_ERR_COUNT];
+  bool interrupted;
+};
+
+/* Runs everything. Returns 0 when every timed run succeeded, 1 when some
+ * failed (they are in the summaries and went to the sink), -1 when the run
+ * could not proceed at all (err: e.g. the server is unreachable during
+ * calibration, or Ctrl-C). */
+int runner_run(const struct runner_options *opt, struct runner_result *res, struct tm_err *err);
+
+#endif

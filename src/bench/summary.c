@@ -1,0 +1,190 @@
+/* summary: a workload's runs folded into figures (see summary.h).
+ *
+ * Which runs enter which figure:
+ *   counters (failures by kind, cache hits, buffered, mismatches, budget):
+ *       every timed run (failures) / every ok run (verdicts);
+ *   token counts, decode figures, the decode curve: every ok run (a blank,
+ *       NAN, decode rate is skipped by stats, so rule 5 and rule 6 hold);
+ *   prompt processed, TTFT, prefill figures, the TTFT gap: ok runs that are
+ *       not CACHE_HIT, unless allow_cache (a cached prefill is not a prefill);
+ *   the cold run: never in the figures; its TTFT and load time apart, and it
+ *       is not counted in n_runs (the runner passes it separately). */
+#include "bench/summary.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What one figure reads from a run; NAN = blank. */
+typedef double (*field_fn)(const struct run_metrics *m);
+
+static double f_prompt_tokens(const struct run_metrics *m) {
+  return m->prompt_tokens >= 0 ? (double)m->prompt_tokens : NAN;
+}
+static double f_prompt_processed(const struct run_metrics *m) {
+  return m->prompt_processed >= 0 ? (double)m->prompt_processed : NAN;
+}
+static double f_completion_tokens(const struct run_metrics *m) {
+  return m->completion_tokens >= 0 ? (double)m->completion_tokens : NAN;
+}
+static double f_reasoning_tokens(const struct run_metrics *m) {
+  return m->reasoning_tokens >= 0 ? (double)m->reasoning_tokens : NAN;
+}
+static double f_ttft(const struct run_metrics *m) { return m->ttft_ms; }
+static double f_prefill_server(const struct run_metrics *m) { return m->prefill_server; }
+static double f_prefill_client(const struct run_metrics *m) { return m->prefill_client; }
+static double f_prefill_headline(const struct run_metrics *m) { return m->prefill_headline; }
+static double f_decode_server(const struct run_metrics *m) { return m->decode_server; }
+static double f_decode_client(const struct run_metrics *m) { return m->decode_client; }
+static double f_decode_headline(const struct run_metrics *m) { return m->decode_headline; }
+static double f_ttft_gap(const struct run_metrics *m) { return m->ttft_gap_ms; }
+
+static bool used_for_prefill(const struct run_metrics *m, bool allow_cache) {
+  return m->ok && (allow_cache || !m->prefill_excluded);
+}
+
+/* stats over the runs selected by prefill_only (see the header comment);
+ * buf has room for n values. */
+static void describe(const struct run_metrics *runs, size_t n, double *buf, field_fn f,
+                     bool prefill_only, bool allow_cache, struct stats_summary *out) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!runs[i].ok) continue;
+    if (prefill_only && !used_for_prefill(&runs[i], allow_cache)) continue;
+    buf[k++] = f(&runs[i]);
+  }
+  stats_describe(buf, k, out);
+}
+
+/* "server" when every run that has a headline took it from the server,
+ * "client" when every one took it from the client, "mixed" otherwise,
+ * "" when none has one. */
+static const char *source_of(const struct run_metrics *runs, size_t n, bool prefill,
+                             bool allow_cache) {
+  size_t n_server = 0, n_client = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!runs[i].ok) continue;
+    if (prefill && !used_for_prefill(&runs[i], allow_cache)) continue;
+    const char *s = prefill ? runs[i].prefill_source : runs[i].decode_source;
+    if (!s) continue;
+    if (strcmp(s, "server") == 0) n_server++;
+    else if (strcmp(s, "client") == 0) n_client++;
+  }
+  if (n_server && n_client) return "mixed";
+  if (n_server) return "server";
+  if (n_client) return "client";
+  return "";
+}
+
+/* The decode curve: per distinct (from, to) segment, ordered by from, the
+ * median of the runs that have it. Runs of one workload share bounds; a run
+ * that generated fewer tokens has a shorter last segment, kept apart. */
+static void summarize_segments(const struct run_metrics *runs, size_t n, double *buf,
+                               struct bench_summary *out) {
+  for (size_t i = 0; i < n; i++) {
+    if (!runs[i].ok) continue;
+    for (size_t s = 0; s < runs[i].n_segments && s < METRICS_MAX_SEGMENTS; s++) {
+      const struct decode_segment *seg = &runs[i].segments[s];
+      size_t j = 0;
+      while (j < out->n_segments &&
+             !(out->segments[j].from == seg->from && out->segments[j].to == seg->to))
+        j++;
+      if (j < out->n_segments || out->n_segments == METRICS_MAX_SEGMENTS) continue;
+      /* insert keeping (from, to) order */
+      size_t pos = out->n_segments;
+      while (pos > 0 && (out->segments[pos - 1].from > seg->from ||
+                         (out->segments[pos - 1].from == seg->from &&
+                          out->segments[pos - 1].to > seg->to))) {
+        out->segments[pos] = out->segments[pos - 1];
+        pos--;
+      }
+      out->segments[pos].from = seg->from;
+      out->segments[pos].to = seg->to;
+      out->n_segments++;
+    }
+  }
+  for (size_t j = 0; j < out->n_segments; j++) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (!runs[i].ok) continue;
+      for (size_t s = 0; s < runs[i].n_segments && s < METRICS_MAX_SEGMENTS; s++)
+        if (runs[i].segments[s].from == out->segments[j].from &&
+            runs[i].segments[s].to == out->segments[j].to)
+          buf[k++] = runs[i].segments[s].tok_s;
+    }
+    struct stats_summary st;
+    stats_describe(buf, k, &st);
+    out->segments[j].tok_s = st.median;
+  }
+}
+
+static void empty_summary(struct stats_summary *s) {
+  stats_describe(NULL, 0, s);
+}
+
+void bench_summarize(const char *workload, const struct run_metrics *runs, size_t n,
+                     const struct run_metrics *cold, bool allow_cache,
+                     struct bench_summary *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->workload, sizeof out->workload, "%s", workload ? workload : "");
+  out->allow_cache = allow_cache;
+  out->prefill_source = out->decode_source = "";
+  out->cold_ttft_ms = out->cold_load_ms = NAN;
+  if (!runs) n = 0;
+  out->n_runs = (uint32_t)n;
+
+  for (size_t i = 0; i < n; i++) {
+    const struct run_metrics *m = &runs[i];
+    if (!m->ok) {
+      out->n_failed++;
+      unsigned kind = (unsigned)m->error;
+      /* a failed run without a kind (or a kind out of range) is still a failure */
+      if (kind == RUN_OK || kind >= RUN_ERR_COUNT) kind = RUN_ERR_OTHER;
+      out->failed_by_kind[kind]++;
+      continue;
+    }
+    out->n_ok++;
+    if (m->cache == CACHE_HIT) out->n_cache_hits++;
+    if (m->stream == STREAM_BUFFERED) out->n_buffered++;
+    if (m->count_mismatch) out->n_count_mismatch++;
+    if (m->reasoning_ate_budget) out->n_reasoning_ate_budget++;
+  }
+
+  /* Every figure takes at most n values, and a segment at most one per run. */
+  double *buf = n ? malloc(n * sizeof *buf) : NULL;
+  struct {
+    struct stats_summary *dst;
+    field_fn f;
+    bool prefill_only;
+  } figs[] = {
+      {&out->prompt_tokens, f_prompt_tokens, false},
+      {&out->prompt_processed, f_prompt_processed, true},
+      {&out->completion_tokens, f_completion_tokens, false},
+      {&out->reasoning_tokens, f_reasoning_tokens, false},
+      {&out->ttft_ms, f_ttft, true},
+      {&out->prefill_server, f_prefill_server, true},
+      {&out->prefill_client, f_prefill_client, true},
+      {&out->prefill_headline, f_prefill_headline, true},
+      {&out->decode_server, f_decode_server, false},
+      {&out->decode_client, f_decode_client, false},
+      {&out->decode_headline, f_decode_headline, false},
+      {&out->ttft_gap_ms, f_ttft_gap, true},
+  };
+  for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
+    if (buf)
+      describe(runs, n, buf, figs[i].f, figs[i].prefill_only, allow_cache, figs[i].dst);
+    else
+      empty_summary(figs[i].dst); /* no runs, or no memory: n 0, NAN figures */
+  }
+  if (buf) summarize_segments(runs, n, buf, out);
+  free(buf);
+
+  out->prefill_source = source_of(runs, n, true, allow_cache);
+  out->decode_source = source_of(runs, n, false, allow_cache);
+
+  if (cold && cold->ok) {
+    out->cold_ttft_ms = cold->ttft_ms;
+    out->cold_load_ms = cold->server_load_ms;
+  }
+}

@@ -1,0 +1,42 @@
+/* bench_cli: `tokmeter bench`'s options, shared by its two paths:
+ * cmd_bench.c (parsing, --help, the in-process path: the embedded default or
+ * -m FILE) and cmd_bench_server.c (--url: a running server). */
+#ifndef TM_BENCH_CLI_H
+#define TM_BENCH_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_MAX_LIST 16
+
+struct bench_opts {
+  /* in-process */
+  const char *gguf;            /* -m/--gguf: model file (with --url: the file the
+                                  server serves, for ceilings) */
+  uint32_t threads[BENCH_MAX_LIST];
+  size_t n_threads;
+  uint32_t prompt_tokens[BENCH_MAX_LIST];
+  size_t n_prompt_tokens;      /* 0 = default */
+  uint32_t max_tokens[BENCH_MAX_LIST];
+  size_t n_max_tokens;         /* 0 = default */
+  bool reprobe, json;
+
+  /* server */
+  const char *url;
+  int api;                     /* enum api_family */
+  int endpoint;                /* enum api_endpoint */
+  const char *model;
+  const char *api_key_env;     /* NULL = OPENAI_API_KEY when set */
+  const char *workloads;       /* -w list; NULL = classify,extract,generate */
+  const char *prompt_file;
+  uint32_t reps;               /* 0 = default (3) */
+  bool allow_cache, cold, list_models;
+  const char *out;             /* results file; NULL = tokmeter-results.jsonl */
+  double idle_timeout_s, timeout_s;
+  const char *command;         /* the command line, for the run identity */
+};
+
+int bench_server(const struct bench_opts *o);
+
+#endif

@@ -1,0 +1,482 @@
+/* cmd_bench_server: `tokmeter bench --url URL`, the server benchmark.
+ *
+ * Wires the pieces, in DESIGN.md's one-way flow: backend (one request ->
+ * run_result) -> runner (method: calibration, warm-up, nonces, repetitions) ->
+ * metrics and summaries -> records (JSON Lines, appended as each run ends) and
+ * the terminal table. It owns what only the command line knows: the API key's
+ * environment variable, Ctrl-C, the results file, the model file for ceilings,
+ * the check of the server's build flags against this machine's.
+ *
+ * Exit codes: 0 every timed run succeeded; 1 some runs failed, the server could
+ * not be used, or Ctrl-C (everything measured before is in the results file);
+ * 2 bad usage or input (flags, an unreadable model or prompt file). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "backend/backend.h"
+#include "bench/records_bench.h"
+#include "bench/report.h"
+#include "bench/runner.h"
+#include "cli/bench_cli.h"
+#include "cli/cli.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
+#include "machine/probe.h"
+#include "model/analysis.h"
+#include "model/ceiling.h"
+#include "record/record.h"
+
+static const char *const CMD = "bench";
+#define PROMPT_FILE_MAX_BYTES (16u << 20)
+
+/* ------------------------------------------------------------- Ctrl-C --- */
+
+static void on_sigint(int sig) {
+  (void)sig;
+  backend_interrupt();
+}
+
+/* ------------------------------------------------------------ helpers --- */
+
+static char *read_text_file(const char *path, struct tm_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    tm_errf(err, "--prompt-file %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  char *buf = malloc(PROMPT_FILE_MAX_BYTES + 1);
+  size_t n = buf ? fread(buf, 1, PROMPT_FILE_MAX_BYTES + 1, f) : 0;
+  int bad = ferror(f);
+  fclose(f);
+  if (!buf || bad || n > PROMPT_FILE_MAX_BYTES || n == 0) {
+    tm_errf(err, "--prompt-file %s: %s", path,
+            !buf ? "out of memory" : bad ? "read error" : n == 0 ? "empty file"
+                                                               : "larger than 16 MiB");
+    free(buf);
+    return NULL;
+  }
+  buf[n] = 0;
+  if (strlen(buf) != n) {
+    tm_errf(err, "--prompt-file %s: contains a NUL byte (not text)", path);
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Fills the runner's workload list from -w, -p/-n and --prompt-file. */
+static int make_workloads(const struct bench_opts *o, const char *prompt_text,
+                          struct runner_options *ro) {
+  bool custom = o->n_prompt_tokens || o->n_max_tokens || prompt_text;
+  if (o->n_prompt_tokens > 1 || o->n_max_tokens > 1)
+    return cli_usage_error(CMD, "with --url, -p and -n take one value each");
+  const char *list = o->workloads ? o->workloads : custom ? "" : workload_names();
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (ro->n_workloads == RUNNER_MAX_WORKLOADS)
+      return cli_usage_error(CMD, "at most %d workloads", RUNNER_MAX_WORKLOADS);
+    if (workload_by_name(t, &ro->workloads[ro->n_workloads]) != 0)
+      return cli_usage_error(CMD, "--workload: unknown workload '%s' (known: %s)", t,
+                             workload_names());
+    ro->n_workloads++;
+  }
+  if (custom) {
+    if (ro->n_workloads == RUNNER_MAX_WORKLOADS)
+      return cli_usage_error(CMD, "at most %d workloads", RUNNER_MAX_WORKLOADS);
+    struct workload *w = &ro->workloads[ro->n_workloads++];
+    memset(w, 0, sizeof *w);
+    snprintf(w->name, sizeof w->name, "%s", prompt_text ? "prompt-file" : "custom");
+    w->prompt_tokens = o->n_prompt_tokens ? o->prompt_tokens[0] : 50;
+    w->max_tokens = o->n_max_tokens ? o->max_tokens[0] : 128;
+    w->prompt_text = prompt_text;
+  }
+  if (ro->n_workloads == 0) return cli_usage_error(CMD, "--workload: no workload given");
+  return 0;
+}
+
+/* The model file behind the server, for ceilings. */
+struct served_model {
+  bool have;
+  struct model_cost cost;
+  char arch[64], type[32], name[256];
+  double bandwidth, compute;   /* this machine's best; NAN when not probed */
+  bool int8;
+};
+
+static int load_model(const char *path, struct served_model *m) {
+  struct tm_err err;
+  struct gguf_file *f = gguf_open(path, &err);
+  if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  struct model_desc d;
+  struct model_analyze_options aopt = {.kv_type = GGML_TYPE_F16};
+  int rc = model_desc_from_gguf(f, &d, &err);
+  if (rc == 0) {
+    rc = model_analyze(&d, &aopt, &m->cost, &err);
+    model_desc_free(&d);
+  }
+  char name[256] = "";
+  if (gguf_get_str(f, "general.name", name, sizeof name, NULL) != 0) name[0] = 0;
+  gguf_close(f);
+  if (rc != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
+  snprintf(m->arch, sizeof m->arch, "%s", m->cost.arch);
+  snprintf(m->name, sizeof m->name, "%s", name[0] ? name : path);
+  /* The type that holds the most bytes names the file ("Q4_0"). */
+  uint64_t best = 0;
+  for (size_t i = 0; i < m->cost.n_types; i++)
+    if (m->cost.types[i].bytes > best) {
+      best = m->cost.types[i].bytes;
+      const struct ggml_type_info *ti = ggml_type_get(m->cost.types[i].type);
+      snprintf(m->type, sizeof m->type, "%s", ti ? ti->name : "?");
+    }
+  m->have = true;
+  return 0;
+}
+
+static void probe_for_ceilings(struct served_model *m) {
+  struct machine_probe *p = calloc(1, sizeof *p);
+  struct tm_err err = {{0}};
+  m->bandwidth = m->compute = NAN;
+  if (!p) return;
+  cli_progress("probing this machine for the ceilings (once, then cached)", (void *)CMD);
+  int rc = probe_get(p, false, cli_progress, (void *)CMD, &err);
+  cli_progress_done();
+  if (rc != 0) {
+    cli_warn(CMD, "no ceilings: the probe failed: %s", err.msg);
+    free(p);
+    return;
+  }
+  char warn[400];
+  if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
+  m->bandwidth = probe_best_read_bw(p, NULL);
+  m->int8 = ceiling_use_int8(m->cost.quantized_bytes_fraction, probe_best_int8(p, NULL));
+  m->compute = m->int8 ? probe_best_int8(p, NULL) : probe_best_f32(p, NULL);
+  free(p);
+}
+
+/* Ceilings of one workload: decode at the context depths its tokens were
+ * generated at (prompt .. prompt + n - 1), prefill at its prompt length. */
+static struct record_ceiling ceiling_for(const struct served_model *m,
+                                         const struct bench_summary *s, uint32_t max_tokens) {
+  struct record_ceiling c = {NAN, NAN, NAN};
+  if (!m->have || !isfinite(m->bandwidth)) return c;
+  double prompt = isfinite(s->prompt_tokens.median) ? s->prompt_tokens.median : 0;
+  uint32_t n = max_tokens ? max_tokens : 1;
+  double bytes = 0;
+  for (uint32_t i = 0; i < n; i++)
+    bytes += model_decode_bytes_at_depth(&m->cost, (uint64_t)prompt + i) / n;
+  c.read_bandwidth_bytes_s = m->bandwidth;
+  c.decode_ceiling_tok_s = ceiling_tok_s(m->bandwidth, bytes);
+  if (prompt >= 1 && isfinite(m->compute))
+    c.prefill_ceiling_tok_s =
+        ceiling_tok_s(m->compute, model_prefill_flops_per_token(&m->cost, (uint64_t)prompt));
+  return c;
+}
+
+static bool url_is_local(const char *url) {
+  const char *h = strstr(url, "://");
+  h = h ? h + 3 : url;
+  return !strncmp(h, "127.", 4) || !strncmp(h, "localhost", 9) || !strncmp(h, "[::1]", 5);
+}
+
+/* Rule 10: a build without the CPU's SIMD instructions cost 4.1x once. The
+ * server's feature string (llama.cpp system_info: "AVX2 = 1 | AVX512 = 0 |")
+ * is compared with this machine's flags; only meaningful for a local server. */
+static void check_build_flags(const struct server_info *si, const struct machine_info *mi,
+                              const char *url) {
+  if (!si->system_info[0] || !url_is_local(url)) return;
+  static const struct { const char *build, *flag; } pairs[] = {
+      {"AVX2 = 0", "avx2"},          {"AVX512 = 0", "avx512f"}, {"AVX512_VNNI = 0", "avx512_vnni"},
+      {"AVX_VNNI = 0", "avx_vnni"},  {"FMA = 0", "fma"},        {"F16C = 0", "f16c"},
+      {"NEON = 0", "neon"},          {"DOTPROD = 0", "asimddp"}, {"MATMUL_INT8 = 0", "i8mm"},
+  };
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+    if (strstr(si->system_info, pairs[i].build) && machine_has_flag(mi, pairs[i].flag))
+      cli_warn(CMD,
+               "the server's build does not use %s, which this CPU has (%s): expect lower "
+               "prefill; rebuild the server for this CPU",
+               pairs[i].flag, pairs[i].build);
+}
+
+/* ---------------------------------------------------------------- sink --- */
+
+struct sink_ctx {
+  struct record_file *file;
+  char identity[RECORD_ID_LEN + 1];
+  const char *backend_name, *target, *model;
+  const struct served_model *model_file;
+  uint32_t write_errors;
+  char last_error[sizeof(struct tm_err)];
+};
+
+static void sink(const struct runner_event *ev, void *vctx) {
+  struct sink_ctx *c = vctx;
+  json_t *settings = json_object();
+  if (ev->workload) {
+    json_object_set_new(settings, "workload", json_string(ev->workload->name));
+    json_object_set_new(settings, "prompt_tokens_target",
+                        json_integer(ev->workload->prompt_tokens));
+  }
+  json_object_set_new(settings, "max_tokens", json_integer(ev->request->max_tokens));
+  json_object_set_new(settings, "exact_length", json_boolean(ev->request->exact_length));
+  json_object_set_new(settings, "nonce", json_true());
+  json_object_set_new(settings, "unload_after", json_boolean(ev->request->unload_after));
+  struct record_run_in in = {
+      .identity = c->identity,
+      .workload = ev->workload ? ev->workload->name : NULL,
+      .index = ev->index,
+      .warmup = ev->warmup,
+      .cold = ev->cold,
+      .calibration = ev->calibration,
+      .backend = c->backend_name,
+      .target = c->target,
+      .model = c->model,
+      .settings = settings,
+      .max_tokens = ev->request->max_tokens,
+      .ceiling = NULL,
+  };
+  struct tm_err err;
+  if (record_write(c->file, record_run_build(&in, ev->result, ev->metrics), &err) != 0) {
+    c->write_errors++;
+    snprintf(c->last_error, sizeof c->last_error, "%s", err.msg);
+  }
+  json_decref(settings);
+  if (!ev->warmup && !ev->calibration && ev->result->error != RUN_OK) {
+    cli_progress_done();
+    cli_warn(CMD, "%s run %u failed (%s): %s", ev->workload ? ev->workload->name : "",
+             ev->index + 1, run_error_name(ev->result->error), ev->result->error_msg);
+  }
+}
+
+/* The runner gives progress and sink one context (the sink's); the progress
+ * line only needs the command name. */
+static void progress(const char *message, void *ctx) {
+  (void)ctx;
+  cli_progress(message, (void *)CMD);
+}
+
+/* --------------------------------------------------------------- main --- */
+
+static int list_models(struct backend *b) {
+  char (*names)[256] = calloc(256, sizeof *names);
+  struct tm_err err;
+  if (!names) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  int n = backend_list_models(b, names, 256, &err);
+  if (n < 0) {
+    free(names);
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "cannot list models: %s", err.msg);
+  }
+  for (int i = 0; i < n; i++) printf("%s\n", names[i]);
+  free(names);
+  return TM_EXIT_OK;
+}
+
+int bench_server(const struct bench_opts *o) {
+  struct tm_err err = {{0}};
+  int rc = TM_EXIT_OK;
+
+  /* The key: read from the environment, kept in this frame, sent as a header. */
+  const char *key_env = o->api_key_env ? o->api_key_env : "OPENAI_API_KEY";
+  const char *api_key = getenv(key_env);
+  if (o->api_key_env && (!api_key || !*api_key))
+    return cli_usage_error(CMD, "--api-key-env %s: that environment variable is not set",
+                           key_env);
+  if (api_key && !*api_key) api_key = NULL;
+
+  char *prompt_text = NULL;
+  if (o->prompt_file && !(prompt_text = read_text_file(o->prompt_file, &err)))
+    return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  struct runner_options ro;
+  runner_options_init(&ro);
+  if ((rc = make_workloads(o, prompt_text, &ro)) != 0) goto out_text;
+
+  struct served_model model = {0};
+  if (o->gguf && (rc = load_model(o->gguf, &model)) != 0) goto out_text;
+
+  enum api_family api = (enum api_family)o->api;
+  if (api == API_AUTO) {
+    if (backend_detect(o->url, api_key, &api, &err) != 0) {
+      rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+      goto out_text;
+    }
+  }
+  struct backend_config cfg = {.base_url = o->url,
+                               .api = api,
+                               .endpoint = (enum api_endpoint)o->endpoint,
+                               .api_key = api_key,
+                               .connect_timeout_s = 10};
+  struct backend *b = backend_new(&cfg, &err);
+  if (!b) {
+    rc = cli_usage_error(CMD, "--url %s: %s", o->url, err.msg);
+    goto out_text;
+  }
+  if (o->list_models) {
+    rc = list_models(b);
+    goto out_backend;
+  }
+  if (o->cold && api != API_OLLAMA)
+    cli_warn(CMD, "--cold: only Ollama can unload a model on request (keep_alive: 0); "
+                  "the first request is still measured apart as the cold one");
+
+  struct machine_info mi;
+  struct machine_thermal th_before, th_after;
+  if (machine_info_read(&mi, &err) != 0) memset(&mi, 0, sizeof mi);
+  machine_thermal_read(&th_before);
+  struct server_info si;
+  memset(&si, 0, sizeof si);
+  if (backend_server_info(b, &si, &err) != 0)
+    cli_warn(CMD, "server info not available: %s", err.msg);
+  check_build_flags(&si, &mi, o->url);
+  if (model.have) {
+    probe_for_ceilings(&model);
+    if (!url_is_local(o->url))
+      cli_warn(CMD, "the ceilings use THIS machine's bandwidth and compute; the server at %s "
+                    "may run on other hardware",
+               o->url);
+  }
+
+  /* The results file and the identity line. */
+  const char *out_path = o->out ? o->out : RECORD_DEFAULT_FILE;
+  struct sink_ctx sc = {.backend_name = api_family_name(api), .target = o->url,
+                        .model = o->model ? o->model : si.model, .model_file = &model};
+  sc.file = record_open(out_path, &err);
+  if (!sc.file) {
+    rc = cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+    goto out_backend;
+  }
+  json_t *settings = json_pack(
+      "{s:s, s:s, s:s, s:s?, s:s?, s:i, s:b, s:b, s:b, s:f, s:f, s:s?}", "url", o->url, "api",
+      api_family_name(api), "endpoint", o->endpoint == ENDPOINT_CHAT ? "chat" : "completion",
+      "model", o->model, "gguf", o->gguf, "reps", o->reps ? o->reps : 3, "allow_cache",
+      o->allow_cache, "cold", o->cold, "warmup", 1, "idle_timeout_s", o->idle_timeout_s,
+      "timeout_s", o->timeout_s, "prompt_file", o->prompt_file);
+  json_t *wl = json_array();
+  for (size_t i = 0; i < ro.n_workloads; i++)
+    json_array_append_new(wl, json_pack("{s:s, s:i, s:i}", "name", ro.workloads[i].name,
+                                        "prompt_tokens", ro.workloads[i].prompt_tokens,
+                                        "max_tokens", ro.workloads[i].max_tokens));
+  json_object_set_new(settings, "workloads", wl);
+  struct record_model rm = {.name = model.have ? model.name : sc.model,
+                            .file = o->gguf,
+                            .arch = model.have ? model.arch : NULL,
+                            .type = model.have ? model.type : NULL,
+                            .bytes_per_token = model.have ? model.cost.weight_bytes_per_token
+                                                          : NAN};
+  struct record_identity_in idin = {.tokmeter_version = TOKMETER_VERSION,
+                                    .settings = settings,
+                                    .machine = &mi,
+                                    .thermal_before = &th_before,
+                                    .server = &si,
+                                    .model = &rm,
+                                    .backend = sc.backend_name,
+                                    .target = o->url,
+                                    .command = o->command};
+  json_t *ident = record_identity_build(&idin, sc.identity, &err);
+  json_decref(settings);
+  if (!ident || record_write(sc.file, ident, &err) != 0) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s: %s", out_path, err.msg);
+    goto out_file;
+  }
+
+  /* Measure. */
+  ro.backend = b;
+  ro.model = o->model;
+  ro.reps = o->reps ? o->reps : 3;
+  ro.allow_cache = o->allow_cache;
+  ro.cold_series = o->cold;
+  ro.idle_timeout_s = o->idle_timeout_s;
+  ro.total_timeout_s = o->timeout_s;
+  ro.sink = sink;
+  ro.progress = progress;
+  ro.ctx = &sc;
+  struct sigaction sa = {0}, old_sa;
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_sa);
+  struct runner_result *res = calloc(1, sizeof *res);
+  int run_rc = res ? runner_run(&ro, res, &err) : -1;
+  sigaction(SIGINT, &old_sa, NULL);
+  cli_progress_done();
+  if (!res) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    goto out_file;
+  }
+
+  /* Summaries: records, then the table. */
+  struct record_ceiling ceilings[RUNNER_MAX_WORKLOADS];
+  struct bench_summary summaries[RUNNER_MAX_WORKLOADS];
+  for (size_t i = 0; i < res->n_workloads; i++) {
+    summaries[i] = res->workloads[i].summary;
+    ceilings[i] = ceiling_for(&model, &summaries[i], res->workloads[i].workload.max_tokens);
+    json_t *ws = json_pack("{s:i, s:i, s:i}", "prompt_tokens_target",
+                           res->workloads[i].workload.prompt_tokens, "max_tokens",
+                           res->workloads[i].workload.max_tokens, "prompt_words",
+                           res->workloads[i].n_words);
+    json_t *sum = record_summary_build(sc.identity, &summaries[i], ws,
+                                       model.have ? &ceilings[i] : NULL);
+    if (o->json && sum) {
+      char *line = record_dump(sum);
+      if (line) printf("%s\n", line);
+      free(line);
+    }
+    if (record_write(sc.file, sum, &err) != 0) sc.write_errors++;
+    json_decref(ws);
+  }
+  machine_thermal_read(&th_after);
+  record_write(sc.file,
+               record_end_build(sc.identity, &th_after, res->runs, res->failed_by_kind,
+                                res->interrupted),
+               &err);
+
+  if (!o->json && res->n_workloads) {
+    printf("tokmeter %s - %s at %s (%s%s%s)\n", TOKMETER_VERSION,
+           sc.model && *sc.model ? sc.model : "the served model", o->url, api_family_name(api),
+           si.build[0] ? ", build " : "", si.build);
+    report_server_table(stdout, summaries, res->n_workloads, model.have ? ceilings : NULL);
+    if (res->have_cold && isfinite(res->cold.ttft_ms))
+      printf("first request (cold, calibration-sized): TTFT %.1f ms%s\n", res->cold.ttft_ms,
+             isfinite(res->cold.server_load_ms) ? " (server load time recorded)" : "");
+    if (res->cache_baseline_tokens >= 0)
+      printf("cache baseline: %lld prompt tokens shared before the nonce (chat template); "
+             "runs above it are flagged\n",
+             (long long)res->cache_baseline_tokens);
+    else
+      printf("cache: this server reports no cached-token counter; a repeated prompt cannot be "
+             "detected (every prompt starts with a fresh nonce)\n");
+    if (res->n_cold_load) {
+      double sum = 0;
+      for (size_t i = 0; i < res->n_cold_load; i++) sum += res->cold_load_ms[i];
+      printf("model load (--cold, %zu loads): %.0f ms mean\n", res->n_cold_load,
+             sum / res->n_cold_load);
+    }
+    printf("records: %s (%llu lines this run)\n", out_path,
+           (unsigned long long)record_lines_written(sc.file));
+  }
+  if (sc.write_errors)
+    cli_warn(CMD, "%u records could not be written to %s: %s", sc.write_errors, out_path,
+             sc.last_error);
+
+  if (run_rc < 0) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+  } else if (run_rc > 0 || res->failed) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%u of %u timed runs failed (see the table and %s)",
+                  res->failed, res->runs, out_path);
+  } else {
+    rc = TM_EXIT_OK;
+  }
+  free(res);
+out_file:
+  record_close(sc.file);
+out_backend:
+  backend_free(b);
+out_text:
+  free(prompt_text);
+  return rc;
+}

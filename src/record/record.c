@@ -1,0 +1,381 @@
+/* record: the JSON Lines writer, ids, times, redaction and the identity
+ * record. Contracts in record.h; key meanings in docs/records.md. */
+#include "record/record.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Reals are printed with 12 significant digits: enough for ns-derived ms and
+ * rates, and short decimals (196.2) read back as the same double. Key order
+ * is insertion order (jansson >= 2.8). */
+#define RECORD_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(12))
+
+struct record_file {
+  int fd;
+  uint64_t lines;
+  char path[512];
+};
+
+struct record_file *record_open(const char *path, struct tm_err *err) {
+  if (!path || !*path) {
+    tm_errf(err, "records: empty file name");
+    return NULL;
+  }
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    tm_errf(err, "records: cannot open %s for appending: %s", path, strerror(errno));
+    return NULL;
+  }
+  struct record_file *f = calloc(1, sizeof *f);
+  if (!f) {
+    close(fd);
+    tm_errf(err, "records: out of memory opening %s", path);
+    return NULL;
+  }
+  f->fd = fd;
+  snprintf(f->path, sizeof f->path, "%s", path);
+  return f;
+}
+
+char *record_dump(const void *json) {
+  if (!json) return NULL;
+  return json_dumps((const json_t *)json, RECORD_DUMP_FLAGS);
+}
+
+int record_write(struct record_file *f, void *json, struct tm_err *err) {
+  json_t *j = json;
+  if (!f) {
+    json_decref(j);
+    return tm_errf(err, "records: file not open");
+  }
+  if (!j) return tm_errf(err, "records: out of memory building a record for %s", f->path);
+  char *s = record_dump(j);
+  json_decref(j);
+  if (!s) return tm_errf(err, "records: out of memory writing %s", f->path);
+  size_t len = strlen(s);
+  /* One buffer, line + newline, so one write(2) puts the whole line down
+   * (O_APPEND: even two tokmeter processes appending do not interleave
+   * within a line of ordinary size). */
+  char *line = realloc(s, len + 2);
+  if (!line) {
+    free(s);
+    return tm_errf(err, "records: out of memory writing %s", f->path);
+  }
+  line[len] = '\n';
+  line[len + 1] = 0;
+  size_t off = 0, total = len + 1;
+  while (off < total) {
+    ssize_t w = write(f->fd, line + off, total - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      free(line);
+      return tm_errf(err, "records: cannot write %s: %s", f->path, strerror(e));
+    }
+    off += (size_t)w;
+  }
+  free(line);
+  f->lines++;
+  return 0;
+}
+
+uint64_t record_lines_written(const struct record_file *f) { return f ? f->lines : 0; }
+
+void record_close(struct record_file *f) {
+  if (!f) return;
+  close(f->fd);
+  free(f);
+}
+
+/* ------------------------------------------------------------- pieces --- */
+
+int record_new_id(char out[RECORD_ID_LEN + 1], struct tm_err *err) {
+  unsigned char raw[RECORD_ID_LEN / 2];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tm_errf(err, "records: cannot open /dev/urandom: %s", strerror(errno));
+  size_t got = 0;
+  while (got < sizeof raw) {
+    ssize_t r = read(fd, raw + got, sizeof raw - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      close(fd);
+      return tm_errf(err, "records: cannot read /dev/urandom");
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  static const char hex[] = "0123456789abcdef";
+  for (size_t i = 0; i < sizeof raw; i++) {
+    out[2 * i] = hex[raw[i] >> 4];
+    out[2 * i + 1] = hex[raw[i] & 15];
+  }
+  out[RECORD_ID_LEN] = 0;
+  return 0;
+}
+
+void record_time_utc(char out[32]) {
+  time_t now = time(NULL);
+  struct tm tmv;
+  if (!gmtime_r(&now, &tmv) || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tmv) == 0)
+    snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+void record_redact_url(const char *url, char *out, size_t n) {
+  if (!n) return;
+  out[0] = 0;
+  if (!url) return;
+  /* Scheme ("http://"), then authority up to the first '/', '?' or '#'. */
+  const char *p = url;
+  const char *scheme_end = strstr(url, "://");
+  size_t o = 0;
+#define PUT(c)                 \
+  do {                         \
+    if (o + 1 < n) out[o++] = (c); \
+  } while (0)
+  if (scheme_end) {
+    for (; p < scheme_end + 3; p++) PUT(*p);
+  }
+  const char *auth_end = p + strcspn(p, "/?#");
+  const char *at = NULL;
+  for (const char *q = p; q < auth_end; q++)
+    if (*q == '@') at = q;
+  if (at) p = at + 1;
+  for (; *p && *p != '?' && *p != '#'; p++) PUT(*p);
+#undef PUT
+  out[o] = 0;
+}
+
+/* Length of the secret-looking word at s: key characters (letters, digits,
+ * "-_.~+/="), without a trailing '.' (the end of a sentence, not of a key). */
+static size_t word_len(const char *s) {
+  size_t n = 0;
+  while (s[n] && (isalnum((unsigned char)s[n]) || strchr("-_.~+/=", s[n]))) n++;
+  while (n && s[n - 1] == '.') n--;
+  return n;
+}
+
+static bool is_word_char(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_'; }
+
+void record_redact_secrets(char *msg, size_t cap) {
+  if (!msg || !cap) return;
+  static const char repl[] = "[redacted]";
+  char out[1024];
+  size_t o = 0, i = 0, len = strnlen(msg, cap);
+  while (i < len && o + 1 < sizeof out) {
+    size_t keep = 0; /* characters of the pattern kept before the secret */
+    bool secret = false;
+    bool at_word_start = i == 0 || !is_word_char(msg[i - 1]);
+    if (strncasecmp(msg + i, "bearer ", 7) == 0) {
+      keep = 7;
+      secret = true;
+    } else if (at_word_start && strncmp(msg + i, "sk-", 3) == 0 && word_len(msg + i) >= 12) {
+      /* OpenAI-style keys are long; "sk-ok" in a message is not one. */
+      secret = true;
+    } else if (strncasecmp(msg + i, "key=", 4) == 0) {
+      keep = 4;
+      secret = true;
+    }
+    size_t w = secret ? word_len(msg + i + keep) : 0;
+    if (w > 0) {
+      for (size_t k = 0; k < keep && o + 1 < sizeof out; k++) out[o++] = msg[i + k];
+      for (size_t k = 0; repl[k] && o + 1 < sizeof out; k++) out[o++] = repl[k];
+      i += keep + w;
+      continue;
+    }
+    out[o++] = msg[i++];
+  }
+  out[o] = 0;
+  snprintf(msg, cap, "%s", out);
+}
+
+void *record_json_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+void *record_json_count(int64_t v) { return v < 0 ? json_null() : json_integer((json_int_t)v); }
+
+void *record_json_str(const char *s) { return s && *s ? json_string(s) : json_null(); }
+
+int record_json_set(void *obj, const char *key, void *value) {
+  if (!value) return 1;
+  if (!obj) {
+    json_decref((json_t *)value);
+    return 1;
+  }
+  return json_object_set_new((json_t *)obj, key, (json_t *)value) != 0;
+}
+
+#define str_or_null record_json_str
+#define put record_json_set
+
+void *record_machine_json(const struct machine_info *m) {
+  if (!m) return json_null();
+  json_t *o = json_object();
+  json_t *flags = json_array();
+  if (!o || !flags) {
+    json_decref(o);
+    json_decref(flags);
+    return NULL;
+  }
+  int bad = 0;
+  for (uint32_t i = 0; i < m->n_flags && i < PROBE_MAX_FLAGS; i++)
+    bad |= json_array_append_new(flags, json_string(m->flags[i])) != 0;
+  bad |= put(o, "cpu", json_string(m->cpu_model));
+  bad |= put(o, "arch", json_string(m->arch));
+  bad |= put(o, "cores", json_integer(m->cpus));
+  bad |= put(o, "memory_bytes", json_integer((json_int_t)m->memory_bytes));
+  bad |= put(o, "memory_available_bytes", json_integer((json_int_t)m->memory_available_bytes));
+  bad |= put(o, "llc_bytes", m->llc_bytes ? json_integer((json_int_t)m->llc_bytes) : json_null());
+  bad |= put(o, "os", json_string(m->os));
+  bad |= put(o, "flags", flags);
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+void *record_thermal_json(const struct machine_thermal *t) {
+  if (!t) return json_null();
+  json_t *o = json_object(), *temps = json_array(), *freqs = json_array();
+  if (!o || !temps || !freqs) {
+    json_decref(o);
+    json_decref(temps);
+    json_decref(freqs);
+    return NULL;
+  }
+  int bad = 0;
+  for (uint32_t i = 0; i < t->n_temps && i < PROBE_MAX_SENSORS; i++) {
+    json_t *e = json_object();
+    if (!e) {
+      bad = 1;
+      break;
+    }
+    bad |= put(e, "name", json_string(t->temps[i].name));
+    bad |= put(e, "celsius", record_json_num(t->temps[i].celsius));
+    bad |= json_array_append_new(temps, e) != 0;
+  }
+  for (uint32_t i = 0; i < t->n_freqs && i < PROBE_MAX_SENSORS; i++)
+    bad |= json_array_append_new(freqs, record_json_num(t->freq_mhz[i])) != 0;
+  bad |= put(o, "readable", json_boolean(t->readable));
+  bad |= put(o, "temps", temps);
+  bad |= put(o, "freqs_mhz", freqs);
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+void *record_ceiling_json(const struct record_ceiling *c) {
+  if (!c) return json_null();
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "decode_ceiling_tok_s", record_json_num(c->decode_ceiling_tok_s));
+  bad |= put(o, "prefill_ceiling_tok_s", record_json_num(c->prefill_ceiling_tok_s));
+  bad |= put(o, "read_bandwidth_bytes_s", record_json_num(c->read_bandwidth_bytes_s));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+double record_percent_of(double rate, double ceiling) {
+  if (!isfinite(rate) || !isfinite(ceiling) || ceiling <= 0) return NAN;
+  return 100.0 * rate / ceiling;
+}
+
+/* --------------------------------------------------------- identity --- */
+
+static json_t *model_json(const struct record_model *m) {
+  if (!m) return json_null();
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "name", str_or_null(m->name));
+  bad |= put(o, "file", str_or_null(m->file));
+  bad |= put(o, "arch", str_or_null(m->arch));
+  bad |= put(o, "type", str_or_null(m->type));
+  /* bytes per token is a whole number of bytes in the ceiling's arithmetic. */
+  bad |= put(o, "bytes_per_token", isfinite(m->bytes_per_token) && m->bytes_per_token >= 0
+                                       ? json_integer((json_int_t)llround(m->bytes_per_token))
+                                       : json_null());
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *server_json(const struct server_info *s) {
+  if (!s) return json_null();
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "kind", str_or_null(s->kind));
+  bad |= put(o, "build", str_or_null(s->build));
+  bad |= put(o, "model", str_or_null(s->model));
+  bad |= put(o, "system_info", str_or_null(s->system_info));
+  bad |= put(o, "n_ctx", s->n_ctx ? json_integer(s->n_ctx) : json_null());
+  bad |= put(o, "has_tokenize", json_boolean(s->has_tokenize));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+void *record_identity_build(const struct record_identity_in *in,
+                            char id_out[RECORD_ID_LEN + 1], struct tm_err *err) {
+  char id[RECORD_ID_LEN + 1], when[32], target[512];
+  if (record_new_id(id, err)) return NULL;
+  record_time_utc(when);
+  record_redact_url(in->target, target, sizeof target);
+
+  json_t *settings = in->settings ? json_deep_copy((const json_t *)in->settings) : json_object();
+  json_t *command = json_null();
+  if (in->command) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", in->command);
+    record_redact_secrets(buf, sizeof buf);
+    json_decref(command);
+    command = json_string(buf);
+  }
+
+  json_t *o = json_object();
+  int bad = !o;
+  if (o) {
+    bad |= put(o, "record", json_string("identity"));
+    bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
+    bad |= put(o, "id", json_string(id));
+    bad |= put(o, "time", json_string(when));
+    bad |= put(o, "tokmeter", str_or_null(in->tokmeter_version));
+    bad |= put(o, "command", command);
+    command = NULL;
+    bad |= put(o, "backend", str_or_null(in->backend));
+    bad |= put(o, "target", str_or_null(target));
+    bad |= put(o, "model", model_json(in->model));
+    bad |= put(o, "server", server_json(in->server));
+    bad |= put(o, "machine", record_machine_json(in->machine));
+    bad |= put(o, "thermal_before", record_thermal_json(in->thermal_before));
+    bad |= put(o, "settings", settings);
+    settings = NULL;
+  }
+  json_decref(command);
+  json_decref(settings);
+  if (bad) {
+    json_decref(o);
+    tm_errf(err, "records: out of memory building the identity record");
+    return NULL;
+  }
+  if (id_out) memcpy(id_out, id, sizeof id);
+  return o;
+}
