@@ -43,6 +43,16 @@ int transport_prepare(struct backend *b, const char *method, const char *path,
                    (long)((b->connect_timeout_s > 0 ? b->connect_timeout_s : 10.0) * 1000.0));
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  /* Proxies come from the usual environment variables (libcurl's default),
+   * but a server on this machine is never reached through one: a proxy in
+   * the path would add its own buffering and latency to every figure. The
+   * user's NO_PROXY list is kept and loopback is added to it. */
+  const char *np = getenv("NO_PROXY");
+  if (!np || !*np) np = getenv("no_proxy");
+  char noproxy[1024];
+  snprintf(noproxy, sizeof noproxy, "localhost,127.0.0.1,::1%s%s", np && *np ? "," : "",
+           np && *np ? np : "");
+  curl_easy_setopt(e, CURLOPT_NOPROXY, np && !strcmp(np, "*") ? "*" : noproxy);
   if (!method || strcmp(method, "GET") == 0) {
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
   } else {

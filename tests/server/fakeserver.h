@@ -25,10 +25,10 @@
  *              in short: prompt_tokens = template_tokens + (fixed_prompt_tokens
  *              or the word count), on every generation endpoint; prefill =
  *              a + b x (prompt_tokens - cached); token i at prefill + i x c;
- *              prompt_ms = prefill, predicted_ms = (n - 1) x c; default
+ *              prompt_ms = b x (P - cached) (a is outside the runtime's timer), predicted_ms = (n - 1) x c; default
  *              length 16 when the request gives none:
  *                FS_FLAVOR_LLAMACPP  OpenAI SSE + usage + llama.cpp `timings`
- *                                    (prompt_ms = the prefill delay, predicted_ms
+ *                                    (prompt_ms = b x uncached prompt tokens: the fixed a is outside the runtime's timer; predicted_ms
  *                                    = the decode time, cache_n, prompt_n...) and
  *                                    GET /props, POST /tokenize
  *                FS_FLAVOR_OPENAI    OpenAI SSE + usage, no timings (vLLM-like:

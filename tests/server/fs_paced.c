@@ -24,7 +24,11 @@
  *   reasoning   the first n/2 tokens as reasoning_content (OpenAI-style) or
  *               thinking (Ollama); think_tags instead: content "<think>", words,
  *               "</think>" over the first n/2 tokens (n/2 >= 2), then answer.
- *   timers      prompt_ms = the prefill delay slept; predicted_ms = (n-1) x c =
+ *   timers      prompt_ms = b x (P - cached): the runtime's own prompt timer
+ *               covers the prompt work, not the fixed a (request parsing,
+ *               queueing: a fixed cost outside the runtime, as in llama.cpp),
+ *               so a client recovers the server prefill rate 1/b exactly and
+ *               sees a as the client/server gap; predicted_ms = (n-1) x c =
  *               the time from the first token to the last; per-token figures
  *               as llama.cpp's fixture shows them (predicted_ms / (n-1)).
  *               Ollama: prompt_eval_count = P - cached, *_duration in ns of
@@ -53,6 +57,7 @@ struct gen {
   uint32_t prompt_tokens, cached, n_gen, n_reason;
   bool stopped_early, think_tags, reasoning;
   double prefill_ms, c_ms;
+  double runtime_prompt_ms; /* b x uncached tokens: what the runtime's timer says */
   uint64_t t0, t_first;
 };
 
@@ -259,7 +264,7 @@ static double predicted_ms(const struct gen *g) {
 
 static json_t *llama_timings(const struct gen *g) {
   uint32_t pn = g->prompt_tokens - g->cached;
-  double pm = g->prefill_ms, dm = predicted_ms(g);
+  double pm = g->runtime_prompt_ms, dm = predicted_ms(g);
   double per_tok = g->n_gen > 1 ? dm / (g->n_gen - 1) : 0.0;
   return json_pack("{s:i,s:i,s:f,s:f,s:f,s:i,s:f,s:f,s:f}", "cache_n", (int)g->cached, "prompt_n",
                    (int)pn, "prompt_ms", pm, "prompt_per_token_ms", pn ? pm / pn : 0.0,
@@ -311,7 +316,7 @@ static json_t *ollama_final(const struct gen *g, const char *text, const char *t
                            finish_reason(g), "total_duration", total, "load_duration",
                            (json_int_t)0, "prompt_eval_count",
                            (int)(g->prompt_tokens - g->cached), "prompt_eval_duration",
-                           (json_int_t)(g->prefill_ms * 1e6), "eval_count", (int)g->n_gen,
+                           (json_int_t)(g->runtime_prompt_ms * 1e6), "eval_count", (int)g->n_gen,
                            "eval_duration", (json_int_t)(predicted_ms(g) * 1e6));
   json_object_update(o, tail);
   json_decref(tail);
@@ -491,6 +496,7 @@ static void gen_setup(struct fakeserver *s, const struct fs_request *req, enum e
                  (!text_only || ep == EP_OLLAMA_GENERATE);
   g->n_reason = (g->think_tags || g->reasoning) ? g->n_gen / 2 : 0;
   g->prefill_ms = cfg->a_ms + cfg->b_ms * (double)(g->prompt_tokens - g->cached);
+  g->runtime_prompt_ms = cfg->b_ms * (double)(g->prompt_tokens - g->cached);
   g->c_ms = cfg->c_ms;
   g->t_first = g->t0 + (uint64_t)(g->prefill_ms * 1e6);
 

@@ -472,6 +472,64 @@ static void test_api_key(void) {
   fs_stop(s);
 }
 
+
+/* The recorded llama-server exchanges, replayed at 1/4 of their pacing, through
+ * the whole path: real bytes, counters, an error event inside a 200 stream. */
+static void test_replay_fixtures(void) {
+  struct fs_config cfg;
+  fs_config_init(&cfg);
+  cfg.mode = FS_REPLAY;
+  cfg.fixtures_dir = tm_fixture("llama-server");
+  cfg.replay_file = "llama-server-chat-stream.json";
+  cfg.time_scale = 0.25;
+  char url[64];
+  struct fakeserver *s = start(&cfg, url, sizeof url);
+  if (!s) return;
+  struct backend *b = open_backend(url, API_OPENAI, NULL);
+  if (b) {
+    struct backend_request rq = request("Reference k3j4h5. Explain why decode is memory bound.", 64);
+    struct run_result r;
+    CHECK_EQ_INT(backend_run(b, &rq, &r), 0);
+    CHECK_MSG(r.error == RUN_OK, "%s", r.error_msg);
+    CHECK_EQ_INT(r.completion_tokens, 64);
+    CHECK_EQ_INT(r.prompt_tokens, 33);
+    CHECK_EQ_INT(r.cached_tokens, 14);
+    CHECK_EQ_INT(r.timings_prompt_n, 19);
+    CHECK_NEAR(r.timings_prompt_ms, 148.665, 1e-9);
+    CHECK(r.n_chunks >= 60 && r.n_chunks <= 64);
+    CHECK_STR(r.finish_reason, "length");
+    /* recorded: first text at 184 ms, last at ~1277 ms; x0.25 */
+    if (r.n_chunks > 1) {
+      double ttft = MS(r.chunks[0].t_ns - r.t_send_ns);
+      CHECK_NEAR(ttft, 184.461 * 0.25, 15.0);
+      bool mono = true;
+      for (size_t i = 1; i < r.n_chunks; i++)
+        if (r.chunks[i].t_ns < r.chunks[i - 1].t_ns) mono = false;
+      CHECK(mono);
+    }
+    run_result_free(&r);
+    backend_free(b);
+  }
+  fs_stop(s);
+
+  cfg.replay_file = "llama-server-completions-stream.json";
+  s = start(&cfg, url, sizeof url);
+  if (!s) return;
+  struct backend_config bc = {.base_url = url, .api = API_OPENAI, .endpoint = ENDPOINT_COMPLETION};
+  struct tm_err err = {{0}};
+  b = backend_new(&bc, &err);
+  if (b) {
+    struct backend_request rq = request("Reference k3j4h5.", 16);
+    struct run_result r;
+    CHECK_EQ_INT(backend_run(b, &rq, &r), -1);
+    CHECK_MSG(r.error == RUN_ERR_STREAM, "got %s: %s", run_error_name(r.error), r.error_msg);
+    CHECK_EQ_INT(r.http_status, 200);
+    run_result_free(&r);
+    backend_free(b);
+  }
+  fs_stop(s);
+}
+
 void tm_run_tests(void) {
   /* loopback and the DNS test must not go through a proxy from the environment */
   setenv("NO_PROXY", "*", 1);
@@ -480,6 +538,7 @@ void tm_run_tests(void) {
   TM_RUN(test_run_result_chunks);
   TM_RUN(test_paced_timestamps_and_reuse);
   TM_RUN(test_ollama_ndjson);
+  TM_RUN(test_replay_fixtures);
   TM_RUN(test_connect_dns_tls);
   TM_RUN(test_break_stages);
   TM_RUN(test_total_timeout);
