@@ -234,14 +234,33 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
       }
     }
     tokens[i] = r.prompt_tokens;
-    if (i == 1) c->res->cache_baseline_tokens = r.cached_tokens;
+    if (i == 1) {
+      c->res->cache_baseline_tokens = r.cached_tokens;
+      c->res->cache_counter = r.cached_tokens >= 0;
+    }
     run_result_free(&r);
   }
-  if (tokens[0] > 0 && tokens[1] > tokens[0]) {
+  bool counts_sane = tokens[0] > 0 && tokens[1] > tokens[0];
+  if (counts_sane) {
     c->tokens_per_word = (double)(tokens[1] - tokens[0]) / (words[1] - words[0]);
     c->overhead_tokens = (double)tokens[0] - c->tokens_per_word * words[0];
     if (c->overhead_tokens < 0) c->overhead_tokens = 0;
     c->res->tokens_per_word = c->tokens_per_word;
+  }
+  /* A baseline is the template's tokens before the nonce: it must fit in the
+   * prompt's fixed overhead (template + nonce sentence + framing). A server
+   * that reports more cached tokens on a fresh nonce, or prompt counts that do
+   * not grow with the prompt, is not calibrating anything: drop the baseline,
+   * so the uncalibrated rule (flag caches above half the prompt) applies. */
+  int64_t base = c->res->cache_baseline_tokens;
+  if (base > 0 && (!counts_sane || (double)base > c->overhead_tokens + 1.0)) {
+    snprintf(c->res->baseline_rejected, sizeof c->res->baseline_rejected,
+             "the server reported %lld cached tokens on a fresh nonce (prompt %lld tokens, "
+             "%s): not a chat-template prefix; cache checks use the uncalibrated rule",
+             (long long)base, (long long)tokens[1],
+             counts_sane ? "more than its fixed overhead"
+                         : "prompt counts that do not grow with the prompt");
+    c->res->cache_baseline_tokens = -1;
   }
   c->mopt.cache_baseline_tokens = c->res->cache_baseline_tokens;
   return 0;
@@ -356,7 +375,13 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
 
   struct run_ctx c = {.opt = opt, .res = res, .tokens_per_word = 1.3, .overhead_tokens = 10};
   metrics_options_init(&c.mopt);
-  if (calibrate(&c, err) != 0) return -1;
+  if (calibrate(&c, err) != 0) {
+    if (backend_interrupted()) {
+      res->interrupted = true;
+      return tm_errf(err, "interrupted during calibration: nothing was measured yet");
+    }
+    return -1;
+  }
 
   int any_failed = 0;
   res->n_workloads = opt->n_workloads;

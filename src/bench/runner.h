@@ -91,7 +91,10 @@ struct runner_workload_result {
 };
 
 struct runner_result {
-  int64_t cache_baseline_tokens;  /* -1 when the server reports no cached tokens */
+  int64_t cache_baseline_tokens;  /* -1 when the server reports no cached tokens,
+                                     or its report was not believable (below) */
+  char baseline_rejected[256];    /* why a reported baseline was dropped; "" */
+  bool cache_counter;             /* the server reports cached prompt tokens */
   double tokens_per_word;         /* calibrated (NAN when unknown) */
   int64_t template_tokens;        /* prompt tokens the template adds (-1 unknown) */
   bool tokenizer_endpoint;        /* prompt lengths came from the server's /tokenize */

@@ -443,11 +443,12 @@ int bench_server(const struct bench_opts *o) {
     if (res->have_cold && isfinite(res->cold.ttft_ms))
       printf("first request (cold, calibration-sized): TTFT %.1f ms%s\n", res->cold.ttft_ms,
              isfinite(res->cold.server_load_ms) ? " (server load time recorded)" : "");
+    if (res->baseline_rejected[0]) cli_warn(CMD, "%s", res->baseline_rejected);
     if (res->cache_baseline_tokens >= 0)
       printf("cache baseline: %lld prompt tokens shared before the nonce (chat template); "
              "runs above it are flagged\n",
              (long long)res->cache_baseline_tokens);
-    else
+    else if (!res->cache_counter)
       printf("cache: this server reports no cached-token counter; a repeated prompt cannot be "
              "detected (every prompt starts with a fresh nonce)\n");
     if (res->n_cold_load) {

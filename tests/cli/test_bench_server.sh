@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# test_bench_server: `tokmeter bench --url` end to end against the loopback fake
+# servers (tests/server/): the three workloads and their records, the cached-
+# prompt trap (a real llama.cpp exchange replayed), failures (refused, broken
+# stream, Ctrl-C) recorded and exit 1, a buffered stream, Ollama and an
+# OpenAI server without timers, secrets kept out, and bad usage (exit 2).
+set -euo pipefail
+: "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}" "${TOKMETER_FIXTURES:?}"
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+unset OPENAI_API_KEY
+fail() { echo "test_bench_server: FAIL: $*" >&2; exit 1; }
+
+# start_server NAME ARGS...: starts a fake server, sets PORT
+start_server() {
+  local name=$1; shift
+  rm -f "$dir/$name.port"
+  "$TOKMETER_FAKESERVER" --port-file "$dir/$name.port" "$@" >/dev/null 2>"$dir/$name.log" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$dir/$name.port" ] && break; sleep 0.05; done
+  PORT=$(cat "$dir/$name.port") || fail "server $name did not start"
+}
+
+expect_exit() { # expected_code, then the command
+  local want=$1; shift
+  set +e
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
+}
+
+# --- A: the three workloads against a llama.cpp-like server -----------------
+start_server llama --mode paced --flavor llamacpp --template-tokens 14 --prompt-cache \
+  --a 5 --b 0.02 --c 1
+export OPENAI_API_KEY=sk-test-SECRET-0123456789abcdef
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -r 2 --out "$dir/a.jsonl"
+grep -q "^classify " "$dir/out" && grep -q "^extract " "$dir/out" && grep -q "^generate " "$dir/out" ||
+  fail "table rows missing: $(cat "$dir/out")"
+grep "^classify " "$dir/out" | grep -q -- "- (a)" || fail "classify decode must be blank (16 < 24 tokens)"
+grep -q "SECRET" "$dir/a.jsonl" "$dir/out" "$dir/err" && fail "the API key leaked into output or records"
+python3 - "$dir/a.jsonl" <<'PY' || fail "records of run A (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [r["record"] for r in recs]
+assert kinds[0] == "identity" and kinds[-1] == "end", kinds
+ident = recs[0]["id"]
+assert all(r.get("identity") == ident for r in recs[1:]), "records not tied to the identity"
+runs = [r for r in recs if r["record"] == "run"]
+# 2 calibration + 3 workloads x (1 warm-up + 2 timed)
+assert len(runs) == 2 + 3 * 3, len(runs)
+timed = [r for r in runs if not r["warmup"] and not r["calibration"]]
+assert len(timed) == 6 and all(r["ok"] for r in timed), timed
+by = {}
+for r in timed: by.setdefault(r["workload"], []).append(r)
+for r in by["extract"]:
+    assert abs(r["tokens"]["prompt"] - 1700) <= 0.03 * 1700, r["tokens"]
+for r in by["generate"]:
+    assert r["tokens"]["completion"] == 400, r["tokens"]
+    assert len(r["client"]["chunk_arrival_ms"]) == 400, len(r["client"]["chunk_arrival_ms"])
+    assert "cache:baseline" in r["verdicts"], r["verdicts"]
+    assert "stream:token-by-token" in r["verdicts"], r["verdicts"]
+    d = r["rates"]["decode_tok_s"]
+    assert abs(d["client"] - 1000) < 100 and d["source"] == "server", d
+for r in by["classify"]:
+    assert r["rates"]["decode_tok_s"]["headline"] is None, "decode must be null below 24 tokens"
+sums = [r for r in recs if r["record"] == "summary"]
+assert [s["workload"] for s in sums] == ["classify", "extract", "generate"], sums
+end = recs[-1]
+assert end["runs"] == 6 and not any(end["failed"].values()), end
+PY
+
+# --json: the summaries on stdout, one JSON object per line
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 1 --json --out "$dir/j.jsonl"
+python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; assert len(l)==1 and l[0]["record"]=="summary", l' "$dir/out" ||
+  fail "--json output: $(cat "$dir/out")"
+unset OPENAI_API_KEY
+
+# a custom workload and a prompt file
+printf 'Summarise the incident report in two sentences.\n' > "$dir/prompt.txt"
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -p 200 -n 30 --prompt-file "$dir/prompt.txt" -r 1 --out "$dir/p.jsonl"
+grep -q "^prompt-file " "$dir/out" || fail "prompt-file workload missing: $(cat "$dir/out")"
+
+# --list-models
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --list-models
+[ -s "$dir/out" ] || fail "--list-models printed nothing"
+
+# --- B: the cached-prompt trap, replayed from a real llama.cpp exchange -----
+start_server cached --mode replay --fixtures "$TOKMETER_FIXTURES/llama-server" \
+  --replay-file llama-server-chat-long-repeat-cached.json --time-scale 0.05
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w generate -r 2 --out "$dir/b.jsonl"
+grep -q "prompt cache hit in 2 of 2 runs" "$dir/out" || fail "cache hits not reported: $(cat "$dir/out")"
+python3 - "$dir/b.jsonl" <<'PY' || fail "cached trap records (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+timed = [r for r in recs if r["record"] == "run" and not r["warmup"] and not r["calibration"]]
+assert timed and all("cache:hit" in r["verdicts"] for r in timed), [r["verdicts"] for r in timed]
+s = [r for r in recs if r["record"] == "summary"][0]
+assert s["verdicts"]["cache:hit"] == 2, s["verdicts"]
+PY
+
+# --- C: nothing listening -> exit 1, one clear line -------------------------
+free_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$free_port" --api openai -r 1 --out "$dir/c.jsonl"
+grep -qi "refused\|connect" "$dir/err" || fail "refused: $(cat "$dir/err")"
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$free_port" -r 1 --out "$dir/c2.jsonl"
+grep -qi "no known LLM API\|connect\|refused" "$dir/err" || fail "detection on a dead port: $(cat "$dir/err")"
+
+# --- D: a server that breaks after the first token: runs fail, exit 1 -------
+start_server broken --mode break --break after-first-token
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w generate -r 2 --out "$dir/d.jsonl"
+grep -q "runs failed" "$dir/err" || fail "failed runs not reported: $(cat "$dir/err")"
+python3 - "$dir/d.jsonl" <<'PY' || fail "failed-run records (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+timed = [r for r in recs if r["record"] == "run" and not r["warmup"] and not r["calibration"]]
+assert len(timed) == 2 and not any(r["ok"] for r in timed), timed
+assert all(r["error"]["kind"] and r["error"]["message"] for r in timed), [r["error"] for r in timed]
+assert recs[-1]["record"] == "end" and sum(recs[-1]["failed"].values()) == 2, recs[-1]
+PY
+
+# --- E: a buffering proxy: all tokens in one chunk --------------------------
+start_server buffered --mode buffered --flavor llamacpp --a 5 --b 0.02 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w generate -r 1 --out "$dir/e.jsonl"
+grep -q "buffered" "$dir/out" || fail "buffered stream not reported: $(cat "$dir/out")"
+python3 - "$dir/e.jsonl" <<'PY' || fail "buffered records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+timed = [r for r in recs if r["record"] == "run" and not r["warmup"] and not r["calibration"]]
+assert all("stream:buffered" in r["verdicts"] for r in timed), [r["verdicts"] for r in timed]
+assert all(r["rates"]["decode_tok_s"]["client"] is None for r in timed), "inter-token figures must be withheld"
+PY
+
+# --- F: Ollama (NDJSON, durations in ns) -------------------------------------
+start_server ollama --mode paced --flavor ollama --a 5 --b 0.02 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w generate -r 1 --out "$dir/f.jsonl"
+grep -q "(ollama" "$dir/out" || fail "Ollama not detected: $(cat "$dir/out")"
+grep "^generate " "$dir/out" | grep -q "server" || fail "Ollama's own timers not used: $(cat "$dir/out")"
+
+# --- G: OpenAI-compatible without timers: client prefill, a lower bound -----
+start_server openai --mode paced --flavor openai --a 5 --b 0.02 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w generate -r 1 --out "$dir/g.jsonl"
+grep "^generate " "$dir/out" | grep -q "client, lower bound" || fail "client prefill not labelled: $(cat "$dir/out")"
+
+# --- H: Ctrl-C during a stalled stream: exit 1 quickly, records kept --------
+start_server stall --mode break --break stall
+set +e
+"$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w generate -r 3 --idle-timeout 60 --out "$dir/h.jsonl" >"$dir/out" 2>"$dir/err" &
+bench_pid=$!
+sleep 1.5
+kill -INT "$bench_pid"
+start=$(date +%s%N)
+wait "$bench_pid"
+got=$?
+set -e
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$got" = 1 ] || fail "Ctrl-C: exit $got, expected 1 (stderr: $(cat "$dir/err"))"
+[ "$elapsed_ms" -lt 3000 ] || fail "Ctrl-C took $elapsed_ms ms to stop"
+grep -qi "interrupted" "$dir/err" || fail "Ctrl-C not reported: $(cat "$dir/err")"
+head -1 "$dir/h.jsonl" | grep -q '"record":"identity"' || fail "identity lost after Ctrl-C"
+tail -1 "$dir/h.jsonl" | grep -q '"interrupted":true' || fail "end record missing after Ctrl-C: $(tail -1 "$dir/h.jsonl")"
+
+# --- bad usage: exit 2, one line --------------------------------------------
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --api bogus
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --reps 0
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" -w nosuch
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --prompt-file "$dir/missing.txt"
+expect_exit 2 "$TOKMETER" bench --url "ftp://127.0.0.1:1" --api openai
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --api-key-env TOKMETER_NO_SUCH_VAR
+expect_exit 2 "$TOKMETER" bench --workload classify
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --idle-timeout abc
+echo "test_bench_server: ok"
