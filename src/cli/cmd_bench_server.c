@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "backend/backend.h"
+#include "bench/buildcheck.h"
 #include "bench/records_bench.h"
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -186,23 +187,17 @@ static bool url_is_local(const char *url) {
   return !strncmp(h, "127.", 4) || !strncmp(h, "localhost", 9) || !strncmp(h, "[::1]", 5);
 }
 
-/* Rule 10: a build without the CPU's SIMD instructions cost 4.1x once. The
- * server's feature string (llama.cpp system_info: "AVX2 = 1 | AVX512 = 0 |")
- * is compared with this machine's flags; only meaningful for a local server. */
+/* Rule 10: only meaningful for a server on this machine. */
 static void check_build_flags(const struct server_info *si, const struct machine_info *mi,
                               const char *url) {
-  if (!si->system_info[0] || !url_is_local(url)) return;
-  static const struct { const char *build, *flag; } pairs[] = {
-      {"AVX2 = 0", "avx2"},          {"AVX512 = 0", "avx512f"}, {"AVX512_VNNI = 0", "avx512_vnni"},
-      {"AVX_VNNI = 0", "avx_vnni"},  {"FMA = 0", "fma"},        {"F16C = 0", "f16c"},
-      {"NEON = 0", "neon"},          {"DOTPROD = 0", "asimddp"}, {"MATMUL_INT8 = 0", "i8mm"},
-  };
-  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
-    if (strstr(si->system_info, pairs[i].build) && machine_has_flag(mi, pairs[i].flag))
-      cli_warn(CMD,
-               "the server's build does not use %s, which this CPU has (%s): expect lower "
-               "prefill; rebuild the server for this CPU",
-               pairs[i].flag, pairs[i].build);
+  if (!url_is_local(url)) return;
+  const char *missing[BUILDCHECK_MAX];
+  int n = buildcheck_missing(si->system_info, mi, missing);
+  for (int i = 0; i < n; i++)
+    cli_warn(CMD,
+             "the server's build does not use %s, which this CPU has: expect lower prefill; "
+             "rebuild the server for this CPU",
+             missing[i]);
 }
 
 /* ---------------------------------------------------------------- sink --- */

@@ -139,11 +139,22 @@ start_server ollama --mode paced --flavor ollama --a 5 --b 0.02 --c 1
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w generate -r 1 --out "$dir/f.jsonl"
 grep -q "(ollama" "$dir/out" || fail "Ollama not detected: $(cat "$dir/out")"
 grep "^generate " "$dir/out" | grep -q "server" || fail "Ollama's own timers not used: $(cat "$dir/out")"
+# --cold: keep_alive 0 unloads after each answer, so each cold run pays a load
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 2 --cold --out "$dir/f2.jsonl"
+grep -q "model load (--cold, 2 loads)" "$dir/out" || fail "--cold series missing: $(cat "$dir/out")"
+python3 - "$dir/f2.jsonl" <<'PY' || fail "--cold records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+cold = [r for r in recs if r["record"] == "run" and r["cold"] and not r["calibration"]]
+assert len(cold) == 2, len(cold)
+PY
 
 # --- G: OpenAI-compatible without timers: client prefill, a lower bound -----
 start_server openai --mode paced --flavor openai --a 5 --b 0.02 --c 1
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w generate -r 1 --out "$dir/g.jsonl"
 grep "^generate " "$dir/out" | grep -q "client, lower bound" || fail "client prefill not labelled: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 1 --cold --out "$dir/g2.jsonl"
+grep -q "only Ollama can unload" "$dir/err" || fail "--cold on OpenAI: no warning: $(cat "$dir/err")"
 
 # --- H: Ctrl-C during a stalled stream: exit 1 quickly, records kept --------
 start_server stall --mode break --break stall
