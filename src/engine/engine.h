@@ -1,0 +1,71 @@
+/* engine: tokmeter's embedded CPU inference engine for GGUF models of the
+ * architectures llama, qwen2, qwen3 (dense) and qwen3moe (mixture of experts).
+ *
+ * Weights stay memory-mapped (pointers into the file); the KV cache is F16,
+ * sized from the context asked for. prefill() runs a batch of tokens through
+ * the model at once (matrix-matrix), decode() one token (matrix-vector); both
+ * append to the KV cache. Greedy next token = argmax of the logits.
+ * Library code: errors are returned (one line naming the architecture, tensor
+ * or type that cannot run), nothing is printed. */
+#ifndef TM_ENGINE_H
+#define TM_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/kernels.h"
+#include "util/err.h"
+
+struct engine;
+
+struct engine_options {
+  int n_threads;             /* 0 = online CPUs */
+  uint32_t n_ctx;            /* KV cache capacity in tokens (default 4096, at
+                                most the model's context_length) */
+  enum kernel_path kernels;  /* KERNEL_AUTO by default; tests force KERNEL_SCALAR */
+  uint32_t max_batch;        /* largest prefill batch (default 512) */
+};
+void engine_options_init(struct engine_options *o);
+
+/* Maps the file and builds the model. Fails with a clear message for an
+ * architecture or weight type it cannot run, or a file whose tensors do not
+ * match the architecture's shapes. */
+struct engine *engine_load(const char *path, const struct engine_options *opt,
+                           struct tm_err *err);
+void engine_free(struct engine *e);
+
+struct engine_info {
+  char arch[32];
+  uint32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab;
+  uint32_t n_expert, n_expert_used;
+  uint32_t n_ctx;              /* KV capacity */
+  int n_threads;
+  const char *kernel_path;     /* "avx512_vnni", ... */
+  const char *best_cpu_path;   /* what this CPU could run */
+  uint64_t file_bytes, kv_bytes;
+  double load_ms;              /* map + first touch of every weight page */
+};
+void engine_get_info(const struct engine *e, struct engine_info *out);
+
+/* Clears the KV cache (position 0 again). */
+void engine_reset(struct engine *e);
+/* Tokens currently in the KV cache. */
+uint32_t engine_n_past(const struct engine *e);
+/* Changes the thread count (rebuilds the pool). */
+int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err);
+
+/* Runs n tokens as one batch at positions n_past..n_past+n-1. logits: NULL,
+ * or n_vocab floats for the LAST token (all_logits: n x n_vocab, for tests).
+ * Fails when the cache would overflow or a token id is out of range. */
+int engine_prefill(struct engine *e, const int32_t *tokens, uint32_t n, float *logits,
+                   struct tm_err *err);
+int engine_prefill_all_logits(struct engine *e, const int32_t *tokens, uint32_t n,
+                              float *all_logits, struct tm_err *err);
+/* One token at position n_past; logits: n_vocab floats (required). */
+int engine_decode(struct engine *e, int32_t token, float *logits, struct tm_err *err);
+
+/* Index of the largest logit (greedy sampling). */
+int32_t engine_argmax(const float *logits, uint32_t n_vocab);
+
+#endif

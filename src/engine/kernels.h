@@ -1,0 +1,87 @@
+/* kernels: the engine's inner loops, one table per instruction-set path, chosen
+ * at run time from CPUID (x86) or the build (ARM). Every path computes the same
+ * functions as the scalar reference (kernels_scalar.c) within rounding; tests
+ * compare each SIMD kernel with it on odd sizes, with outputs pre-filled with NaN.
+ *
+ * Weights are GGUF rows as stored (any type with has_gemm below). Activations
+ * are quantized per row to the format the weight type consumes:
+ *   F32, F16, BF16           -> f32 activations as they are
+ *   Q4_0, Q4_1, Q5_0, Q5_1,
+ *   Q8_0                      -> struct act_q8 (blocks of 32: scale, scaled sum, int8)
+ *   Q4_K, Q5_K, Q6_K          -> struct act_q8k (blocks of 256: scale, int8,
+ *                                sums of each 16)
+ * so integer dot products (VNNI vpdpbusd, AVX2 maddubs, NEON sdot) do the work.
+ * These activation formats are tokmeter's own (never written to a file). */
+#ifndef TM_KERNELS_H
+#define TM_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/ggml_types.h"
+
+enum kernel_path {
+  KERNEL_AUTO = 0,     /* the best this CPU and build support */
+  KERNEL_SCALAR,
+  KERNEL_AVX2,         /* AVX2 + FMA + F16C */
+  KERNEL_AVX512,       /* AVX-512 F/BW/VL (+ the AVX2 paths where narrower) */
+  KERNEL_AVX512_VNNI,  /* AVX-512 + VNNI integer dot products */
+  KERNEL_NEON,         /* aarch64 NEON (+ dotprod when the CPU has it) */
+  KERNEL_PATH_COUNT
+};
+const char *kernel_path_name(enum kernel_path p); /* "scalar", "avx2", ... */
+
+/* Activation blocks (tokmeter's own layout). */
+struct act_q8 {
+  float d;        /* scale: x ~= d * q */
+  float s;        /* d * sum(q): for weight types with an offset (Q4_1, Q5_1) */
+  int8_t q[32];
+};
+struct act_q8k {
+  float d;
+  int8_t q[256];
+  int16_t bsums[16]; /* sum of each 16 consecutive q: for K-quant mins */
+};
+
+/* The activation format a weight type consumes. */
+enum act_format { ACT_F32 = 0, ACT_Q8, ACT_Q8K };
+enum act_format kernel_act_format(uint32_t weight_type);
+/* Bytes of one activation row of n elements in that format (n a multiple of
+ * 32 for ACT_Q8, of 256 for ACT_Q8K). */
+size_t kernel_act_row_bytes(enum act_format f, int64_t n);
+
+/* out[c * out_stride + r] = dot(W row r, activation row c) for r in [r0, r1),
+ * c in [0, ncols). W rows are w_stride bytes apart, activation rows a_stride
+ * bytes apart (already in the weight type's activation format), n elements
+ * per row. ncols = 1 is decode (matrix-vector: each weight byte read once);
+ * ncols > 1 is prefill (the kernel tiles activation columns so each weight
+ * block loaded is used for several columns). Threads split [r0, r1). */
+typedef void (*gemm_fn)(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,
+                        const void *a, size_t a_stride, int64_t ncols, float *out,
+                        int64_t out_stride);
+
+struct kernel_ops {
+  enum kernel_path path;
+  const char *name;
+  gemm_fn gemm[GGML_TYPE_COUNT];   /* NULL: weight type not supported */
+  void (*quantize_q8)(const float *x, struct act_q8 *y, int64_t n);
+  void (*quantize_q8k)(const float *x, struct act_q8k *y, int64_t n);
+  /* Attention over an F16 KV cache and small f32 helpers. */
+  float (*dot_f16_f32)(const uint16_t *k, const float *q, int64_t n);
+  void (*axpy_f16)(float *y, float a, const uint16_t *v, int64_t n); /* y += a*v */
+  void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n);
+  /* Row i of an embedding table (any type with a dequantizer) into f32. */
+  int (*get_row)(uint32_t type, const void *row, float *out, int64_t n);
+};
+
+/* The table for a path; NULL when this build or CPU cannot run it. With
+ * KERNEL_AUTO, the best available. */
+const struct kernel_ops *kernels_get(enum kernel_path p);
+/* The best path the CPU offers, whether or not this build contains it (for
+ * the "your build leaves speed on the table" warning). */
+enum kernel_path kernels_best_for_cpu(void);
+/* Whether gemm[type] exists on every path (the engine's supported types). */
+bool kernels_supports(uint32_t weight_type);
+
+#endif
