@@ -373,6 +373,7 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
   bad |= put(o, "tokens", tokens);
   bad |= put(o, "ttft_ms", stats_json(&s->ttft_ms));
   bad |= put(o, "ttft_gap_ms", stats_json(&s->ttft_gap_ms));
+  bad |= put(o, "server_prompt_ms", stats_json(&s->server_prompt_ms));
 
   json_t *rates = json_object();
   bad |= !rates;

@@ -197,13 +197,14 @@ static void details(FILE *out, const struct bench_summary *s, const struct recor
     fputc('\n', out);
   }
 
-  /* Rule 7: both timers, and their gap. The server's prompt time shown is the
-   * client TTFT median minus the median gap, so the line's arithmetic holds. */
+  /* Rule 7: both timers, and their gap (each a median over the runs: the gap
+   * is the median of per-run gaps, not the difference of the two medians). */
   if (s->ttft_gap_ms.n && s->ttft_ms.n) {
     double gap = s->ttft_gap_ms.median, ttft = s->ttft_ms.median;
+    double server = s->server_prompt_ms.n ? s->server_prompt_ms.median : ttft - gap;
     fprintf(out, "  %s: server prompt time %s ms, client TTFT %s ms: %s ms outside the runtime "
                  "(network, queueing, first decode step)\n",
-            w, report_fmt_ms(ttft - gap, a, sizeof a), report_fmt_ms(ttft, b, sizeof b),
+            w, report_fmt_ms(server, a, sizeof a), report_fmt_ms(ttft, b, sizeof b),
             report_fmt_ms(gap, d, sizeof d));
   }
 

@@ -39,6 +39,7 @@ static double f_decode_server(const struct run_metrics *m) { return m->decode_se
 static double f_decode_client(const struct run_metrics *m) { return m->decode_client; }
 static double f_decode_headline(const struct run_metrics *m) { return m->decode_headline; }
 static double f_ttft_gap(const struct run_metrics *m) { return m->ttft_gap_ms; }
+static double f_server_prompt(const struct run_metrics *m) { return m->server_prompt_ms; }
 
 static bool used_for_prefill(const struct run_metrics *m, bool allow_cache) {
   return m->ok && (allow_cache || !m->prefill_excluded);
@@ -170,6 +171,7 @@ void bench_summarize(const char *workload, const struct run_metrics *runs, size_
       {&out->decode_client, f_decode_client, false},
       {&out->decode_headline, f_decode_headline, false},
       {&out->ttft_gap_ms, f_ttft_gap, true},
+      {&out->server_prompt_ms, f_server_prompt, true},
   };
   for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
     if (buf)

@@ -36,6 +36,7 @@ struct bench_summary {
   struct stats_summary prefill_server, prefill_client, prefill_headline;
   struct stats_summary decode_server, decode_client, decode_headline;
   struct stats_summary ttft_gap_ms;       /* client TTFT - server prompt time */
+  struct stats_summary server_prompt_ms;  /* the runtime's own prompt time */
   const char *prefill_source;             /* "server" if every used run had it */
   const char *decode_source;
 
