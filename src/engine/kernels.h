@@ -71,6 +71,12 @@ struct kernel_ops {
   float (*dot_f16_f32)(const uint16_t *k, const float *q, int64_t n);
   void (*axpy_f16)(float *y, float a, const uint16_t *v, int64_t n); /* y += a*v */
   void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n);
+  /* An F16 accumulator, as llama.cpp's CPU flash attention keeps V x softmax:
+   * y = f16(f32(y) * a) and y = f16(f32(y) + a * f32(v)), rounding to nearest
+   * even at every step (so the engine's logits stay comparable with
+   * llama.cpp's to the rounding). */
+  void (*scale_f16)(uint16_t *y, float a, int64_t n);
+  void (*mad_f16)(uint16_t *y, float a, const uint16_t *v, int64_t n);
   /* Row i of an embedding table (any type with a dequantizer) into f32. */
   int (*get_row)(uint32_t type, const void *row, float *out, int64_t n);
 };

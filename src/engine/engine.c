@@ -1,0 +1,252 @@
+/* engine: load (map, bind, first touch), buffers, the KV cache, and the public
+ * API of engine.h. The forward pass itself is forward.c.
+ *
+ * Memory: weights are the file's map (never copied); the engine allocates the
+ * F16 KV cache (2 x n_layer x n_ctx x n_head_kv x head_dim x 2 bytes, calloc'd
+ * so untouched pages cost nothing) and activation buffers for max_batch
+ * tokens, which are small next to the weights. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine_impl.h"
+#include "util/clock.h"
+
+void engine_options_init(struct engine_options *o) {
+  memset(o, 0, sizeof *o);
+  o->n_threads = 0;
+  o->n_ctx = 4096;
+  o->kernels = KERNEL_AUTO;
+  o->max_batch = 512;
+}
+
+static int online_cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : (n > 1024 ? 1024 : (int)n);
+}
+
+/* Touches one byte per page of the data section so that load_ms includes the
+ * page faults and warm runs do not. Returns a value so the reads stay. */
+static unsigned touch_pages(const struct gguf_file *f) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) page = 4096;
+  unsigned acc = 0;
+  if (f->data_offset >= f->file_size) return 0;
+  const volatile uint8_t *p = f->base + f->data_offset;
+  uint64_t n = f->file_size - f->data_offset;
+  for (uint64_t i = 0; i < n; i += (uint64_t)page) acc += p[i];
+  return acc + p[n - 1];
+}
+
+static void *xcalloc(size_t n, size_t size, bool *ok) {
+  if (n == 0) n = 1;
+  void *p = calloc(n, size);
+  if (!p) *ok = false;
+  return p;
+}
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+static int alloc_buffers(struct engine *e, struct tm_err *err) {
+  const struct model *m = &e->m;
+  const size_t B = e->max_batch, E = m->n_embd, hd = m->head_dim;
+  const size_t Q = (size_t)m->n_head * hd, KV = (size_t)m->n_head_kv * hd;
+  const bool moe = m->arch == ARCH_QWEN3MOE;
+  const size_t K = moe ? m->n_expert_used : 1;
+  const size_t F = moe ? m->n_ff_exp : m->n_ff;
+  const size_t rows = B * K; /* moe groups B*K rows; dense uses B */
+  bool ok = true;
+
+  e->kv_bytes = 2ull * m->n_layer * e->n_ctx * KV * sizeof(uint16_t);
+  e->k_cache = xcalloc((size_t)m->n_layer * e->n_ctx * KV, sizeof(uint16_t), &ok);
+  e->v_cache = xcalloc((size_t)m->n_layer * e->n_ctx * KV, sizeof(uint16_t), &ok);
+  e->inv_freq = xcalloc(hd / 2, sizeof(float), &ok);
+  e->rope_cs = xcalloc(B * hd, sizeof(float), &ok);
+  e->x = xcalloc(B * E, sizeof(float), &ok);
+  e->xb = xcalloc(B * E, sizeof(float), &ok);
+  e->q = xcalloc(B * Q, sizeof(float), &ok);
+  e->k = xcalloc(B * KV, sizeof(float), &ok);
+  e->v = xcalloc(B * KV, sizeof(float), &ok);
+  e->att = xcalloc(B * Q, sizeof(float), &ok);
+  e->hb = xcalloc(rows * F, sizeof(float), &ok);
+  e->hb2 = xcalloc(rows * F, sizeof(float), &ok);
+  e->logits_tmp = xcalloc(m->n_vocab, sizeof(float), &ok);
+  size_t widest = max_sz(max_sz(E, Q), F);
+  e->act_bytes = rows * max_sz(kernel_act_row_bytes(ACT_Q8, (int64_t)widest),
+                               kernel_act_row_bytes(ACT_Q8K, (int64_t)widest) + 1024);
+  e->act[ACT_Q8] = xcalloc(e->act_bytes, 1, &ok);
+  e->act[ACT_Q8K] = xcalloc(e->act_bytes, 1, &ok);
+  e->max_items = moe ? (int)(2 * m->n_expert) : 3;
+  if (e->max_items < 3) e->max_items = 3;
+  e->items = xcalloc((size_t)e->max_items, sizeof(struct mm_item), &ok);
+  if (moe) {
+    e->ffn_out = xcalloc(B * E, sizeof(float), &ok);
+    e->router = xcalloc(B * m->n_expert, sizeof(float), &ok);
+    e->top_e = xcalloc(B * K, sizeof(int32_t), &ok);
+    e->top_w = xcalloc(B * K, sizeof(float), &ok);
+    e->moe_x = xcalloc(rows * E, sizeof(float), &ok);
+    e->moe_o = xcalloc(rows * E, sizeof(float), &ok);
+    e->moe_tok = xcalloc(rows, sizeof(int32_t), &ok);
+    e->moe_w = xcalloc(rows, sizeof(float), &ok);
+  }
+  if (!ok)
+    return tm_errf(err, "out of memory allocating the KV cache (%.1f MiB for %u tokens) and "
+                   "buffers", (double)e->kv_bytes / 1048576.0, e->n_ctx);
+  for (size_t i = 0; i < hd / 2; i++)
+    e->inv_freq[i] = (float)pow((double)m->rope_base, -2.0 * (double)i / (double)hd);
+  return 0;
+}
+
+int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
+  if (n_threads <= 0) n_threads = online_cpus();
+  struct tpool *p = tpool_new(n_threads, err);
+  if (!p) return -1;
+  float *sc = calloc((size_t)n_threads * e->n_ctx, sizeof(float));
+  if (!sc) {
+    tpool_free(p);
+    return tm_errf(err, "out of memory for %d threads' attention scores", n_threads);
+  }
+  tpool_free(e->pool);
+  free(e->scores);
+  e->pool = p;
+  e->scores = sc;
+  e->n_threads = n_threads;
+  return 0;
+}
+
+struct engine *engine_load(const char *path, const struct engine_options *opt,
+                           struct tm_err *err) {
+  struct engine_options def;
+  if (!opt) {
+    engine_options_init(&def);
+    opt = &def;
+  }
+  const struct kernel_ops *ops = kernels_get(opt->kernels);
+  if (!ops) {
+    tm_errf(err, "kernel path '%s' is not available on this CPU or in this build",
+            kernel_path_name(opt->kernels));
+    return NULL;
+  }
+  struct engine *e = calloc(1, sizeof *e);
+  if (!e) {
+    tm_errf(err, "out of memory loading %s", path);
+    return NULL;
+  }
+  e->ops = ops;
+  uint64_t t0 = tm_now_ns();
+  e->file = gguf_open(path, err);
+  if (!e->file || model_bind(&e->m, e->file, ops, err) != 0) {
+    engine_free(e);
+    return NULL;
+  }
+  volatile unsigned sink = touch_pages(e->file);
+  (void)sink;
+  e->load_ms = (double)(tm_now_ns() - t0) / 1e6;
+
+  e->n_ctx = opt->n_ctx ? opt->n_ctx : 4096;
+  if (e->m.n_ctx_train && e->n_ctx > e->m.n_ctx_train) e->n_ctx = e->m.n_ctx_train;
+  e->max_batch = opt->max_batch ? opt->max_batch : 512;
+  if (e->max_batch > e->n_ctx) e->max_batch = e->n_ctx;
+  if (alloc_buffers(e, err) != 0 || engine_set_threads(e, opt->n_threads, err) != 0) {
+    engine_free(e);
+    return NULL;
+  }
+  return e;
+}
+
+void engine_free(struct engine *e) {
+  if (!e) return;
+  tpool_free(e->pool);
+  model_free(&e->m);
+  gguf_close(e->file);
+  void *bufs[] = {e->k_cache, e->v_cache, e->inv_freq, e->rope_cs, e->x, e->xb, e->q,
+                  e->k, e->v, e->att, e->hb, e->hb2, e->ffn_out, e->scores, e->logits_tmp,
+                  e->act[0], e->act[1], e->act[2], e->router, e->top_e, e->top_w, e->moe_x,
+                  e->moe_o, e->moe_tok, e->moe_w, e->items};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+  free(e);
+}
+
+void engine_get_info(const struct engine *e, struct engine_info *out) {
+  const struct model *m = &e->m;
+  memset(out, 0, sizeof *out);
+  snprintf(out->arch, sizeof out->arch, "%s", m->arch_name);
+  out->n_layer = m->n_layer;
+  out->n_embd = m->n_embd;
+  out->n_head = m->n_head;
+  out->n_head_kv = m->n_head_kv;
+  out->head_dim = m->head_dim;
+  out->n_ff = m->arch == ARCH_QWEN3MOE ? m->n_ff_exp : m->n_ff;
+  out->n_vocab = m->n_vocab;
+  out->n_expert = m->n_expert;
+  out->n_expert_used = m->n_expert_used;
+  out->n_ctx = e->n_ctx;
+  out->n_threads = e->n_threads;
+  out->kernel_path = e->ops->name;
+  out->best_cpu_path = kernel_path_name(kernels_best_for_cpu());
+  out->file_bytes = e->file->file_size;
+  out->kv_bytes = e->kv_bytes;
+  out->load_ms = e->load_ms;
+}
+
+void engine_reset(struct engine *e) { e->n_past = 0; }
+
+uint32_t engine_n_past(const struct engine *e) { return e->n_past; }
+
+static int check_tokens(const struct engine *e, const int32_t *tokens, uint32_t n,
+                        struct tm_err *err) {
+  if (n == 0) return tm_errf(err, "no tokens to run");
+  if ((uint64_t)e->n_past + n > e->n_ctx)
+    return tm_errf(err, "context overflow: %u tokens in the cache + %u new > capacity %u "
+                   "(raise n_ctx)", e->n_past, n, e->n_ctx);
+  for (uint32_t i = 0; i < n; i++)
+    if (tokens[i] < 0 || (uint32_t)tokens[i] >= e->m.n_vocab)
+      return tm_errf(err, "token %u: id %d is out of range (vocabulary of %u)", i, tokens[i],
+                     e->m.n_vocab);
+  return 0;
+}
+
+/* Splits n tokens into batches of max_batch; only the last batch produces
+ * logits unless all_logits. With logits NULL the head still runs (into a
+ * scratch buffer) so a timed prefill includes it, as llama.cpp's does. */
+static int run_tokens(struct engine *e, const int32_t *tokens, uint32_t n, float *logits,
+                      bool all_logits, struct tm_err *err) {
+  if (check_tokens(e, tokens, n, err) != 0) return -1;
+  for (uint32_t done = 0; done < n;) {
+    uint32_t b = n - done < e->max_batch ? n - done : e->max_batch;
+    bool last = done + b == n;
+    float *out = NULL;
+    if (all_logits)
+      out = logits + (size_t)done * e->m.n_vocab;
+    else if (last)
+      out = logits ? logits : e->logits_tmp;
+    forward_batch(e, tokens + done, b, out, all_logits);
+    done += b;
+  }
+  return 0;
+}
+
+int engine_prefill(struct engine *e, const int32_t *tokens, uint32_t n, float *logits,
+                   struct tm_err *err) {
+  return run_tokens(e, tokens, n, logits, false, err);
+}
+
+int engine_prefill_all_logits(struct engine *e, const int32_t *tokens, uint32_t n,
+                              float *all_logits, struct tm_err *err) {
+  if (!all_logits) return tm_errf(err, "engine_prefill_all_logits needs a logits buffer");
+  return run_tokens(e, tokens, n, all_logits, true, err);
+}
+
+int engine_decode(struct engine *e, int32_t token, float *logits, struct tm_err *err) {
+  if (!logits) return tm_errf(err, "engine_decode needs a logits buffer");
+  return run_tokens(e, &token, 1, logits, false, err);
+}
+
+int32_t engine_argmax(const float *logits, uint32_t n_vocab) {
+  int32_t best = 0;
+  for (uint32_t i = 1; i < n_vocab; i++)
+    if (logits[i] > logits[best]) best = (int32_t)i;
+  return best;
+}

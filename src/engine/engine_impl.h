@@ -1,0 +1,81 @@
+/* engine_impl: the engine's private state, shared by engine.c (load, API,
+ * buffers) and forward.c (the forward pass). Not a public header.
+ *
+ * Buffer shapes use B = max_batch rows (tokens); E = n_embd, Q = n_head *
+ * head_dim, KV = n_head_kv * head_dim, F = n_ff (dense) or n_ff_exp (moe),
+ * K = n_expert_used. Row t of a (B, E) buffer starts at t * E. */
+#ifndef TM_ENGINE_IMPL_H
+#define TM_ENGINE_IMPL_H
+
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "engine/threadpool.h"
+#include "gguf/gguf.h"
+
+/* One matrix product of a parallel job (forward.c): out[c * out_stride + r] =
+ * W row r . act row c, for every row r of w and c < ncols. */
+struct mm_item {
+  const struct mat *w;
+  const uint8_t *wdata;   /* the matrix (an expert's slice for 3-D tensors) */
+  const void *act;        /* activation rows in the weight's format */
+  size_t a_stride;
+  int64_t ncols;
+  float *out;
+  int64_t out_stride;
+  int64_t chunk_rows;
+  int64_t first_chunk;    /* prefix sum of the chunks before this item */
+};
+
+struct engine {
+  struct gguf_file *file;
+  struct model m;
+  const struct kernel_ops *ops;
+  struct tpool *pool;
+  int n_threads;
+  uint32_t n_ctx, max_batch, n_past;
+  double load_ms;
+
+  /* KV cache, F16: (n_layer, n_ctx, KV) each for K and V. */
+  uint16_t *k_cache, *v_cache;
+  uint64_t kv_bytes;
+
+  float *inv_freq;   /* (head_dim / 2): rope_base^(-2i/head_dim) */
+  float *rope_cs;    /* (B, head_dim / 2, 2): cos, sin per position of the batch */
+
+  float *x;          /* (B, E) residual stream */
+  float *xb;         /* (B, E) normed input of a block / block output */
+  float *q;          /* (B, Q) */
+  float *k, *v;      /* (B, KV) */
+  float *att;        /* (B, Q) attention output (input of attn_output) */
+  float *hb, *hb2;   /* (B, F) dense gate / up;  moe: (B*K, F) */
+  float *ffn_out;    /* (B, E) moe: weighted sum of the experts */
+  float *scores;     /* (n_threads, n_ctx) attention scores per thread */
+  float *logits_tmp; /* (n_vocab) when the caller passes no logits buffer */
+
+  /* Quantized activations, one buffer per format (ACT_Q8, ACT_Q8K), sized for
+   * the widest input: max(B*K, B) rows of max(E, Q, F). */
+  void *act[3];
+  size_t act_bytes;
+
+  /* MoE (qwen3moe): routing and the token rows gathered per expert. */
+  float *router;     /* (B, n_expert) logits, then probabilities */
+  int32_t *top_e;    /* (B, K) chosen experts */
+  float *top_w;      /* (B, K) their normalized weights */
+  float *moe_x;      /* (B*K, E) inputs grouped by expert */
+  float *moe_o;      /* (B*K, E) expert outputs */
+  int32_t *moe_tok;  /* (B*K) token of each grouped row */
+  float *moe_w;      /* (B*K) routing weight of each grouped row */
+  struct mm_item *items; /* room for max(3, 2 * n_expert) matrices per job */
+  int max_items;
+};
+
+/* Runs tokens[0..n) (n <= max_batch) at positions n_past.., appends to the
+ * KV cache and advances n_past. logits: (n, n_vocab) when all_logits, else
+ * (n_vocab) for the last token, or NULL to skip the output head (a batch that
+ * is not the last of a prompt). The caller has checked ids and capacity. */
+void forward_batch(struct engine *e, const int32_t *tokens, uint32_t n, float *logits,
+                   bool all_logits);
+
+#endif

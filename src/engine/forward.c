@@ -1,0 +1,479 @@
+/* forward: the transformer forward pass of the embedded engine, written top to
+ * bottom in the order the math happens (forward_batch at the end of the file),
+ * with the parallel building blocks above it.
+ *
+ * Threads: every matrix product is one tpool_run over chunks of output rows
+ * handed out by an atomic counter; several matrices that read the same input
+ * (Q/K/V, gate/up, all active experts) share one run. Chunk sizes depend only
+ * on the matrix, never on the thread count, and each output element is computed
+ * by one kernel call over the whole row, so 1 and N threads give bit-identical
+ * logits. Attention runs one (token, head) pair per work item.
+ *
+ * Activations are quantized once per matrix input and weight format (see
+ * kernels.h); decode is the same code with a batch of one. */
+#include <math.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "engine/engine_impl.h"
+#include "util/fp16.h"
+
+/* ----------------------------------------------------- matrix products -- */
+
+
+struct mm_job {
+  alignas(64) atomic_long next; /* next chunk to take: alone on its cache line */
+  alignas(64) const struct kernel_ops *ops;
+  struct mm_item *items;
+  int n_items;
+  int64_t total_chunks;
+};
+
+/* About 32 KiB of weights per chunk (a multiple of 16 rows): big enough that
+ * the atomic hand-out is noise, small enough to balance two threads on a
+ * 128-row matrix. Depends on the matrix only (determinism across threads). */
+static int64_t chunk_rows_for(const struct mat *w) {
+  int64_t r = (int64_t)(32768 / (w->row_bytes ? w->row_bytes : 1));
+  r = (r + 15) / 16 * 16;
+  if (r < 16) r = 16;
+  return r;
+}
+
+static void mm_worker(void *ctx, int ith, int nth) {
+  struct mm_job *job = ctx;
+  int i = 0; /* chunks arrive in increasing order: the item cursor only moves forward */
+  for (;;) {
+    long c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+    if (c >= job->total_chunks) return;
+    while (i + 1 < job->n_items && c >= job->items[i + 1].first_chunk) i++;
+    const struct mm_item *it = &job->items[i];
+    int64_t r0 = (c - it->first_chunk) * it->chunk_rows;
+    int64_t r1 = r0 + it->chunk_rows;
+    if (r1 > it->w->rows) r1 = it->w->rows;
+    job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
+                                it->a_stride, it->ncols, it->out, it->out_stride);
+  }
+}
+
+/* Runs items[0..n) as one parallel job. Each item's act/a_stride is set. */
+static void mm_run(struct engine *e, struct mm_item *items, int n) {
+  struct mm_job job;
+  atomic_init(&job.next, 0);
+  job.ops = e->ops;
+  job.items = items;
+  job.n_items = n;
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    items[i].chunk_rows = chunk_rows_for(items[i].w);
+    items[i].first_chunk = total;
+    total += (items[i].w->rows + items[i].chunk_rows - 1) / items[i].chunk_rows;
+  }
+  job.total_chunks = total;
+  tpool_run(e->pool, mm_worker, &job);
+}
+
+struct quant_job {
+  const struct kernel_ops *ops;
+  enum act_format fmt;
+  const float *x;
+  int64_t n, rows;
+  uint8_t *out;
+  size_t stride;
+};
+
+static void quant_rows(const struct quant_job *q, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; r++) {
+    const float *x = q->x + r * q->n;
+    void *y = q->out + (size_t)r * q->stride;
+    if (q->fmt == ACT_Q8)
+      q->ops->quantize_q8(x, y, q->n);
+    else
+      q->ops->quantize_q8k(x, y, q->n);
+  }
+}
+
+static void quant_worker(void *ctx, int ith, int nth) {
+  const struct quant_job *q = ctx;
+  quant_rows(q, q->rows * ith / nth, q->rows * (ith + 1) / nth);
+}
+
+/* x: (rows, n) f32 -> activation rows in format fmt. Returns the rows and sets
+ * *stride; ACT_F32 hands back x itself. */
+static const void *prepare_act(struct engine *e, const float *x, int64_t rows, int64_t n,
+                               enum act_format fmt, size_t *stride) {
+  if (fmt == ACT_F32) {
+    *stride = (size_t)n * sizeof(float);
+    return x;
+  }
+  struct quant_job q = {e->ops, fmt, x, n, rows, e->act[fmt], kernel_act_row_bytes(fmt, n)};
+  *stride = q.stride;
+  if (rows * n < 16384)
+    quant_rows(&q, 0, rows);
+  else
+    tpool_run(e->pool, quant_worker, &q);
+  return q.out;
+}
+
+/* out_i = W_i x for matrices that all read the same input x (rows, n). */
+static void matmul_shared(struct engine *e, const float *x, int64_t rows, int n_mats,
+                          const struct mat *const *w, float *const *out) {
+  struct mm_item *it = e->items;
+  const void *act[3] = {NULL, NULL, NULL};
+  size_t stride[3] = {0, 0, 0};
+  for (int i = 0; i < n_mats; i++) {
+    enum act_format f = kernel_act_format(w[i]->type);
+    if (!act[f]) act[f] = prepare_act(e, x, rows, w[i]->n, f, &stride[f]);
+    it[i] = (struct mm_item){.w = w[i], .wdata = w[i]->data, .act = act[f],
+                             .a_stride = stride[f], .ncols = rows, .out = out[i],
+                             .out_stride = w[i]->rows};
+  }
+  mm_run(e, it, n_mats);
+}
+
+static void matmul(struct engine *e, const struct mat *w, const float *x, int64_t rows,
+                   float *out) {
+  matmul_shared(e, x, rows, 1, &w, &out);
+}
+
+/* ------------------------------------------------- row-wise operations -- */
+
+typedef void (*row_fn)(struct engine *e, int64_t t, void *ctx);
+struct rows_job {
+  struct engine *e;
+  row_fn fn;
+  void *ctx;
+  int64_t n;
+};
+
+static void rows_worker(void *ctx, int ith, int nth) {
+  const struct rows_job *j = ctx;
+  for (int64_t t = j->n * ith / nth; t < j->n * (ith + 1) / nth; t++) j->fn(j->e, t, j->ctx);
+}
+
+/* fn(t) for t in [0, n): on the caller alone for a few rows (decode), else
+ * split over the pool. Each row is computed the same way either way. */
+static void for_rows(struct engine *e, int64_t n, row_fn fn, void *ctx) {
+  if (n < 4) {
+    for (int64_t t = 0; t < n; t++) fn(e, t, ctx);
+    return;
+  }
+  struct rows_job j = {e, fn, ctx, n};
+  tpool_run(e->pool, rows_worker, &j);
+}
+
+/* y = x / sqrt(mean(x^2) + eps) * w, n elements. */
+static void rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+  float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * w[i];
+}
+
+struct norm_ctx {
+  float *y;
+  const float *x, *w;
+};
+static void norm_row(struct engine *e, int64_t t, void *ctx) {
+  const struct norm_ctx *c = ctx;
+  int64_t E = e->m.n_embd;
+  rmsnorm(c->y + t * E, c->x + t * E, c->w, E, e->m.rms_eps);
+}
+
+/* Rotates pairs of one head by the angles of its position. NORM style pairs
+ * (2i, 2i+1) (llama); NEOX style pairs (i, i + d/2) (qwen2, qwen3, qwen3moe). */
+static void rope_head(float *h, const float *cs, uint32_t d, bool neox) {
+  uint32_t half = d / 2;
+  for (uint32_t i = 0; i < half; i++) {
+    float c = cs[2 * i], s = cs[2 * i + 1];
+    uint32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+    float x0 = h[a], x1 = h[b];
+    h[a] = x0 * c - x1 * s;
+    h[b] = x0 * s + x1 * c;
+  }
+}
+
+/* Per token after the Q/K/V projections: biases (qwen2), per-head RMSNorm of
+ * Q and K (qwen3), RoPE, and K, V stored into the F16 cache at pos0 + t. */
+struct qkv_ctx {
+  const struct layer_weights *L;
+  uint32_t layer, pos0;
+};
+static void qkv_row(struct engine *e, int64_t t, void *ctx) {
+  const struct qkv_ctx *c = ctx;
+  const struct model *m = &e->m;
+  const uint32_t hd = m->head_dim, Q = m->n_head * hd, KV = m->n_head_kv * hd;
+  float *q = e->q + t * Q, *k = e->k + t * KV, *v = e->v + t * KV;
+  if (c->L->bq) {
+    for (uint32_t i = 0; i < Q; i++) q[i] += c->L->bq[i];
+    for (uint32_t i = 0; i < KV; i++) k[i] += c->L->bk[i];
+    for (uint32_t i = 0; i < KV; i++) v[i] += c->L->bv[i];
+  }
+  if (c->L->q_norm) {
+    for (uint32_t h = 0; h < m->n_head; h++) rmsnorm(q + h * hd, q + h * hd, c->L->q_norm, hd,
+                                                     m->rms_eps);
+    for (uint32_t h = 0; h < m->n_head_kv; h++)
+      rmsnorm(k + h * hd, k + h * hd, c->L->k_norm, hd, m->rms_eps);
+  }
+  const float *cs = e->rope_cs + t * hd; /* (hd/2) pairs of cos, sin */
+  for (uint32_t h = 0; h < m->n_head; h++) rope_head(q + h * hd, cs, hd, m->rope_neox);
+  for (uint32_t h = 0; h < m->n_head_kv; h++) rope_head(k + h * hd, cs, hd, m->rope_neox);
+  size_t slot = ((size_t)c->layer * e->n_ctx + c->pos0 + (size_t)t) * KV;
+  e->ops->f32_to_f16(k, e->k_cache + slot, KV);
+  e->ops->f32_to_f16(v, e->v_cache + slot, KV);
+}
+
+/* hb = silu(hb) * hb2 over F columns. */
+struct swiglu_ctx {
+  int64_t F;
+};
+static void swiglu_row(struct engine *e, int64_t t, void *ctx) {
+  int64_t F = ((const struct swiglu_ctx *)ctx)->F;
+  float *g = e->hb + t * F;
+  const float *u = e->hb2 + t * F;
+  for (int64_t i = 0; i < F; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* ----------------------------------------------------------- attention -- */
+
+#define ATTN_MAX_HEAD_DIM 1024 /* model.c refuses larger heads */
+
+struct attn_job {
+  alignas(64) atomic_long next;
+  alignas(64) struct engine *e;
+  uint32_t layer, pos0;
+  long n_items; /* tokens x heads */
+};
+
+/* Causal grouped-query attention of token t, head h over cache positions
+ * [0, pos0 + t]: softmax(q.k / sqrt(hd)) weighted sum of v, in f32. */
+static void attn_worker(void *ctx, int ith, int nth) {
+  struct attn_job *j = ctx;
+  struct engine *e = j->e;
+  const struct model *m = &e->m;
+  const uint32_t hd = m->head_dim, Q = m->n_head * hd, KV = m->n_head_kv * hd;
+  const uint32_t group = m->n_head / m->n_head_kv;
+  const float scale = 1.0f / sqrtf((float)hd);
+  float *sc = e->scores + (size_t)ith * e->n_ctx;
+  const uint16_t *kc = e->k_cache + (size_t)j->layer * e->n_ctx * KV;
+  const uint16_t *vc = e->v_cache + (size_t)j->layer * e->n_ctx * KV;
+  for (;;) {
+    long item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+    if (item >= j->n_items) return;
+    uint32_t t = (uint32_t)(item / m->n_head), h = (uint32_t)(item % m->n_head);
+    uint32_t n_pos = j->pos0 + t + 1;
+    /* Q rounded to F16 first, as llama.cpp's CPU attention does (its K is
+     * F16 and Q is converted to K's type): keeps the engine comparable with
+     * llama.cpp's logits to the rounding. */
+    float q[ATTN_MAX_HEAD_DIM];
+    const float *q32 = e->q + (size_t)t * Q + (size_t)h * hd;
+    for (uint32_t i = 0; i < hd; i++) q[i] = tm_fp16_to_fp32(tm_fp32_to_fp16(q32[i]));
+    size_t off = (size_t)(h / group) * hd;
+    /* Online softmax with the V sum kept in F16, as llama.cpp's CPU flash
+     * attention does (F16 cache): M the running max, S the running sum; when
+     * a new max arrives the accumulator is rescaled. */
+    uint16_t acc[ATTN_MAX_HEAD_DIM];
+    memset(acc, 0, hd * sizeof acc[0]);
+    float M = -INFINITY, S = 0.0f;
+    for (uint32_t p = 0; p < n_pos; p++) {
+      float s = e->ops->dot_f16_f32(kc + (size_t)p * KV + off, q, hd) * scale;
+      float ms = 1.0f, vs = 1.0f;
+      if (s > M) {
+        float Mold = M;
+        M = s;
+        ms = expf(Mold - M);
+        e->ops->scale_f16(acc, ms, hd);
+      } else {
+        vs = expf(s - M);
+      }
+      e->ops->mad_f16(acc, vs, vc + (size_t)p * KV + off, hd);
+      S = S * ms + vs;
+    }
+    float inv = 1.0f / S;
+    float *out = e->att + (size_t)t * Q + (size_t)h * hd;
+    for (uint32_t i = 0; i < hd; i++) out[i] = tm_fp16_to_fp32(acc[i]) * inv;
+    (void)sc;
+  }
+}
+
+/* ----------------------------------------------------------------- moe -- */
+
+/* Router of token t: softmax over experts, top-k, weights renormalized to
+ * sum 1 (qwen3moe normalizes the top-k probabilities). */
+static void route_row(struct engine *e, int64_t t, void *ctx) {
+  const struct model *m = &e->m;
+  const uint32_t NE = m->n_expert, K = m->n_expert_used;
+  float *p = e->router + t * NE;
+  float mx = -INFINITY, sum = 0.0f;
+  for (uint32_t i = 0; i < NE; i++) mx = p[i] > mx ? p[i] : mx;
+  for (uint32_t i = 0; i < NE; i++) sum += (p[i] = expf(p[i] - mx));
+  for (uint32_t i = 0; i < NE; i++) p[i] /= sum;
+  int32_t *te = e->top_e + t * K;
+  float *tw = e->top_w + t * K;
+  float wsum = 0.0f;
+  for (uint32_t k = 0; k < K; k++) { /* selection: K is small (<= 64) */
+    int32_t best = -1;
+    for (uint32_t i = 0; i < NE; i++) {
+      bool taken = false;
+      for (uint32_t j = 0; j < k; j++) taken |= te[j] == (int32_t)i;
+      if (!taken && (best < 0 || p[i] > p[best])) best = (int32_t)i;
+    }
+    te[k] = best;
+    tw[k] = p[best];
+    wsum += p[best];
+  }
+  for (uint32_t k = 0; k < K; k++) tw[k] /= wsum;
+}
+
+/* ffn_out (B, E) = sum over each token's experts of w * down(silu(gate x) * up x),
+ * x = xb. Tokens are grouped by expert so each expert's matrices run once with
+ * all its tokens as columns (decode: one column per chosen expert). Sums run
+ * in expert order for every token, so prefill and decode add alike. */
+static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B) {
+  const struct model *m = &e->m;
+  const uint32_t NE = m->n_expert, K = m->n_expert_used, E = m->n_embd, F = m->n_ff_exp;
+  matmul(e, &L->gate_inp, e->xb, B, e->router); /* (B, NE) */
+  for_rows(e, B, route_row, NULL);
+
+  /* Group rows by expert: off[x] = first grouped row of expert x. */
+  uint32_t n_rows = 0, n_active = 0;
+  int32_t active[512];
+  uint32_t off[513];
+  for (uint32_t x = 0; x < NE; x++) {
+    uint32_t start = n_rows;
+    for (uint32_t t = 0; t < B; t++)
+      for (uint32_t k = 0; k < K; k++)
+        if (e->top_e[t * K + k] == (int32_t)x) {
+          memcpy(e->moe_x + (size_t)n_rows * E, e->xb + (size_t)t * E, E * sizeof(float));
+          e->moe_tok[n_rows] = (int32_t)t;
+          e->moe_w[n_rows] = e->top_w[t * K + k];
+          n_rows++;
+        }
+    if (n_rows > start) {
+      active[n_active] = (int32_t)x;
+      off[n_active++] = start;
+    }
+  }
+  off[n_active] = n_rows;
+
+  /* gate and up of every active expert: one job. (B*K, F) each. */
+  size_t st_gu = 0;
+  const void *a_gu = prepare_act(e, e->moe_x, n_rows, E, kernel_act_format(L->gate_exps.type),
+                                 &st_gu);
+  size_t st_u = st_gu;
+  const void *a_u = a_gu;
+  if (kernel_act_format(L->up_exps.type) != kernel_act_format(L->gate_exps.type))
+    a_u = prepare_act(e, e->moe_x, n_rows, E, kernel_act_format(L->up_exps.type), &st_u);
+  struct mm_item *it = e->items;
+  for (uint32_t a = 0; a < n_active; a++) {
+    int64_t x = active[a], r0 = off[a], nc = off[a + 1] - off[a];
+    it[2 * a] = (struct mm_item){
+        .w = &L->gate_exps, .wdata = L->gate_exps.data + x * F * L->gate_exps.row_bytes,
+        .act = (const uint8_t *)a_gu + r0 * st_gu, .a_stride = st_gu, .ncols = nc,
+        .out = e->hb + r0 * F, .out_stride = F};
+    it[2 * a + 1] = (struct mm_item){
+        .w = &L->up_exps, .wdata = L->up_exps.data + x * F * L->up_exps.row_bytes,
+        .act = (const uint8_t *)a_u + r0 * st_u, .a_stride = st_u, .ncols = nc,
+        .out = e->hb2 + r0 * F, .out_stride = F};
+  }
+  mm_run(e, it, (int)(2 * n_active));
+  struct swiglu_ctx sw = {F};
+  for_rows(e, n_rows, swiglu_row, &sw);
+
+  /* down of every active expert: (B*K, E). */
+  size_t st_d = 0;
+  const void *a_d = prepare_act(e, e->hb, n_rows, F, kernel_act_format(L->down_exps.type),
+                                &st_d);
+  for (uint32_t a = 0; a < n_active; a++) {
+    int64_t x = active[a], r0 = off[a], nc = off[a + 1] - off[a];
+    it[a] = (struct mm_item){
+        .w = &L->down_exps, .wdata = L->down_exps.data + x * (int64_t)E * L->down_exps.row_bytes,
+        .act = (const uint8_t *)a_d + r0 * st_d, .a_stride = st_d, .ncols = nc,
+        .out = e->moe_o + r0 * E, .out_stride = E};
+  }
+  mm_run(e, it, (int)n_active);
+
+  memset(e->ffn_out, 0, (size_t)B * E * sizeof(float));
+  for (uint32_t r = 0; r < n_rows; r++) {
+    float *y = e->ffn_out + (size_t)e->moe_tok[r] * E;
+    const float *o = e->moe_o + (size_t)r * E;
+    float w = e->moe_w[r];
+    for (uint32_t i = 0; i < E; i++) y[i] += w * o[i];
+  }
+}
+
+/* -------------------------------------------------------- forward pass -- */
+
+void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *logits,
+                   bool all_logits) {
+  const struct model *m = &e->m;
+  const uint32_t E = m->n_embd, hd = m->head_dim;
+  const uint32_t pos0 = e->n_past;
+
+  /* x (B, E) = token_embd[tokens] */
+  for (uint32_t t = 0; t < B; t++)
+    e->ops->get_row(m->token_embd.type,
+                    m->token_embd.data + (size_t)tokens[t] * m->token_embd.row_bytes,
+                    e->x + (size_t)t * E, E);
+
+  /* RoPE angles (B, hd/2): (pos0 + t) * base^(-2i/hd), shared by all layers and heads. */
+  for (uint32_t t = 0; t < B; t++)
+    for (uint32_t i = 0; i < hd / 2; i++) {
+      float th = (float)(pos0 + t) * e->inv_freq[i];
+      e->rope_cs[(size_t)t * hd + 2 * i] = cosf(th);
+      e->rope_cs[(size_t)t * hd + 2 * i + 1] = sinf(th);
+    }
+
+  for (uint32_t l = 0; l < m->n_layer; l++) {
+    const struct layer_weights *L = &m->layers[l];
+
+    /* ---- attention block ---- */
+    struct norm_ctx nc = {e->xb, e->x, L->attn_norm};
+    for_rows(e, B, norm_row, &nc);                       /* xb (B, E) */
+    const struct mat *wqkv[3] = {&L->wq, &L->wk, &L->wv};
+    float *oqkv[3] = {e->q, e->k, e->v};
+    matmul_shared(e, e->xb, B, 3, wqkv, oqkv);           /* q (B, Q), k, v (B, KV) */
+    struct qkv_ctx qc = {L, l, pos0};
+    for_rows(e, B, qkv_row, &qc);                        /* bias, q/k norm, RoPE, cache */
+
+    struct attn_job aj;
+    atomic_init(&aj.next, 0);
+    aj.e = e;
+    aj.layer = l;
+    aj.pos0 = pos0;
+    aj.n_items = (long)B * m->n_head;
+    tpool_run(e->pool, attn_worker, &aj);                /* att (B, Q) */
+
+    matmul(e, &L->wo, e->att, B, e->xb);                 /* xb (B, E) */
+    for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->xb[i];
+
+    /* ---- feed-forward block ---- */
+    struct norm_ctx nf = {e->xb, e->x, L->ffn_norm};
+    for_rows(e, B, norm_row, &nf);                       /* xb (B, E) */
+    if (m->arch == ARCH_QWEN3MOE) {
+      moe_ffn(e, L, B);                                  /* ffn_out (B, E) */
+      for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->ffn_out[i];
+    } else {
+      const struct mat *wgu[2] = {&L->ffn_gate, &L->ffn_up};
+      float *ogu[2] = {e->hb, e->hb2};
+      matmul_shared(e, e->xb, B, 2, wgu, ogu);           /* hb, hb2 (B, F) */
+      struct swiglu_ctx sw = {m->n_ff};
+      for_rows(e, B, swiglu_row, &sw);                   /* hb = silu(hb) * hb2 */
+      matmul(e, &L->ffn_down, e->hb, B, e->xb);          /* xb (B, E) */
+      for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->xb[i];
+    }
+  }
+
+  /* Final norm and the output head: every row, or the last one only. */
+  if (!logits) {
+    /* not the last batch of a prompt: no head */
+  } else if (all_logits) {
+    struct norm_ctx no = {e->xb, e->x, m->output_norm};
+    for_rows(e, B, norm_row, &no);
+    matmul(e, &m->output, e->xb, B, logits);             /* logits (B, n_vocab) */
+  } else {
+    rmsnorm(e->xb, e->x + (size_t)(B - 1) * E, m->output_norm, E, m->rms_eps);
+    matmul(e, &m->output, e->xb, 1, logits);             /* logits (n_vocab) */
+  }
+  e->n_past += B;
+}

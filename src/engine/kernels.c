@@ -1,0 +1,131 @@
+/* kernels: path names, activation formats, and the run-time choice of kernel
+ * table (see kernels.h). The CPU dispatch lives in exactly one place,
+ * cpu_can_run() below; every other file only fills tables.
+ *
+ * Tables are built once (pthread_once) and immutable afterwards: each wider
+ * path starts from a copy of the narrower one and overwrites the entries it
+ * specialises, so a type without a SIMD kernel on some path runs the scalar
+ * (or AVX2) function there. What each path specialises is listed in the
+ * header comment of its file (kernels_avx2.c, kernels_avx512.c). */
+#include <pthread.h>
+#include <string.h>
+
+#include "engine/kernels_internal.h"
+
+const char *kernel_path_name(enum kernel_path p) {
+  switch (p) {
+  case KERNEL_AUTO: return "auto";
+  case KERNEL_SCALAR: return "scalar";
+  case KERNEL_AVX2: return "avx2";
+  case KERNEL_AVX512: return "avx512";
+  case KERNEL_AVX512_VNNI: return "avx512_vnni";
+  case KERNEL_NEON: return "neon";
+  default: return "unknown";
+  }
+}
+
+enum act_format kernel_act_format(uint32_t weight_type) {
+  switch (weight_type) {
+  case GGML_TYPE_Q4_0:
+  case GGML_TYPE_Q4_1:
+  case GGML_TYPE_Q5_0:
+  case GGML_TYPE_Q5_1:
+  case GGML_TYPE_Q8_0: return ACT_Q8;
+  case GGML_TYPE_Q4_K:
+  case GGML_TYPE_Q5_K:
+  case GGML_TYPE_Q6_K: return ACT_Q8K;
+  default: return ACT_F32;
+  }
+}
+
+size_t kernel_act_row_bytes(enum act_format f, int64_t n) {
+  if (n < 0) return 0;
+  switch (f) {
+  case ACT_Q8: return (size_t)(n / 32) * sizeof(struct act_q8);
+  case ACT_Q8K: return (size_t)(n / QK_K) * sizeof(struct act_q8k);
+  default: return (size_t)n * sizeof(float);
+  }
+}
+
+/* The one place that asks the CPU what it can run. __builtin_cpu_supports
+ * also checks that the OS saves the wide registers (XCR0), so a "yes" here
+ * means the instructions are usable, not merely present. */
+static bool cpu_can_run(enum kernel_path p) {
+  switch (p) {
+  case KERNEL_SCALAR: return true;
+#if defined(__x86_64__) || defined(__i386__)
+  case KERNEL_AVX2:
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+  case KERNEL_AVX512:
+    return cpu_can_run(KERNEL_AVX2) && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  case KERNEL_AVX512_VNNI:
+    return cpu_can_run(KERNEL_AVX512) && __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__aarch64__)
+  case KERNEL_NEON: return true; /* NEON is baseline on aarch64 */
+#endif
+  default: return false;
+  }
+}
+
+/* Whether this build contains the path's code (NEON kernels are not written
+ * yet: an aarch64 build runs scalar and kernels_best_for_cpu says NEON). */
+static bool build_has(enum kernel_path p) {
+  switch (p) {
+  case KERNEL_SCALAR: return true;
+#if defined(__x86_64__)
+  case KERNEL_AVX2:
+  case KERNEL_AVX512:
+  case KERNEL_AVX512_VNNI: return true;
+#endif
+  default: return false;
+  }
+}
+
+static struct kernel_ops tables[KERNEL_PATH_COUNT];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void) {
+  kernels_fill_scalar(&tables[KERNEL_SCALAR]);
+#if defined(__x86_64__)
+  tables[KERNEL_AVX2] = tables[KERNEL_SCALAR];
+  kernels_fill_avx2(&tables[KERNEL_AVX2]);
+  tables[KERNEL_AVX512] = tables[KERNEL_AVX2];
+  kernels_fill_avx512(&tables[KERNEL_AVX512]);
+  tables[KERNEL_AVX512_VNNI] = tables[KERNEL_AVX512];
+  kernels_fill_avx512_vnni(&tables[KERNEL_AVX512_VNNI]);
+#endif
+}
+
+enum kernel_path kernels_best_for_cpu(void) {
+#if defined(__aarch64__)
+  return KERNEL_NEON;
+#else
+  static const enum kernel_path order[] = {KERNEL_AVX512_VNNI, KERNEL_AVX512, KERNEL_AVX2};
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+    if (cpu_can_run(order[i])) return order[i];
+  return KERNEL_SCALAR;
+#endif
+}
+
+const struct kernel_ops *kernels_get(enum kernel_path p) {
+  if (p == KERNEL_AUTO) {
+    static const enum kernel_path order[] = {KERNEL_AVX512_VNNI, KERNEL_AVX512, KERNEL_AVX2,
+                                             KERNEL_NEON, KERNEL_SCALAR};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+      if (build_has(order[i]) && cpu_can_run(order[i])) return kernels_get(order[i]);
+    return NULL;
+  }
+  if ((int)p < 0 || p >= KERNEL_PATH_COUNT || !build_has(p) || !cpu_can_run(p)) return NULL;
+  pthread_once(&tables_once, build_tables);
+  return &tables[p];
+}
+
+bool kernels_supports(uint32_t weight_type) {
+  if (weight_type >= GGML_TYPE_COUNT) return false;
+  pthread_once(&tables_once, build_tables);
+  /* Wider tables start from the scalar one, so scalar support is the answer. */
+  return tables[KERNEL_SCALAR].gemm[weight_type] != NULL;
+}

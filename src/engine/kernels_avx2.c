@@ -1,0 +1,443 @@
+/* kernels_avx2: the AVX2 + FMA + F16C path (x86-64 only). Every function
+ * carries its own target attribute, so this file builds in a generic x86-64
+ * build and only runs when kernels.c's dispatch says the CPU can.
+ *
+ * Specialised here: gemm F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+ * Q6_K; quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
+ * Scalar on this path (table entry = the scalar function): gemm Q5_K, get_row.
+ *
+ * Integer dots use maddubs (u8 x s8 -> pairs of i16) then madd (-> i32):
+ *  - Q8_0 weights are signed: maddubs(|w|, sign(a, w)). No i16 saturation:
+ *    |w|, |a| <= 127 (the quantizers clamp to -127), 2 * 127 * 127 < 32767.
+ *  - Q4_0/Q5_0 weights go in unsigned (0..15 / 0..31); the -8 / -16 offset is
+ *    applied per block in float as -8 d_w s_a (s_a = d_a sum q_a).
+ *  - Q4_K: per 32-sub-block maddubs, then madd with the 6-bit scale.
+ *  - Q6_K: 6-bit unsigned q; the -32 offset is -32 sum_k sc_k bsums_k. */
+#include "engine/kernels_x86.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "gguf/quant_ref.h"
+#include "util/fp16.h"
+#include <math.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+
+AVX2_INLINE float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+AVX2_INLINE int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+AVX2_INLINE float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+/* u8 x s8 dot of 32 bytes into 8 i32 lanes. */
+AVX2_INLINE __m256i dot_u8s8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+/* 32 bits -> 32 bytes, byte i = 0x10 where bit i is set (the Q5 fifth bit). */
+AVX2_INLINE __m256i bits_to_0x10(const uint8_t *qh4) {
+  uint32_t bits;
+  memcpy(&bits, qh4, 4);
+  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                         0x0101010101010101, 0x0000000000000000);
+  __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+  v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* ---- float weights ------------------------------------------------------ */
+
+#define FLOAT_TILE(fn, LOAD8, WTYPE, SCALAR_W)                                               \
+  AVX2_INLINE void fn(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as, const int nc, \
+                      float *o, int64_t os) {                                               \
+    const WTYPE *w = (const WTYPE *)wr;                                                     \
+    __m256 acc0[4], acc1[4];                                                                \
+    for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();                   \
+    int64_t i = 0;                                                                          \
+    for (; i + 16 <= n; i += 16) {                                                          \
+      PREFETCH_W(w + i, 1);                                                                 \
+      __m256 w0 = LOAD8(w + i), w1 = LOAD8(w + i + 8);                                      \
+      for (int c = 0; c < nc; c++) {                                                        \
+        const float *x = (const float *)(a + c * as);                                       \
+        acc0[c] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), acc0[c]);                     \
+        acc1[c] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), acc1[c]);                 \
+      }                                                                                     \
+    }                                                                                       \
+    for (; i + 8 <= n; i += 8) {                                                            \
+      __m256 w0 = LOAD8(w + i);                                                             \
+      for (int c = 0; c < nc; c++)                                                          \
+        acc0[c] = _mm256_fmadd_ps(w0, _mm256_loadu_ps((const float *)(a + c * as) + i),     \
+                                  acc0[c]);                                                 \
+    }                                                                                       \
+    for (int c = 0; c < nc; c++) {                                                          \
+      const float *x = (const float *)(a + c * as);                                         \
+      float s = hsum_ps(_mm256_add_ps(acc0[c], acc1[c]));                                   \
+      for (int64_t j = i; j < n; j++) s += SCALAR_W(w[j]) * x[j];                           \
+      o[c * os] = s;                                                                        \
+    }                                                                                       \
+  }
+
+#define LOAD_F32(p) _mm256_loadu_ps(p)
+#define LOAD_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define LOAD_BF16(p)                                                                        \
+  _mm256_castsi256_ps(                                                                      \
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define SW_F32(v) (v)
+#define SW_F16(v) h2f(v)
+AVX2_INLINE float bf2f(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+#define SW_BF16(v) bf2f(v)
+
+FLOAT_TILE(tile_f32, LOAD_F32, float, SW_F32)
+FLOAT_TILE(tile_f16, LOAD_F16, uint16_t, SW_F16)
+FLOAT_TILE(tile_bf16, LOAD_BF16, uint16_t, SW_BF16)
+
+/* ---- 32-element blocks -------------------------------------------------- */
+
+/* Shared loop over blocks with two accumulator sets (even / odd blocks) so the
+ * FMA latency chain does not bound a one-column decode. BODY(b, acc) handles
+ * block b for every column; corr[c] collects the per-block float offsets. */
+#define BLOCK_TILE(fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M)                                   \
+  AVX2_INLINE void fn##_step(const WBLOCK *wb, const uint8_t *a, size_t as, int64_t b,         \
+                            const int nc, __m256 *acc, float *corr) {                          \
+    PREFETCH_W(wb, 1);                                                                      \
+    __m256i wq = UNPACK(wb);                                                                \
+    float dw = h2f(wb->d);                                                                \
+    float cm = HAS_M ? h2f(((const uint16_t *)wb)[1]) : OFFSET_MUL * dw;                  \
+    for (int c = 0; c < nc; c++) {                                                          \
+      const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;                     \
+      __m256i p = dot_u8s8(wq, _mm256_loadu_si256((const __m256i *)x->q));                                                                    \
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * x->d), acc[c]);   \
+      corr[c] += cm * x->s;                                                                 \
+    }                                                                                       \
+  }                                                                                         \
+  AVX2_INLINE void fn(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as, const int nc,   \
+                      float *o, int64_t os) {                                               \
+    const WBLOCK *w = (const WBLOCK *)wr;                                                   \
+    const int64_t nb = n / 32;                                                              \
+    __m256 acc0[4], acc1[4];                                                                \
+    float corr[4] = {0};                                                                   \
+    for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();                   \
+    int64_t b = 0;                                                                          \
+    for (; b + 1 < nb; b += 2) {                                                            \
+      fn##_step(&w[b], a, as, b, nc, acc0, corr);                                           \
+      fn##_step(&w[b + 1], a, as, b + 1, nc, acc1, corr);                                   \
+    }                                                                                       \
+    if (b < nb) fn##_step(&w[b], a, as, b, nc, acc0, corr);                                 \
+    for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c])) + corr[c]; \
+  }
+
+AVX2_INLINE __m256i unpack_q4_0(const struct block_q4_0 *b) {
+  __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
+}
+AVX2_INLINE __m256i unpack_q4_1(const struct block_q4_1 *b) {
+  __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
+}
+AVX2_INLINE __m256i unpack_q5_0(const struct block_q5_0 *b) {
+  __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
+  __m256i lo = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
+  return _mm256_or_si256(lo, bits_to_0x10(b->qh));
+}
+AVX2_INLINE __m256i unpack_q5_1(const struct block_q5_1 *b) {
+  __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
+  __m256i lo = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(15));
+  return _mm256_or_si256(lo, bits_to_0x10(b->qh));
+}
+
+BLOCK_TILE(tile_q4_0, struct block_q4_0, unpack_q4_0, -8.0f, 0)
+BLOCK_TILE(tile_q4_1, struct block_q4_1, unpack_q4_1, 0.0f, 1)
+BLOCK_TILE(tile_q5_0, struct block_q5_0, unpack_q5_0, -16.0f, 0)
+BLOCK_TILE(tile_q5_1, struct block_q5_1, unpack_q5_1, 0.0f, 1)
+
+AVX2_INLINE void tile_q8_0_step(const struct block_q8_0 *wb, const uint8_t *a, size_t as,
+                                int64_t b, const int nc, __m256 *acc) {
+  PREFETCH_W(wb, 1);
+  __m256i wq = _mm256_loadu_si256((const __m256i *)wb->qs);
+  __m256i ax = _mm256_sign_epi8(wq, wq);
+  float dw = h2f(wb->d);
+  for (int c = 0; c < nc; c++) {
+    const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;
+    __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->q), wq);
+    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(ax, sy)), _mm256_set1_ps(dw * x->d), acc[c]);
+  }
+}
+
+AVX2_INLINE void tile_q8_0(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
+                           const int nc, float *o, int64_t os) {
+  const struct block_q8_0 *w = (const struct block_q8_0 *)wr;
+  const int64_t nb = n / 32;
+  __m256 acc0[4], acc1[4];
+  for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    tile_q8_0_step(&w[b], a, as, b, nc, acc0);
+    tile_q8_0_step(&w[b + 1], a, as, b + 1, nc, acc1);
+  }
+  if (b < nb) tile_q8_0_step(&w[b], a, as, b, nc, acc0);
+  for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c]));
+}
+
+/* ---- K-quants ----------------------------------------------------------- */
+
+/* Q4_K/Q5_K 12-byte scales -> sc[0..7] in bytes 0..7, m[0..7] in bytes 8..15
+ * (the same unpacking as quant_k4_scale_min, four sub-blocks at a time). */
+AVX2_INLINE void k4_unpack_scales(const uint8_t *s, uint8_t out[16]) {
+  uint32_t u[4];
+  memcpy(u, s, 12);
+  const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+  uint32_t mins_lo = u[1] & m6;
+  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+  u[2] = mins_lo;
+  u[0] &= m6;
+  memcpy(out, u, 16);
+}
+
+AVX2_INLINE void tile_q4_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
+                           const int nc, float *o, int64_t os) {
+  const struct block_q4_k *w = (const struct block_q4_k *)wr;
+  const int64_t nb = n / QK_K;
+  const __m256i m4 = _mm256_set1_epi8(15);
+  __m256 acc[4], accm[4];
+  for (int c = 0; c < nc; c++) acc[c] = accm[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    PREFETCH_W(&w[b], sizeof w[b]);
+    uint8_t sm[16];
+    k4_unpack_scales(w[b].scales, sm);
+    float d = h2f(w[b].d), dmin = h2f(w[b].dmin);
+    __m128i mins8 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
+    __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mins8, mins8), _mm_unpacklo_epi16(mins8, mins8));
+    __m256i q[8];
+    for (int j = 0; j < 4; j++) {
+      __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+      q[2 * j] = _mm256_and_si256(raw, m4);
+      q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+    }
+    for (int c = 0; c < nc; c++) {
+      const struct act_q8k *x = (const struct act_q8k *)(a + c * as) + b;
+      __m256i sumi = _mm256_setzero_si256();
+      for (int j = 0; j < 8; j++) {
+        __m256i p = _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)(x->q + 32 * j)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(sm[j])));
+      }
+      __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), mins);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * x->d), acc[c]);
+      accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_set1_ps(dmin * x->d), accm[c]);
+    }
+  }
+  for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(acc[c]) - hsum_ps(accm[c]);
+}
+
+AVX2_INLINE void tile_q6_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
+                           const int nc, float *o, int64_t os) {
+  const struct block_q6_k *w = (const struct block_q6_k *)wr;
+  const int64_t nb = n / QK_K;
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  __m256 acc[4];
+  for (int c = 0; c < nc; c++) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    PREFETCH_W(&w[b], sizeof w[b]);
+    float d = h2f(w[b].d);
+    __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
+    __m256i q[8], scv[8];
+    for (int h = 0; h < 2; h++) {
+      __m256i ql0 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * h));
+      __m256i ql1 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * h + 32));
+      __m256i qh = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * h));
+      q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+      q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+    }
+    for (int k = 0; k < 8; k++)
+      scv[k] = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[2 * k + 1]), _mm_set1_epi16(w[b].scales[2 * k]));
+    for (int c = 0; c < nc; c++) {
+      const struct act_q8k *x = (const struct act_q8k *)(a + c * as) + b;
+      __m256i sumi = _mm256_setzero_si256();
+      for (int k = 0; k < 8; k++) {
+        __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(x->q + 32 * k)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv[k]));
+      }
+      __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), sc16);
+      sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(off, 5));
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * x->d), acc[c]);
+    }
+  }
+  for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(acc[c]);
+}
+
+DEFINE_X86_GEMM(AVX2, gemm_f32, tile_f32)
+DEFINE_X86_GEMM(AVX2, gemm_f16, tile_f16)
+DEFINE_X86_GEMM(AVX2, gemm_bf16, tile_bf16)
+DEFINE_X86_GEMM(AVX2, gemm_q8_0, tile_q8_0)
+DEFINE_X86_GEMM(AVX2, gemm_q4_0, tile_q4_0)
+DEFINE_X86_GEMM(AVX2, gemm_q4_1, tile_q4_1)
+DEFINE_X86_GEMM(AVX2, gemm_q5_0, tile_q5_0)
+DEFINE_X86_GEMM(AVX2, gemm_q5_1, tile_q5_1)
+DEFINE_X86_GEMM(AVX2, gemm_q4_k, tile_q4_k)
+DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
+
+/* ---- activation quantizers (same bytes as the scalar ones) -------------- */
+
+/* Quantizes 32 floats with inverse scale id into q; returns the 4 i32 vectors'
+ * sum as a vector of 8 partial sums (callers reduce). */
+AVX2_INLINE __m256i quant32(const float *x, int8_t *q, float id, __m256i *sum16_lo,
+                            __m256i *sum16_hi) {
+  const __m256 vid = _mm256_set1_ps(id), hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f);
+  __m256i v[4];
+  for (int k = 0; k < 4; k++) {
+    __m256 f = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v[k] = _mm256_cvtps_epi32(_mm256_max_ps(_mm256_min_ps(f, hi), lo));
+  }
+  __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+  p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256((__m256i *)q, p);
+  *sum16_lo = _mm256_add_epi32(v[0], v[1]);
+  *sum16_hi = _mm256_add_epi32(v[2], v[3]);
+  return _mm256_add_epi32(*sum16_lo, *sum16_hi);
+}
+
+AVX2_INLINE float amax_ps(const float *x, int len) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < len; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* Same rounding as kernels_scalar.c's quantizers (llama.cpp's): see there. */
+AVX2 static void avx2_quantize_q8(const float *x, struct act_q8 *y, int64_t n) {
+  for (int64_t b = 0; b < n / 32; b++) {
+    float amax = amax_ps(x + 32 * b, 32);
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    __m256i l, h;
+    int32_t sum = hsum_epi32(quant32(x + 32 * b, y[b].q, id, &l, &h));
+    y[b].d = tm_fp16_to_fp32(tm_fp32_to_fp16(amax / 127.0f));
+    y[b].s = y[b].d * (float)sum;
+  }
+}
+
+AVX2 static void avx2_quantize_q8k(const float *x, struct act_q8k *y, int64_t n) {
+  for (int64_t b = 0; b < n / QK_K; b++) {
+    const float *xb = x + QK_K * b;
+    float amax = amax_ps(xb, QK_K);
+    if (amax == 0.0f) {
+      memset(&y[b], 0, sizeof y[b]);
+      continue;
+    }
+    /* The signed value of largest magnitude, the first one in order. */
+    float max = 0.0f;
+    for (int i = 0; i < QK_K; i++)
+      if (fabsf(xb[i]) == amax) {
+        max = xb[i];
+        break;
+      }
+    float iscale = -127.0f / max;
+    for (int j = 0; j < 8; j++) {
+      __m256i l, h;
+      quant32(xb + 32 * j, y[b].q + 32 * j, iscale, &l, &h);
+      y[b].bsums[2 * j] = (int16_t)hsum_epi32(l);
+      y[b].bsums[2 * j + 1] = (int16_t)hsum_epi32(h);
+    }
+    y[b].d = 1.0f / iscale;
+  }
+}
+
+/* ---- f16 helpers -------------------------------------------------------- */
+
+AVX2 static float avx2_dot_f16_f32(const uint16_t *k, const float *q, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_fmadd_ps(LOAD_F16(k + i), _mm256_loadu_ps(q + i), a0);
+    a1 = _mm256_fmadd_ps(LOAD_F16(k + i + 8), _mm256_loadu_ps(q + i + 8), a1);
+  }
+  for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(LOAD_F16(k + i), _mm256_loadu_ps(q + i), a0);
+  float s = hsum_ps(_mm256_add_ps(a0, a1));
+  for (; i < n; i++) s += h2f(k[i]) * q[i];
+  return s;
+}
+
+AVX2 static void avx2_axpy_f16(float *y, float a, const uint16_t *v, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, LOAD_F16(v + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; i++) y[i] += a * h2f(v[i]);
+}
+
+AVX2 static void avx2_f32_to_f16(const float *x, uint16_t *y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+/* y = f16(f32(y) * a): F16C conversions, rounding to nearest even. The f32
+ * multiply-add is fused here and in scalar_mad_f16's compiled form may not
+ * be; the test allows one f16 ulp. */
+AVX2 static void avx2_scale_f16(uint16_t *y, float a, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(y + i),
+                     _mm256_cvtps_ph(_mm256_mul_ps(LOAD_F16(y + i), va), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++) y[i] = _cvtss_sh(h2f(y[i]) * a, _MM_FROUND_TO_NEAREST_INT);
+}
+
+AVX2 static void avx2_mad_f16(uint16_t *y, float a, const uint16_t *v, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(y + i),
+                     _mm256_cvtps_ph(_mm256_fmadd_ps(LOAD_F16(v + i), va, LOAD_F16(y + i)),
+                                     _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++) y[i] = _cvtss_sh(h2f(y[i]) + a * h2f(v[i]), _MM_FROUND_TO_NEAREST_INT);
+}
+
+void kernels_fill_avx2(struct kernel_ops *ops) {
+  ops->path = KERNEL_AVX2;
+  ops->name = "avx2";
+  ops->gemm[GGML_TYPE_F32] = gemm_f32;
+  ops->gemm[GGML_TYPE_F16] = gemm_f16;
+  ops->gemm[GGML_TYPE_BF16] = gemm_bf16;
+  ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0;
+  ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0;
+  ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1;
+  ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0;
+  ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1;
+  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k;
+  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k;
+  ops->quantize_q8 = avx2_quantize_q8;
+  ops->quantize_q8k = avx2_quantize_q8k;
+  ops->dot_f16_f32 = avx2_dot_f16_f32;
+  ops->axpy_f16 = avx2_axpy_f16;
+  ops->f32_to_f16 = avx2_f32_to_f16;
+  ops->scale_f16 = avx2_scale_f16;
+  ops->mad_f16 = avx2_mad_f16;
+}
+#endif
