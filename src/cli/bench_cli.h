@@ -1,6 +1,7 @@
-/* bench_cli: `tokmeter bench`'s options, shared by its two paths:
- * cmd_bench.c (parsing, --help, the in-process path: the embedded default or
- * -m FILE) and cmd_bench_server.c (--url: a running server). */
+/* bench_cli: `tokmeter bench`'s options, shared by its paths: cmd_bench.c
+ * (parsing, --help, dispatch), cmd_bench_engine.c (the in-process path: the
+ * embedded default or -m FILE, on tokmeter's own engine) and
+ * cmd_bench_server.c (--url: a running server). */
 #ifndef TM_BENCH_CLI_H
 #define TM_BENCH_CLI_H
 
@@ -20,6 +21,8 @@ struct bench_opts {
   size_t n_prompt_tokens;      /* 0 = default */
   uint32_t max_tokens[BENCH_MAX_LIST];
   size_t n_max_tokens;         /* 0 = default */
+  uint32_t depth[BENCH_MAX_LIST]; /* -d: context depth (in-process only) */
+  size_t n_depth;              /* 0 = default (0) */
   bool reprobe, json;
 
   /* server */
@@ -30,13 +33,17 @@ struct bench_opts {
   const char *api_key_env;     /* NULL = OPENAI_API_KEY when set */
   const char *workloads;       /* -w list; NULL = classify,extract,generate */
   const char *prompt_file;
-  uint32_t reps;               /* 0 = default (3) */
+  uint32_t reps;               /* 0 = default (server 3; in-process 5, the
+                                  embedded default pair 3) */
   bool allow_cache, cold, list_models;
-  const char *out;             /* results file; NULL = tokmeter-results.jsonl */
+  const char *out;             /* results file (both paths); NULL =
+                                  tokmeter-results.jsonl */
   double idle_timeout_s, timeout_s;
   const char *command;         /* the command line, for the run identity */
 };
 
 int bench_server(const struct bench_opts *o);
+/* The in-process path (no --url). o->n_threads may be 0 (= 1..online CPUs). */
+int bench_inprocess(struct bench_opts *o);
 
 #endif

@@ -18,6 +18,7 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <stdalign.h>
 #include <string.h>
 
 #include "gguf/quant_ref.h"
@@ -262,6 +263,260 @@ DEFINE_X86_GEMM(VNNI, gemm_q5_0_vnni, tile_q5_0_vnni)
 DEFINE_X86_GEMM(VNNI, gemm_q5_1_vnni, tile_q5_1_vnni)
 DEFINE_X86_GEMM(VNNI, gemm_q8_0_vnni, tile_q8_0_vnni)
 
+
+/* ---- VNNI decode (ncols = 1), Q4_0 and Q8_0: two blocks per vpdpbusd ----- */
+
+/* The activation row is repacked once per call (the call's rows all reuse it)
+ * into pairs of blocks laid out as the weights unpack: 64 int8 lanes
+ * [a0[0:16] a1[0:16] a0[16:32] a1[16:32]] (Q4_0: low nibbles of both blocks,
+ * then high nibbles) or [a0 a1] (Q8_0), with per-i32-lane floats da (the
+ * block's activation scale) and ns (the block's offset term spread over its
+ * 8 lanes: off * s / 8). Per weight pair and lane:
+ *   acc += dw * (da * I + ns),   I = vpdpbusd(u8 weights, int8 activations),
+ * where the weights go in unsigned (Q4_0: 0..15, offset -8; Q8_0: w ^ 0x80 =
+ * w + 128, offset -128), so each block adds dw (da dot(u, q) + off s) =
+ * dw da dot(w, q) exactly as the scalar kernel's terms (summation order
+ * differs). An odd last block is a pair with a zero second block. */
+struct vnni_pair {
+  __m512i q;
+  __m512 da, ns;
+};
+#define VNNI_DECODE_MAX_PAIRS 256 /* n <= 16384 on the fast path (48 KiB stack) */
+
+VNNI_INLINE void vnni_repack(const struct act_q8 *x, int64_t nb, int q4, float off,
+                             struct vnni_pair *pa) {
+  const __m512i lane_blk = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+  const __m512i lane_blk8 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  for (int64_t p = 0; p < (nb + 1) / 2; p++) {
+    const struct act_q8 *x0 = x + 2 * p;
+    int two = 2 * p + 1 < nb;
+    __m256i a0 = _mm256_loadu_si256((const __m256i *)x0->q);
+    __m256i a1 = two ? _mm256_loadu_si256((const __m256i *)x0[1].q) : _mm256_setzero_si256();
+    __m512i q;
+    if (q4) {
+      __m256i lo = _mm256_permute2x128_si256(a0, a1, 0x20), hi = _mm256_permute2x128_si256(a0, a1, 0x31);
+      q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    } else {
+      q = _mm512_inserti64x4(_mm512_castsi256_si512(a0), a1, 1);
+    }
+    __m128 d2 = _mm_setr_ps(x0->d, two ? x0[1].d : 0.0f, 0, 0);
+    __m128 s2 = _mm_mul_ps(_mm_setr_ps(x0->s, two ? x0[1].s : 0.0f, 0, 0), _mm_set1_ps(off * 0.125f));
+    __m512i idx = q4 ? lane_blk : lane_blk8;
+    pa[p].q = q;
+    pa[p].da = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(d2));
+    pa[p].ns = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(s2));
+  }
+}
+
+VNNI static void gemv_q4_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const struct act_q8 *x, float *out) {
+  const int64_t nb = n / 32, np = nb / 2;
+  alignas(64) struct vnni_pair pa[VNNI_DECODE_MAX_PAIRS];
+  vnni_repack(x, nb, 1, -8.0f, pa);
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p < np; p++) {
+      const uint8_t *base = wr + 36 * p;
+      PREFETCH_W(base, 1);
+      __m256i v = _mm256_loadu2_m128i((const __m128i *)(base + 20), (const __m128i *)(base + 2));
+      __m512i wq = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pa[p].q);
+      uint16_t d0, d1;
+      memcpy(&d0, base, 2);
+      memcpy(&d1, base + 18, 2);
+      __m512 dw = _mm512_permutexvar_ps(
+          didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)))));
+      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
+      if (p & 1) acc1 = _mm512_fmadd_ps(t, dw, acc1);
+      else acc0 = _mm512_fmadd_ps(t, dw, acc0);
+    }
+    if (nb & 1) {
+      const uint8_t *base = wr + 36 * p;
+      __m256i v = _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(base + 2)));
+      __m512i wq = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pa[p].q);
+      uint16_t d0;
+      memcpy(&d0, base, 2);
+      __m512 dw = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d0))));
+      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
+      acc0 = _mm512_fmadd_ps(t, dw, acc0);
+    }
+    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  }
+}
+
+VNNI static void gemv_q8_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const struct act_q8 *x, float *out) {
+  const int64_t nb = n / 32, np = nb / 2;
+  alignas(64) struct vnni_pair pa[VNNI_DECODE_MAX_PAIRS];
+  vnni_repack(x, nb, 0, -128.0f, pa);
+  const __m512i sgn = _mm512_set1_epi8((char)0x80);
+  const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p < np; p++) {
+      const uint8_t *base = wr + 68 * p;
+      PREFETCH_W(base, 65);
+      __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(base + 2))),
+                                     _mm256_loadu_si256((const __m256i *)(base + 36)), 1);
+      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(v, sgn), pa[p].q);
+      uint16_t d0, d1;
+      memcpy(&d0, base, 2);
+      memcpy(&d1, base + 34, 2);
+      __m512 dw = _mm512_permutexvar_ps(
+          didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)))));
+      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
+      if (p & 1) acc1 = _mm512_fmadd_ps(t, dw, acc1);
+      else acc0 = _mm512_fmadd_ps(t, dw, acc0);
+    }
+    if (nb & 1) {
+      const uint8_t *base = wr + 68 * p;
+      __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(base + 2)));
+      v = _mm512_inserti64x4(v, _mm256_set1_epi8((char)0x80), 1); /* xor -> 0 */
+      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(v, sgn), pa[p].q);
+      uint16_t d0;
+      memcpy(&d0, base, 2);
+      __m512 dw = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d0))));
+      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
+      acc0 = _mm512_fmadd_ps(t, dw, acc0);
+    }
+    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  }
+}
+
+/* ---- VNNI prefill (ncols >= 2), Q4_0 and Q8_0: 16-row panels ------------- */
+
+/* A panel is 16 weight rows of up to PANEL_KSEG blocks, transposed once into
+ * 8 vectors per block whose i32 lane i holds 4 consecutive weights of row i
+ * (unsigned as in the decode kernels), plus the 16 rows' dw. Each column's
+ * activation bytes are then broadcast 4 at a time, so one vpdpbusd does 16
+ * rows x 4 weights and a block costs 8 of them for 16 rows (no per row x
+ * column scalar work); the panel is reused for every column. Per column and
+ * block: acc += cvt(I) * (dw da) + dw (off s), lanes = rows. Partial sums of
+ * a long row live in out between K segments. */
+#define PANEL_KSEG 32
+
+VNNI_INLINE void panel_build(const uint8_t *pbase, __m512i ridx, __mmask16 m, int64_t b0,
+                             int kb, int q4, __m512i (*pw)[8], __m512 *pd) {
+  const __m512i m4 = _mm512_set1_epi8(15), sgn = _mm512_set1_epi8((char)0x80);
+  const size_t bb = q4 ? 18 : 34;
+  for (int j = 0; j < kb; j++) {
+    const uint8_t *bp = pbase + (size_t)(b0 + j) * bb;
+    __m512i dv = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp, 1);
+    pd[j] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dv));
+    if (q4) {
+      for (int k = 0; k < 4; k++) {
+        __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp + 2 + 4 * k, 1);
+        pw[j][k] = _mm512_and_si512(raw, m4);
+        pw[j][k + 4] = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
+      }
+    } else {
+      for (int k = 0; k < 8; k++)
+        pw[j][k] = _mm512_xor_si512(
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp + 2 + 4 * k, 1), sgn);
+    }
+  }
+}
+
+VNNI_INLINE void panel_cols(__m512i (*pw)[8], const __m512 *pd, int kb, const uint8_t *a,
+                            size_t as, int64_t b0, const int nc, float *o, int64_t os,
+                            __mmask16 m, int first, float off) {
+  __m512 acc[4];
+  for (int c = 0; c < nc; c++)
+    acc[c] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, o + c * os);
+  for (int j = 0; j < kb; j++) {
+    const struct act_q8 *x[4];
+    __m512i I[4];
+    for (int c = 0; c < nc; c++) {
+      x[c] = (const struct act_q8 *)(a + c * as) + b0 + j;
+      I[c] = _mm512_setzero_si512();
+    }
+    for (int k = 0; k < 8; k++) {
+      __m512i wk = pw[j][k];
+      for (int c = 0; c < nc; c++) {
+        int32_t q4b;
+        memcpy(&q4b, x[c]->q + 4 * k, 4);
+        I[c] = _mm512_dpbusd_epi32(I[c], wk, _mm512_set1_epi32(q4b));
+      }
+    }
+    __m512 d = pd[j];
+    for (int c = 0; c < nc; c++) {
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[c]), _mm512_mul_ps(d, _mm512_set1_ps(x[c]->d)), acc[c]);
+      acc[c] = _mm512_fmadd_ps(d, _mm512_set1_ps(off * x[c]->s), acc[c]);
+    }
+  }
+  for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
+}
+
+VNNI static void panel_gemm(int q4, int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                            int64_t r1, const uint8_t *a, size_t as, int64_t ncols, float *out,
+                            int64_t os) {
+  const int64_t nb = n / 32;
+  const float off = q4 ? -8.0f : -128.0f;
+  alignas(64) __m512i pw[PANEL_KSEG][8];
+  alignas(64) __m512 pd[PANEL_KSEG];
+  const __m512i ridx = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)w_stride));
+  for (int64_t p = r0; p < r1; p += 16) {
+    int64_t nr = r1 - p < 16 ? r1 - p : 16;
+    __mmask16 m = (__mmask16)((1u << nr) - 1);
+    const uint8_t *pbase = w + (size_t)p * w_stride;
+    for (int64_t s = 0; s < nb; s += PANEL_KSEG) {
+      int kb = (int)(nb - s < PANEL_KSEG ? nb - s : PANEL_KSEG);
+      panel_build(pbase, ridx, m, s, kb, q4, pw, pd);
+      int64_t c = 0;
+      for (; c + 4 <= ncols; c += 4)
+        panel_cols(pw, pd, kb, a + c * as, as, s, 4, out + c * os + p, os, m, s == 0, off);
+      switch (ncols - c) {
+      case 1: panel_cols(pw, pd, kb, a + c * as, as, s, 1, out + c * os + p, os, m, s == 0, off); break;
+      case 2: panel_cols(pw, pd, kb, a + c * as, as, s, 2, out + c * os + p, os, m, s == 0, off); break;
+      case 3: panel_cols(pw, pd, kb, a + c * as, as, s, 3, out + c * os + p, os, m, s == 0, off); break;
+      default: break;
+      }
+    }
+  }
+}
+
+/* The table entries: decode and prefill kernels above where they apply, the
+ * per-block tile kernels otherwise (rows wider than the decode buffer, or a
+ * w_stride too large for 32-bit gather offsets). */
+VNNI static void gemm_q4_0_vnni_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                     int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                     float *out, int64_t out_stride) {
+  if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {
+    gemv_q4_0_vnni(n, w, w_stride, r0, r1, a, out);
+    return;
+  }
+  if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 16)) {
+    panel_gemm(1, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+    return;
+  }
+  gemm_q4_0_vnni(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
+
+VNNI static void gemm_q8_0_vnni_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                     int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                     float *out, int64_t out_stride) {
+  if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {
+    gemv_q8_0_vnni(n, w, w_stride, r0, r1, a, out);
+    return;
+  }
+  if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 16)) {
+    panel_gemm(0, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+    return;
+  }
+  gemm_q8_0_vnni(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
+
 void kernels_fill_avx512(struct kernel_ops *ops) {
   ops->path = KERNEL_AVX512;
   ops->name = "avx512";
@@ -274,10 +529,10 @@ void kernels_fill_avx512(struct kernel_ops *ops) {
 void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->path = KERNEL_AVX512_VNNI;
   ops->name = "avx512_vnni";
-  ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_vnni;
+  ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1_vnni;
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_vnni;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni;
-  ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni;
+  ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
 }
 #endif

@@ -23,12 +23,21 @@
  * hardware prefetcher alone to 3.3 (512 B ahead) and 4.8 GB/s (2048 B) under
  * the same load; 4096 was no better. The kernels prefetch every cache line
  * of a weight block this far ahead (harmless extra uops when hot). */
+#ifndef KERNEL_PREFETCH_BYTES
 #define KERNEL_PREFETCH_BYTES 2048
+#endif
+#ifndef KERNEL_PF_HINT
+#define KERNEL_PF_HINT _MM_HINT_T0
+#endif
+#ifdef KERNEL_NO_PF
+#define PREFETCH_W(p, bytes) ((void)0)
+#else
 #define PREFETCH_W(p, bytes)                                                               \
   do {                                                                                      \
     for (int pf_ = 0; pf_ < (int)(bytes); pf_ += 64)                                        \
-      _mm_prefetch((const char *)(p) + KERNEL_PREFETCH_BYTES + pf_, _MM_HINT_T0);           \
+      _mm_prefetch((const char *)(p) + KERNEL_PREFETCH_BYTES + pf_, KERNEL_PF_HINT);        \
   } while (0)
+#endif
 
 /* tile(n, wrow, a, a_stride, nc, out, out_stride) with nc in 1..4; out points
  * at out[c0 * out_stride + r]. The switch hands each tile function a

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# test_bench: the main job as it stands before the engine: probe (quick, in a
-# fresh cache), synthesize the default Q4_0/Q8_0 pair once, print ceilings per
-# thread count, and say that nothing was measured. Checks the figures against
-# each other (the decode ceilings' ratio is the bytes ratio; prefill is equal),
-# the cache reuse, -m on a fixture, and bad input.
+# test_bench: the main job, `tokmeter bench` with no target, kept fast with
+# `-r 1 -p 16 -n 8` (the flags override the defaults of the embedded pair) and
+# a quick probe in a fresh cache: synthesizes the Qwen3-0.6B-shaped Q4_0/Q8_0
+# pair once (cached), measures pp/tg in-process per thread count against the
+# ceilings, prints conclusions computed from the numbers, appends records
+# (default file in the current directory). Checks the figures against each
+# other, the cache reuse, -m on a fixture, and bad input.
 set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
 : "${TOKMETER_FIXTURES:?}"
@@ -12,6 +14,7 @@ trap 'rm -rf "$dir"' EXIT
 export TOKMETER_CACHE_DIR="$dir/cache"
 export TOKMETER_PROBE_QUICK=1
 fail() { echo "test_bench: FAIL: $*" >&2; exit 1; }
+FAST=(-r 1 -p 16 -n 8)
 
 expect_exit() { # expected_code, then the command
   local want=$1; shift
@@ -22,52 +25,78 @@ expect_exit() { # expected_code, then the command
   [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
 }
 
-expect_exit 0 "$TOKMETER" bench --json
+mkdir "$dir/cwd"
+(cd "$dir/cwd" && expect_exit 0 "$TOKMETER" bench "${FAST[@]}" -t 1 --json)
+[ -s "$dir/cwd/tokmeter-results.jsonl" ] || fail "no records in the default file"
 cp "$dir/out" "$dir/first.json"
-python3 - "$dir/first.json" <<'PY' || fail "JSON checks (see above)"
+python3 - "$dir/first.json" "$dir/cwd/tokmeter-results.jsonl" <<'PY' || fail "JSON checks (see above)"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["probe_quick"] is True, "a quick probe must say so"
-assert r["measured"].startswith("none"), r["measured"]
 ms = r["models"]
 assert len(ms) == 2, ms
 q4, q8 = ms
+assert q4["type"] == "Q4_0" and q8["type"] == "Q8_0", (q4, q8)
 assert "Q4_0" in q4["model"] and "Q8_0" in q8["model"], (q4["model"], q8["model"])
-bw = {e["threads"]: e["bytes_s"] for e in r["probe"]["read_bandwidth_by_threads"]}
 for m in ms:
     assert m["file_bytes"] > 300e6, m
-    assert len(m["by_threads"]) == len(bw), (m["by_threads"], bw)
-    for row in m["by_threads"]:
-        # decode ceiling = bandwidth at that thread count / mean bytes per token
-        want = bw[row["threads"]] / m["decode_bytes_per_token_mean"]
-        assert abs(row["decode_ceiling_tok_s"] - want) <= 1e-9 * want, (row, want)
-        assert row["prefill_ceiling_tok_s"] > 0, row
-    # mean bytes over tg128 include a KV cache: a little above depth 0
-    assert m["decode_bytes_per_token_mean"] > m["bytes_per_token"], m
+    assert m["load_ms"] > 0 and m["kernel_path"], m
 # Qwen3-0.6B Q4_0 reads ~376 MB per token (DESIGN.md sketch), Q8_0 ~633 MB
 assert 370e6 < q4["bytes_per_token"] < 380e6, q4["bytes_per_token"]
 assert 625e6 < q8["bytes_per_token"] < 640e6, q8["bytes_per_token"]
-r4 = q4["by_threads"][0]["decode_ceiling_tok_s"] / q8["by_threads"][0]["decode_ceiling_tok_s"]
-want = q8["decode_bytes_per_token_mean"] / q4["decode_bytes_per_token_mean"]
-assert abs(r4 - want) < 1e-9, (r4, want)
+s = r["summaries"]
+assert sorted((x["model"]["type"], x["test"], x["threads"]) for x in s) == \
+    [("Q4_0", "pp16", 1), ("Q4_0", "tg8", 1), ("Q8_0", "pp16", 1), ("Q8_0", "tg8", 1)], s
+by = {(x["model"]["type"], x["test"]): x for x in s}
+for x in s:
+    assert x["n"] == 1 and x["rate_tok_s"]["mean"] > 0, x
+    c = x["ceiling"]["ceiling_tok_s"]
+    assert abs(x["percent_of_ceiling"] - 100 * x["rate_tok_s"]["mean"] / c) < 1e-6, x
+# decode ceilings: same bandwidth, so their ratio is the bytes ratio (depths 0..7)
+d4, d8 = by[("Q4_0", "tg8")]["ceiling"], by[("Q8_0", "tg8")]["ceiling"]
+assert d4["read_bandwidth_bytes_s"] == d8["read_bandwidth_bytes_s"]
+want = d8["bytes_per_token"] / d4["bytes_per_token"]
+assert abs(d4["ceiling_tok_s"] / d8["ceiling_tok_s"] - want) < 1e-6 * want, (d4, d8)
+assert d4["bytes_per_token"] > q4["bytes_per_token"], "a tg run's mean depth adds KV bytes"
 # same FLOPs, same compute path: equal prefill ceilings
-assert q4["by_threads"][0]["prefill_ceiling_tok_s"] == q8["by_threads"][0]["prefill_ceiling_tok_s"]
+p4, p8 = by[("Q4_0", "pp16")]["ceiling"], by[("Q8_0", "pp16")]["ceiling"]
+assert p4["ceiling_tok_s"] == p8["ceiling_tok_s"], (p4, p8)
+cs = r["conclusions"]
+assert any("Q4_0 reads 41% fewer bytes per token than Q8_0" in c for c in cs), cs
+# the records file: identity, 8 runs (4 warm-ups), 4 summaries, end
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert lines[0]["record"] == "identity" and lines[0]["backend"] == "engine", lines[0]
+runs = [l for l in lines if l["record"] == "run"]
+assert len(runs) == 8 and sum(r["warmup"] for r in runs) == 4, runs
+assert lines[-1]["record"] == "end" and lines[-1]["runs"] == 4, lines[-1]
+assert len([l for l in lines if l["record"] == "summary"]) == 4
 PY
 
-# the synthesized models are cached: a second run writes nothing new
+# the synthesized models are cached: a second run writes nothing new; default
+# threads are 1..online CPUs, a row each
 models=$(ls "$TOKMETER_CACHE_DIR"/models/*.gguf | wc -l)
 [ "$models" = 2 ] || fail "expected 2 cached models, found $models"
 stamp=$(stat -c %Y "$TOKMETER_CACHE_DIR"/models/*Q4_0*.gguf)
-expect_exit 0 "$TOKMETER" bench -t 1
+expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --out "$dir/r2.jsonl"
 [ "$(stat -c %Y "$TOKMETER_CACHE_DIR"/models/*Q4_0*.gguf)" = "$stamp" ] || fail "model rewritten"
-grep -q "not measurements" "$dir/out" || fail "the table must say these are ceilings"
 grep -q "QUICK" "$dir/out" || fail "a quick probe must be labelled in the table"
-grep -q "^      1 " "$dir/out" || fail "no row for 1 thread: $(cat "$dir/out")"
-grep -q "^      2 " "$dir/out" && fail "-t 1 printed a row for 2 threads"
+grep -q "prefill pp16" "$dir/out" || fail "no prefill column: $(cat "$dir/out")"
+grep -q "decode tg8" "$dir/out" || fail "no decode column"
+ncpu=$(nproc)
+for t in $(seq 1 "$ncpu"); do
+  [ "$(grep -c "^ \{6\}$t " "$dir/out")" = 2 ] || fail "expected a row for $t threads per model"
+done
+grep -q "reads 41% fewer bytes per token" "$dir/out" || fail "no Q4_0/Q8_0 conclusion"
+if [ "$ncpu" -ge 2 ]; then
+  grep -q "from 1 to $ncpu threads prefill" "$dir/out" || fail "no scaling conclusion"
+fi
+grep -q "records: $dir/r2.jsonl" "$dir/out" || fail "records file not named"
 
 # a given file
-expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -t 1
+expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -t 1 \
+  "${FAST[@]}" --out "$dir/r3.jsonl"
 grep -q "tiny-llama-Q4_0.gguf" "$dir/out" || fail "-m model not named"
+grep -q "^      2 " "$dir/out" && fail "-t 1 printed a row for 2 threads"
 
 # bad input: exit 2, one line naming the problem
 printf 'GGUX\3\0\0\0' > "$dir/bad.gguf"
@@ -76,8 +105,11 @@ expect_exit 2 "$TOKMETER" bench -m "$dir/bad.gguf"
 expect_exit 2 "$TOKMETER" bench -m "$dir/missing.gguf"
 expect_exit 2 "$TOKMETER" bench --bogus
 expect_exit 2 "$TOKMETER" bench -t 0
-expect_exit 2 "$TOKMETER" bench -t 999
+expect_exit 2 "$TOKMETER" bench -t 999 "${FAST[@]}" --out "$dir/x.jsonl"
 expect_exit 2 "$TOKMETER" bench extra-arg
+expect_exit 2 "$TOKMETER" bench --allow-cache
 expect_exit 0 "$TOKMETER" bench --help
-grep -q -- "--gguf" "$dir/out" || fail "--help does not list --gguf"
+for flag in --gguf --threads --prompt-tokens --max-tokens --depth --reps --out --url; do
+  grep -q -- "$flag" "$dir/out" || fail "--help does not list $flag"
+done
 echo "test_bench: ok"

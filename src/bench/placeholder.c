@@ -1,3 +1,0 @@
-/* placeholder so the module library has a source until its code lands */
-int tm_bench_placeholder_(void);
-int tm_bench_placeholder_(void) { return 0; }

@@ -1,0 +1,151 @@
+/* records_engine: in-process run / summary records. Contracts in
+ * records_engine.h; every key in docs/records.md ("In-process runs"). */
+#include "bench/records_engine.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define put record_json_set
+#define num record_json_num
+#define str record_json_str
+
+/* ms rounded to the microsecond (the clock's ns carry no meaning here). */
+static double ms_round(double ms) { return isfinite(ms) ? round(ms * 1e3) / 1e3 : NAN; }
+
+static json_t *head(const char *kind, const struct record_engine_in *in,
+                    const struct engine_bench_config *cfg, int threads) {
+  char when[32], test[32];
+  record_time_utc(when);
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "record", json_string(kind));
+  bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
+  bad |= put(o, "identity", str(in->identity));
+  bad |= put(o, "time", json_string(when));
+  bad |= put(o, "backend", json_string("engine"));
+  bad |= put(o, "target", json_string("in-process"));
+  json_t *m = json_object();
+  bad |= !m;
+  bad |= put(m, "name", str(in->model_label));
+  bad |= put(m, "file", str(in->model_file));
+  bad |= put(m, "arch", str(in->arch));
+  bad |= put(m, "type", str(in->type));
+  bad |= put(m, "load_ms", num(ms_round(in->load_ms)));
+  bad |= put(o, "model", m);
+  bad |= put(o, "test", json_string(engine_bench_test_name(cfg, test, sizeof test)));
+  bad |= put(o, "phase", json_string(cfg->kind == ENGINE_BENCH_PP ? "prefill" : "decode"));
+  bad |= put(o, "threads", json_integer(threads));
+  bad |= put(o, "depth", json_integer(cfg->depth));
+  bad |= put(o, "kernel_path", str(in->kernel_path));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* {ceiling_tok_s, basis: bandwidth or compute, divisor}. */
+static json_t *ceiling_json(const struct record_engine_in *in,
+                            const struct engine_bench_config *cfg) {
+  if (!isfinite(in->ceiling_tok_s) || !(in->ceiling_tok_s > 0)) return json_null();
+  json_t *c = json_object();
+  if (!c) return NULL;
+  int bad = put(c, "ceiling_tok_s", num(in->ceiling_tok_s));
+  if (cfg->kind == ENGINE_BENCH_TG) {
+    bad |= put(c, "read_bandwidth_bytes_s", num(in->read_bandwidth_bytes_s));
+    bad |= put(c, "bytes_per_token", num(round(in->bytes_per_token)));
+  } else {
+    bad |= put(c, "compute_ops_s", num(in->compute_ops_s));
+    bad |= put(c, "compute_path", str(in->compute_path));
+    bad |= put(c, "flops_per_token", num(round(in->flops_per_token)));
+  }
+  if (bad) {
+    json_decref(c);
+    return NULL;
+  }
+  return c;
+}
+
+static json_t *segments_json(const struct engine_bench_segment *seg, size_t n,
+                             enum engine_bench_kind kind) {
+  if (kind != ENGINE_BENCH_TG) return json_null();
+  json_t *a = json_array();
+  if (!a) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_object();
+    int bad = !e;
+    bad |= put(e, "from", json_integer(seg[i].from));
+    bad |= put(e, "to", json_integer(seg[i].to));
+    bad |= put(e, "ms", num(ms_round(seg[i].ms)));
+    bad |= put(e, "tok_s", num(seg[i].tok_s));
+    if (bad || json_array_append_new(a, e)) {
+      if (bad) json_decref(e);
+      json_decref(a);
+      return NULL;
+    }
+  }
+  return a;
+}
+
+static json_t *stats_json(const struct stats_summary *s) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "n", json_integer((json_int_t)s->n));
+  bad |= put(o, "median", num(s->median));
+  bad |= put(o, "mean", num(s->mean));
+  bad |= put(o, "sd", num(s->sd));
+  bad |= put(o, "min", num(s->min));
+  bad |= put(o, "max", num(s->max));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+void *record_engine_run_build(const struct record_engine_in *in,
+                              const struct engine_bench_config *cfg, int threads, int index,
+                              const struct engine_bench_rep *rep) {
+  json_t *o = head("run", in, cfg, threads);
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "index", index >= 0 ? json_integer(index) : json_null());
+  bad |= put(o, "warmup", json_boolean(rep->warmup));
+  bad |= put(o, "ok", json_true());
+  bad |= put(o, "tokens", json_integer(rep->tokens));
+  bad |= put(o, "ms", num(ms_round(rep->ms)));
+  bad |= put(o, "rate_tok_s", num(rep->tok_s));
+  bad |= put(o, "ceiling", ceiling_json(in, cfg));
+  bad |= put(o, "percent_of_ceiling", num(record_percent_of(rep->tok_s, in->ceiling_tok_s)));
+  bad |= put(o, "decode_by_segment", segments_json(rep->seg, rep->n_segments, cfg->kind));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+void *record_engine_summary_build(const struct record_engine_in *in,
+                                  const struct engine_bench_result *r) {
+  json_t *o = head("summary", in, &r->cfg, r->n_threads);
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "n", json_integer((json_int_t)r->n_reps));
+  bad |= put(o, "warmups", json_integer(r->cfg.warmups ? r->cfg.warmups : 1));
+  bad |= put(o, "tokens", json_integer(r->cfg.tokens));
+  bad |= put(o, "mean_depth", num(r->mean_depth));
+  bad |= put(o, "rate_tok_s", stats_json(&r->tok_s));
+  bad |= put(o, "ms", stats_json(&r->ms));
+  bad |= put(o, "ceiling", ceiling_json(in, &r->cfg));
+  bad |= put(o, "percent_of_ceiling",
+             num(record_percent_of(r->tok_s.n ? r->tok_s.mean : NAN, in->ceiling_tok_s)));
+  bad |= put(o, "decode_by_segment", segments_json(r->seg, r->n_segments, r->cfg.kind));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}

@@ -1,0 +1,50 @@
+/* records_engine: the "run" and "summary" records of an in-process benchmark
+ * (backend "engine", target "in-process"; docs/records.md, section
+ * "In-process runs"). Same file, same identity and end lines as the server
+ * benchmark (record/record.h, records_bench.h record_end_build); the run and
+ * summary lines have their own keys because a pp/tg repetition is not a
+ * request: test ("pp512", "tg128"), threads, depth, tokens, ms, rate_tok_s,
+ * ceiling_tok_s, percent_of_ceiling, decode_by_segment.
+ *
+ * Builders return a json_t * (as void *) for record_write, or NULL when out of
+ * memory. Absent figures (NAN) are null. */
+#ifndef TM_RECORDS_ENGINE_H
+#define TM_RECORDS_ENGINE_H
+
+#include <stdint.h>
+
+#include "bench/engine_bench.h"
+#include "record/record.h"
+
+/* What every line of one configuration shares. Strings borrowed; NULL -> null. */
+struct record_engine_in {
+  const char *identity;      /* the invocation's identity id */
+  const char *model_file;
+  const char *model_label;   /* e.g. "qwen3-0.6b shape, synthetic, Q4_0" */
+  const char *arch;
+  const char *type;          /* "Q4_0" */
+  const char *kernel_path;   /* what the engine ran, "avx512_vnni" */
+  double load_ms;            /* engine_info.load_ms (map + first touch); NAN absent */
+  /* The ceiling of this configuration (NAN = unknown):
+   *   tg: read_bandwidth_bytes_s at these threads / bytes_per_token at the
+   *       run's mean depth;
+   *   pp: compute_ops_s (compute_path) at these threads / flops_per_token. */
+  double ceiling_tok_s;
+  double read_bandwidth_bytes_s;  /* tg */
+  double bytes_per_token;         /* tg: mean over the run's depths */
+  double compute_ops_s;           /* pp */
+  const char *compute_path;       /* pp: "int8" or "f32" */
+  double flops_per_token;         /* pp */
+};
+
+/* One repetition (warm-up included: "warmup": true). index: 0-based among
+ * the timed repetitions (the warm-up has index -1 -> null). */
+void *record_engine_run_build(const struct record_engine_in *in,
+                              const struct engine_bench_config *cfg, int threads, int index,
+                              const struct engine_bench_rep *rep);
+
+/* One configuration's summary over its timed repetitions. */
+void *record_engine_summary_build(const struct record_engine_in *in,
+                                  const struct engine_bench_result *r);
+
+#endif

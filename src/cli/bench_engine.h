@@ -1,0 +1,65 @@
+/* bench_engine: private to the in-process path of `tokmeter bench`
+ * (cmd_bench_engine.c runs and records, cmd_bench_engine_print.c prints the
+ * table and the conclusions). The state of one invocation. */
+#ifndef TM_CLI_BENCH_ENGINE_H
+#define TM_CLI_BENCH_ENGINE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench/engine_bench.h"
+#include "cli/bench_cli.h"
+#include "engine/engine.h"
+#include "machine/probe.h"
+#include "model/analysis.h"
+#include "record/record.h"
+
+struct eb_model {
+  char label[160];
+  char short_label[32]; /* "Q4_0": what tells the default pair apart */
+  char path[1024];
+  char type[32];
+  char arch[64];
+  uint64_t file_bytes;
+  struct model_cost cost;
+  bool int8;            /* prefill ceiling on the int8 path */
+  struct engine_info info;
+  char kernel_path[32], best_path[32];
+};
+
+/* One configuration's outcome (a row of the table, a summary line). */
+struct eb_row {
+  size_t model;
+  uint32_t threads;
+  struct engine_bench_config cfg;
+  struct stats_summary tok_s;
+  double ceiling_tok_s, percent;
+  size_t n_segments;
+  struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
+};
+
+struct eb_state {
+  struct bench_opts *o;
+  struct machine_probe *probe;
+  struct eb_model models[2];
+  size_t n_models;
+  struct eb_row *rows;
+  size_t n_rows, cap_rows;
+  struct record_file *rec;
+  char identity[RECORD_ID_LEN + 1];
+  uint32_t runs;
+  json_t *summaries;  /* for --json */
+  json_t *conclusions;
+  uint32_t reps;
+};
+
+/* Prints the machine, per model its table, and (main job) the conclusions,
+ * which are also appended to s->conclusions as strings for --json. */
+void bench_engine_print(struct eb_state *s, bool probe_cached);
+/* The --json document: models, summaries, conclusions. */
+void bench_engine_print_json(struct eb_state *s);
+/* Computes the conclusions into s->conclusions (strings). */
+void bench_engine_conclude(struct eb_state *s);
+
+#endif

@@ -1,0 +1,548 @@
+/* cmd_bench_engine: `tokmeter bench` in-process (no --url), on tokmeter's own
+ * engine, the way llama-bench measures: pp<L> (a batched forward pass over L
+ * random tokens) and tg<N> (N greedy decode steps, end-of-sequence ignored),
+ * at context depth d, per thread count; one discarded warm-up and r timed
+ * repetitions per configuration (src/bench/engine_bench.h has the method).
+ *
+ * Every rate is held against its ceiling at the SAME thread count: decode =
+ * the probe's read bandwidth at t threads / bytes read per token at the run's
+ * depths; prefill = the probe's compute at t threads (int8 path for a
+ * quantized model where the CPU has it, else f32) / FLOPs per prompt token.
+ *
+ * With no -m: the main job. The embedded default pair (a Qwen3-0.6B shape in
+ * Q4_0 and Q8_0, synthesized once into the cache), pp512 and tg128 at 1..N
+ * threads, 3 timed repetitions, then conclusions computed from the numbers
+ * (scaling with cores; what fewer bytes per token bought). -r/-p/-n/-d/-t
+ * override those defaults (tests use `-r 1 -p 32 -n 16`).
+ *
+ * Records: identity, one run line per repetition (warm-ups flagged), one
+ * summary per configuration, end (records_engine.h, docs/records.md).
+ * Exit codes: 0 ok; 1 probe / synthesis / engine failure; 2 bad flag, model
+ * file that cannot be read or run (architecture, type), lengths too large. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/engine_bench.h"
+#include "bench/records_bench.h"
+#include "bench/records_engine.h"
+#include "cli/bench_cli.h"
+#include "cli/bench_engine.h"
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
+#include "machine/probe.h"
+#include "model/analysis.h"
+#include "model/ceiling.h"
+#include "model/plan.h"
+#include "model/shape.h"
+#include "record/record.h"
+#include "synth/synth.h"
+#include "util/units.h"
+
+static const char *const CMD = "bench";
+static const char *const DEFAULT_PRESET = "qwen3-0.6b";
+#define MAIN_JOB_REPS 3
+#define FILE_REPS 5
+#define BENCH_SEED 0x746f6b6d65746572ull
+
+/* ------------------------------------------------------------ helpers --- */
+
+static void synth_progress(uint64_t done, uint64_t total, void *ctx) {
+  char msg[160], a[32], b[32];
+  snprintf(msg, sizeof msg, "synthesizing %s: %.0f%% (%s of %s)", (const char *)ctx,
+           total ? 100.0 * (double)done / (double)total : 0.0, tm_fmt_bytes((double)done, a, 32),
+           tm_fmt_bytes((double)total, b, 32));
+  cli_progress(msg, (void *)CMD);
+}
+
+/* MemAvailable from /proc/meminfo in bytes; 0 when unreadable. */
+static uint64_t mem_available_bytes(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (uint64_t)kb * 1024;
+}
+
+static uint32_t max_of(const uint32_t *v, size_t n) {
+  uint32_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (v[i] > m) m = v[i];
+  return m;
+}
+
+/* KV capacity the runs need: the deepest context plus the longest run. */
+static uint32_t ctx_needed(const struct bench_opts *o) {
+  uint32_t p = max_of(o->prompt_tokens, o->n_prompt_tokens);
+  uint32_t n = max_of(o->max_tokens, o->n_max_tokens);
+  return max_of(o->depth, o->n_depth) + (p > n ? p : n);
+}
+
+/* Analyses a GGUF file; 0 or an exit code (2: unreadable or unusable). */
+static int analyse_file(const char *path, struct eb_model *m) {
+  struct tm_err err;
+  struct gguf_file *f = gguf_open(path, &err);
+  if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  struct model_desc d;
+  struct model_analyze_options aopt = {.kv_type = GGML_TYPE_F16};
+  int rc = model_desc_from_gguf(f, &d, &err);
+  if (rc == 0) {
+    rc = model_analyze(&d, &aopt, &m->cost, &err);
+    model_desc_free(&d);
+  }
+  m->file_bytes = f->file_size;
+  gguf_close(f);
+  if (rc != 0) /* the message may name the file already */
+    return strstr(err.msg, path) ? cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg)
+                                 : cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
+  snprintf(m->path, sizeof m->path, "%s", path);
+  snprintf(m->arch, sizeof m->arch, "%s", m->cost.arch);
+  /* The model's type: the one holding the most bytes (norms are F32). */
+  size_t best = 0;
+  for (size_t i = 1; i < m->cost.n_types; i++)
+    if (m->cost.types[i].bytes > m->cost.types[best].bytes) best = i;
+  const struct ggml_type_info *ti =
+      m->cost.n_types ? ggml_type_get(m->cost.types[best].type) : NULL;
+  snprintf(m->type, sizeof m->type, "%s", ti ? ti->name : "?");
+  return 0;
+}
+
+/* Bytes read per generated token, averaged over depths d..d+n-1. */
+static double mean_decode_bytes(const struct model_cost *c, uint32_t d, uint32_t n) {
+  double sum = 0;
+  for (uint32_t i = 0; i < n; i++) sum += model_decode_bytes_at_depth(c, (uint64_t)d + i);
+  return sum / n;
+}
+
+/* FLOPs per prompt token of an L-token prompt read after d tokens of context:
+ * the empty-cache figure plus attention over the d tokens before. */
+static double prefill_flops(const struct model_cost *c, uint32_t L, uint32_t d) {
+  double swa_d = c->sliding_window && d > c->sliding_window ? c->sliding_window : d;
+  return model_prefill_flops_per_token(c, L) + c->attn_flops_per_depth_full * d +
+         c->attn_flops_per_depth_swa * swa_d;
+}
+
+/* Fills the ceiling part of a record input for one configuration. */
+static void ceiling_of(const struct eb_state *s, const struct eb_model *m, uint32_t t,
+                       const struct engine_bench_config *cfg, struct record_engine_in *in) {
+  in->ceiling_tok_s = in->read_bandwidth_bytes_s = in->bytes_per_token = NAN;
+  in->compute_ops_s = in->flops_per_token = NAN;
+  in->compute_path = NULL;
+  if (cfg->kind == ENGINE_BENCH_TG) {
+    in->read_bandwidth_bytes_s = s->probe->read_bw_bytes_s[t];
+    in->bytes_per_token = mean_decode_bytes(&m->cost, cfg->depth, cfg->tokens);
+    in->ceiling_tok_s = ceiling_tok_s(in->read_bandwidth_bytes_s, in->bytes_per_token);
+  } else {
+    in->compute_path = m->int8 ? "int8" : "f32";
+    in->compute_ops_s = m->int8 ? s->probe->int8_ops[t] : s->probe->f32_flops[t];
+    in->flops_per_token = prefill_flops(&m->cost, cfg->tokens, cfg->depth);
+    in->ceiling_tok_s = ceiling_tok_s(in->compute_ops_s, in->flops_per_token);
+  }
+  if (!(in->ceiling_tok_s > 0)) in->ceiling_tok_s = NAN;
+}
+
+/* ------------------------------------------------------------ running --- */
+
+struct rep_ctx {
+  struct eb_state *s;
+  const struct record_engine_in *in;
+  int threads;
+  const char *model_short;
+  int write_failed;
+  char write_err[512];
+};
+
+static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32_t total,
+                   const struct engine_bench_rep *rep, void *ctx) {
+  struct rep_ctx *rc = ctx;
+  uint32_t warmups = cfg->warmups ? cfg->warmups : 1;
+  int timed_index = rep->warmup ? -1 : (int)(index - warmups);
+  struct tm_err err;
+  if (rc->s->rec &&
+      record_write(rc->s->rec,
+                   record_engine_run_build(rc->in, cfg, rc->threads, timed_index, rep),
+                   &err) != 0 &&
+      !rc->write_failed) {
+    rc->write_failed = 1;
+    snprintf(rc->write_err, sizeof rc->write_err, "%s", err.msg);
+  }
+  if (!rep->warmup) rc->s->runs++;
+  char msg[200], test[32];
+  snprintf(msg, sizeof msg, "%s %s d=%u, %d thread%s: %s %u/%u: %.1f tok/s", rc->model_short,
+           engine_bench_test_name(cfg, test, sizeof test), cfg->depth, rc->threads,
+           rc->threads == 1 ? "" : "s", rep->warmup ? "warm-up" : "rep", index + 1, total,
+           rep->tok_s);
+  cli_progress(msg, (void *)CMD);
+}
+
+static int add_row(struct eb_state *s, const struct eb_row *r) {
+  if (s->n_rows == s->cap_rows) {
+    size_t cap = s->cap_rows ? 2 * s->cap_rows : 16;
+    struct eb_row *n = realloc(s->rows, cap * sizeof *n);
+    if (!n) return -1;
+    s->rows = n;
+    s->cap_rows = cap;
+  }
+  s->rows[s->n_rows++] = *r;
+  return 0;
+}
+
+/* One configuration: run, record, keep the row. 0 or an exit code. */
+static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t t,
+                      const struct engine_bench_config *cfg) {
+  struct eb_model *m = &s->models[mi];
+  struct record_engine_in in = {.identity = s->identity, .model_file = m->path,
+                                .model_label = m->label, .arch = m->arch, .type = m->type,
+                                .kernel_path = m->kernel_path, .load_ms = m->info.load_ms};
+  ceiling_of(s, m, t, cfg, &in);
+  struct rep_ctx rc = {.s = s, .in = &in, .threads = (int)t, .model_short = m->short_label};
+  struct engine_bench_result res;
+  struct tm_err err = {{0}};
+  int rc_run = engine_bench_run(e, cfg, on_rep, &rc, &res, &err);
+  if (rc_run != 0) {
+    engine_bench_result_free(&res);
+    cli_progress_done();
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "%s: %s", m->path, err.msg);
+  }
+  if (rc.write_failed) cli_warn(CMD, "cannot write a record: %s", rc.write_err);
+  json_t *sum = record_engine_summary_build(&in, &res);
+  if (sum && s->summaries) json_array_append(s->summaries, sum);
+  if (s->rec && record_write(s->rec, sum, &err) != 0)
+    cli_warn(CMD, "cannot write a record: %s", err.msg);
+  else if (!s->rec)
+    json_decref(sum);
+  struct eb_row row = {.model = mi, .threads = t, .cfg = *cfg, .tok_s = res.tok_s,
+                       .ceiling_tok_s = in.ceiling_tok_s,
+                       .percent = record_percent_of(res.tok_s.mean, in.ceiling_tok_s),
+                       .n_segments = res.n_segments};
+  memcpy(row.seg, res.seg, sizeof row.seg);
+  engine_bench_result_free(&res);
+  if (add_row(s, &row) != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  return 0;
+}
+
+/* Every configuration of one model, threads outermost (the pool is rebuilt
+ * once per thread count). */
+static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
+  const struct bench_opts *o = s->o;
+  uint32_t max_batch = max_of(o->prompt_tokens, o->n_prompt_tokens);
+  if (max_batch > 512 || max_batch == 0) max_batch = 512;
+  for (size_t ti = 0; ti < o->n_threads; ti++) {
+    struct tm_err err;
+    if (engine_set_threads(e, (int)o->threads[ti], &err) != 0)
+      return cli_fail(CMD, TM_EXIT_RUNTIME, "cannot use %u threads: %s", o->threads[ti],
+                      err.msg);
+    for (size_t di = 0; di < o->n_depth; di++) {
+      for (int kind = 0; kind < 2; kind++) {
+        const uint32_t *len = kind == 0 ? o->prompt_tokens : o->max_tokens;
+        size_t n_len = kind == 0 ? o->n_prompt_tokens : o->n_max_tokens;
+        for (size_t li = 0; li < n_len; li++) {
+          if (len[li] == 0) continue; /* -p 0 / -n 0: that test is skipped */
+          struct engine_bench_config cfg = {
+              .kind = kind == 0 ? ENGINE_BENCH_PP : ENGINE_BENCH_TG, .tokens = len[li],
+              .depth = o->depth[di], .reps = s->reps, .warmups = 1, .max_batch = max_batch,
+              .seed = BENCH_SEED + 7919u * li + 104729u * di + (uint64_t)kind};
+          int rc = run_config(s, e, mi, o->threads[ti], &cfg);
+          if (rc) return rc;
+        }
+      }
+    }
+  }
+  cli_progress_done();
+  return 0;
+}
+
+/* Loads a model into the engine; exit code 2 for -m files (the file cannot be
+ * run), 1 for the synthesized defaults (a bug, not the user's input). */
+static struct engine *load_engine(struct eb_state *s, size_t mi, int fail_code, int *rc) {
+  struct eb_model *m = &s->models[mi];
+  struct engine_options eo;
+  engine_options_init(&eo);
+  eo.n_threads = (int)s->o->threads[0];
+  eo.n_ctx = ctx_needed(s->o);
+  uint32_t p = max_of(s->o->prompt_tokens, s->o->n_prompt_tokens);
+  eo.max_batch = p > 0 && p < 512 ? p : 512;
+  struct tm_err err = {{0}};
+  char msg[1200];
+  snprintf(msg, sizeof msg, "loading %s", m->path);
+  cli_progress(msg, (void *)CMD);
+  struct engine *e = engine_load(m->path, &eo, &err);
+  cli_progress_done();
+  if (!e) {
+    *rc = cli_fail(CMD, fail_code, "%s: %s", m->path, err.msg);
+    return NULL;
+  }
+  engine_get_info(e, &m->info);
+  snprintf(m->kernel_path, sizeof m->kernel_path, "%s",
+           m->info.kernel_path ? m->info.kernel_path : "?");
+  snprintf(m->best_path, sizeof m->best_path, "%s",
+           m->info.best_cpu_path ? m->info.best_cpu_path : "?");
+  if (m->info.n_ctx < eo.n_ctx) {
+    *rc = cli_usage_error(CMD, "depth + tokens = %u exceeds what %s can hold (%u tokens)",
+                          eo.n_ctx, m->path, m->info.n_ctx);
+    engine_free(e);
+    return NULL;
+  }
+  *rc = 0;
+  return e;
+}
+
+
+/* --------------------------------------------------------------- main --- */
+
+static int check_memory(const struct eb_state *s, const struct model_cost *costs,
+                        const uint64_t *bytes, size_t n) {
+  uint64_t avail = mem_available_bytes();
+  if (!avail) return 0;
+  double kv = 0, biggest = 0, sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    double k = costs[i].kv_bytes_per_token * ctx_needed(s->o);
+    if (k > kv) kv = k;
+    if ((double)bytes[i] > biggest) biggest = (double)bytes[i];
+    sum += (double)bytes[i];
+  }
+  char a[32], b[32];
+  if (biggest + kv > (double)avail)
+    return cli_fail(CMD, TM_EXIT_RUNTIME,
+                    "not enough memory: %s available, the model and its KV cache need %s",
+                    tm_fmt_bytes((double)avail, a, sizeof a),
+                    tm_fmt_bytes(biggest + kv, b, sizeof b));
+  if (sum + kv > (double)avail)
+    cli_warn(CMD,
+             "%s available, less than both models and a KV cache (%s): the second model "
+             "will evict the first from the page cache; warm-ups absorb the re-reads",
+             tm_fmt_bytes((double)avail, a, sizeof a), tm_fmt_bytes(sum + kv, b, sizeof b));
+  return 0;
+}
+
+/* The default pair's costs from their plans, before anything is written. */
+static int default_costs(struct model_cost *costs, uint64_t *bytes) {
+  const struct model_preset *pr = model_preset_find(DEFAULT_PRESET);
+  const int types[] = {MODEL_FTYPE_Q4_0, MODEL_FTYPE_Q8_0};
+  struct tm_err err;
+  for (size_t i = 0; i < 2; i++) {
+    struct model_plan plan;
+    struct model_desc d;
+    struct model_analyze_options aopt = {.kv_type = GGML_TYPE_F16};
+    if (!pr || model_plan_make(&pr->shape, types[i], &plan, &err) != 0) return -1;
+    int rc = model_desc_from_plan(&plan, &d, &err);
+    if (rc == 0) {
+      rc = model_analyze(&d, &aopt, &costs[i], &err);
+      model_desc_free(&d);
+    }
+    bytes[i] = model_plan_data_bytes(&plan);
+    model_plan_free(&plan);
+    if (rc) return -1;
+  }
+  return 0;
+}
+
+static json_t *settings_json(const struct eb_state *s) {
+  const struct bench_opts *o = s->o;
+  json_t *st = json_object(), *t = json_array(), *p = json_array(), *n = json_array(),
+         *d = json_array(), *ms = json_array();
+  for (size_t i = 0; i < o->n_threads; i++) json_array_append_new(t, json_integer(o->threads[i]));
+  for (size_t i = 0; i < o->n_prompt_tokens; i++)
+    json_array_append_new(p, json_integer(o->prompt_tokens[i]));
+  for (size_t i = 0; i < o->n_max_tokens; i++)
+    json_array_append_new(n, json_integer(o->max_tokens[i]));
+  for (size_t i = 0; i < o->n_depth; i++) json_array_append_new(d, json_integer(o->depth[i]));
+  for (size_t i = 0; i < s->n_models; i++) json_array_append_new(ms, json_string(s->models[i].path));
+  json_object_set_new(st, "threads", t);
+  json_object_set_new(st, "prompt_tokens", p);
+  json_object_set_new(st, "gen_tokens", n);
+  json_object_set_new(st, "depth", d);
+  json_object_set_new(st, "reps", json_integer(s->reps));
+  json_object_set_new(st, "warmups", json_integer(1));
+  json_object_set_new(st, "ignore_eos", json_true());
+  json_object_set_new(st, "models", ms);
+  json_object_set_new(st, "probe_quick", json_boolean(s->probe->quick));
+  return st;
+}
+
+static int open_records(struct eb_state *s) {
+  struct tm_err err = {{0}};
+  const char *out = s->o->out ? s->o->out : RECORD_DEFAULT_FILE;
+  s->rec = record_open(out, &err);
+  if (!s->rec) return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+  struct machine_thermal th;
+  machine_thermal_read(&th);
+  json_t *settings = settings_json(s);
+  struct record_model model = {.file = s->n_models == 1 ? s->models[0].path : NULL,
+                               .arch = s->models[0].arch,
+                               .type = s->n_models == 1 ? s->models[0].type : NULL,
+                               .bytes_per_token = s->n_models == 1
+                                                      ? s->models[0].cost.weight_bytes_per_token +
+                                                            s->models[0].cost.state_bytes
+                                                      : NAN};
+  struct record_identity_in in = {.tokmeter_version = TOKMETER_VERSION, .settings = settings,
+                                  .machine = &s->probe->info, .thermal_before = &th,
+                                  .model = &model, .backend = "engine", .target = "in-process",
+                                  .command = s->o->command};
+  void *id = record_identity_build(&in, s->identity, &err);
+  json_decref(settings);
+  if (!id || record_write(s->rec, id, &err) != 0)
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "cannot write the identity record: %s", err.msg);
+  return 0;
+}
+
+static void close_records(struct eb_state *s) {
+  if (!s->rec) return;
+  struct machine_thermal th;
+  machine_thermal_read(&th);
+  struct tm_err err;
+  if (record_write(s->rec, record_end_build(s->identity, &th, s->runs, NULL, false), &err) != 0)
+    cli_warn(CMD, "cannot write the end record: %s", err.msg);
+  record_close(s->rec);
+  s->rec = NULL;
+}
+
+static void free_state(struct eb_state *s) {
+  close_records(s);
+  free(s->probe);
+  json_decref(s->summaries);
+  json_decref(s->conclusions);
+  free(s->rows);
+}
+
+/* Synthesizes (once, cached) the default pair; 0 or an exit code. */
+static int default_models(struct eb_state *s) {
+  const int types[] = {MODEL_FTYPE_Q4_0, MODEL_FTYPE_Q8_0};
+  for (size_t i = 0; i < 2; i++) {
+    struct tm_err err = {{0}};
+    char path[1024];
+    bool written = false;
+    if (synth_cached(DEFAULT_PRESET, types[i], SYNTH_DEFAULT_SEED, 0, synth_progress,
+                     (void *)model_ftype_name(types[i]), path, sizeof path, &written,
+                     &err) != 0) {
+      cli_progress_done();
+      return cli_fail(CMD, TM_EXIT_RUNTIME, "cannot synthesize the default model: %s", err.msg);
+    }
+    cli_progress_done();
+    struct eb_model *m = &s->models[i];
+    int rc = analyse_file(path, m);
+    if (rc) return TM_EXIT_RUNTIME; /* our own file: not the user's input */
+    snprintf(m->label, sizeof m->label, "%s shape, synthetic, %s", DEFAULT_PRESET,
+             model_ftype_name(types[i]));
+    snprintf(m->short_label, sizeof m->short_label, "%s", model_ftype_name(types[i]));
+    s->n_models++;
+  }
+  return 0;
+}
+
+static int get_probe(struct eb_state *s, bool *cached) {
+  struct tm_err err = {{0}};
+  *cached = !s->o->reprobe && probe_load_cached(s->probe, &err) == 1 &&
+            s->probe->quick == probe_quick_from_env();
+  if (*cached) return 0;
+  memset(&err, 0, sizeof err);
+  cli_progress("probing this machine (memory bandwidth, compute; once, then cached)",
+               (void *)CMD);
+  if (probe_get(s->probe, s->o->reprobe, cli_progress, (void *)CMD, &err) != 0) {
+    cli_progress_done();
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "probe failed: %s", err.msg);
+  }
+  cli_progress_done();
+  if (err.msg[0]) cli_warn(CMD, "%s", err.msg); /* e.g. a corrupt cache was replaced */
+  return 0;
+}
+
+int bench_inprocess(struct bench_opts *o) {
+  struct eb_state st;
+  memset(&st, 0, sizeof st);
+  st.o = o;
+  bool main_job = !o->gguf;
+  bool threads_default = o->n_threads == 0;
+  st.reps = o->reps ? o->reps : main_job ? MAIN_JOB_REPS : FILE_REPS;
+  if (!o->n_prompt_tokens) o->prompt_tokens[o->n_prompt_tokens++] = 512;
+  if (!o->n_max_tokens) o->max_tokens[o->n_max_tokens++] = 128;
+  if (!o->n_depth) o->depth[o->n_depth++] = 0;
+  if (max_of(o->prompt_tokens, o->n_prompt_tokens) == 0 &&
+      max_of(o->max_tokens, o->n_max_tokens) == 0)
+    return cli_usage_error(CMD, "-p 0 and -n 0: nothing to measure");
+  if (threads_default) o->threads[o->n_threads++] = 1; /* to load; 1..N once probed */
+
+  int rc = 0;
+  struct engine *e = NULL;
+  bool cached = false;
+  st.probe = calloc(1, sizeof *st.probe);
+  st.summaries = json_array();
+  st.conclusions = json_array();
+  if (!st.probe || !st.summaries || !st.conclusions) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    goto out;
+  }
+
+  if (!main_job) {
+    /* The file first: a bad model is the user's input (exit 2) and fails
+     * before seconds are spent probing. */
+    struct eb_model *m = &st.models[0];
+    if ((rc = analyse_file(o->gguf, m))) goto out;
+    snprintf(m->label, sizeof m->label, "%s", o->gguf);
+    snprintf(m->short_label, sizeof m->short_label, "%s", m->type);
+    st.n_models = 1;
+    if ((rc = check_memory(&st, &m->cost, &m->file_bytes, 1))) goto out;
+    e = load_engine(&st, 0, TM_EXIT_USAGE, &rc);
+    if (!e) goto out;
+  } else {
+    struct model_cost costs[2];
+    uint64_t bytes[2];
+    if (default_costs(costs, bytes) == 0 && (rc = check_memory(&st, costs, bytes, 2))) goto out;
+    if ((rc = get_probe(&st, &cached))) goto out;
+    if ((rc = default_models(&st))) goto out;
+  }
+  if (!main_job && (rc = get_probe(&st, &cached))) goto out;
+
+  if (threads_default) {
+    o->n_threads = 0;
+    uint32_t n = st.probe->max_threads;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0 && (uint32_t)online < n) n = (uint32_t)online;
+    for (uint32_t t = 1; t <= n && t <= BENCH_MAX_LIST; t++) o->threads[o->n_threads++] = t;
+  }
+  for (size_t i = 0; i < o->n_threads; i++)
+    if (o->threads[i] > st.probe->max_threads) {
+      rc = cli_usage_error(CMD, "--threads %u: the probe measured 1..%u threads", o->threads[i],
+                           st.probe->max_threads);
+      goto out;
+    }
+  for (size_t i = 0; i < st.n_models; i++)
+    st.models[i].int8 = ceiling_use_int8(st.models[i].cost.quantized_bytes_fraction,
+                                         probe_best_int8(st.probe, NULL));
+
+  char command[2048] = "tokmeter bench";
+  if (!o->command) o->command = command;
+  if ((rc = open_records(&st))) goto out;
+
+  for (size_t mi = 0; mi < st.n_models; mi++) {
+    if (!e) {
+      e = load_engine(&st, mi, main_job ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, &rc);
+      if (!e) goto out;
+    }
+    struct eb_model *m = &st.models[mi];
+    if (strcmp(m->kernel_path, m->best_path) != 0 &&
+        (mi == 0 || strcmp(m->kernel_path, st.models[mi - 1].kernel_path) != 0))
+      cli_warn(CMD, "this CPU offers faster kernels (%s) than the engine runs (%s): rates are "
+               "below what the CPU allows", m->best_path, m->kernel_path);
+    rc = run_model(&st, e, mi);
+    engine_free(e);
+    e = NULL;
+    if (rc) goto out;
+  }
+  bench_engine_conclude(&st);
+  if (o->json) bench_engine_print_json(&st);
+  else bench_engine_print(&st, cached);
+  rc = TM_EXIT_OK;
+out:
+  if (e) engine_free(e);
+  free_state(&st);
+  return rc;
+}

@@ -1,0 +1,287 @@
+/* cmd_bench_engine_print: the in-process path's output: the machine, per model
+ * a table (every rate with its ceiling at the same thread count and the
+ * percentage), the decode curve, and conclusions computed from the numbers
+ * (how each phase scaled with cores and why; what fewer bytes per token
+ * bought). --json prints the same as one document. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/records_engine.h"
+#include "cli/bench_engine.h"
+#include "cli/cli.h"
+#include "gguf/ggml_types.h"
+#include "model/ceiling.h"
+#include "util/units.h"
+
+static const char *const CMD = "bench";
+
+static const struct eb_row *find_row(const struct eb_state *s, size_t model, uint32_t threads,
+                                     enum engine_bench_kind kind, uint32_t tokens,
+                                     uint32_t depth) {
+  for (size_t i = 0; i < s->n_rows; i++) {
+    const struct eb_row *r = &s->rows[i];
+    if (r->model == model && r->threads == threads && r->cfg.kind == kind &&
+        r->cfg.tokens == tokens && r->cfg.depth == depth)
+      return r;
+  }
+  return NULL;
+}
+
+static uint32_t first_nonzero(const uint32_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i]) return v[i];
+  return 0;
+}
+
+/* "122.4 ± 3.1" (sd blank with one repetition). */
+static const char *rate_pm(const struct stats_summary *t, char *buf, size_t n) {
+  if (!t->n) snprintf(buf, n, "-");
+  else if (isfinite(t->sd)) snprintf(buf, n, "%.1f +- %.1f", t->mean, t->sd);
+  else snprintf(buf, n, "%.1f", t->mean);
+  return buf;
+}
+
+static const char *pct(double p, char *buf, size_t n) {
+  if (isfinite(p)) snprintf(buf, n, "%.0f%%", p);
+  else snprintf(buf, n, "-");
+  return buf;
+}
+
+static const char *ceil_str(double c, char *buf, size_t n) {
+  if (isfinite(c) && c > 0) snprintf(buf, n, "%.0f", c);
+  else snprintf(buf, n, "-");
+  return buf;
+}
+
+static void print_machine(const struct machine_probe *p, bool cached) {
+  char a[32], b[32];
+  printf("machine: %s, %u cores, %s memory\n", p->info.cpu_model, p->info.cpus,
+         tm_fmt_bytes((double)p->info.memory_bytes, a, sizeof a));
+  printf("flags:  ");
+  for (uint32_t i = 0; i < p->info.n_flags; i++) printf(" %s", p->info.flags[i]);
+  printf("\ntemperatures: %s\n", p->thermal.readable ? "readable (see tokmeter probe)"
+                                                       : "not readable on this machine");
+  printf("memory read:");
+  for (uint32_t t = 1; t <= p->max_threads; t++)
+    printf(" %s (%u thread%s)%s", tm_fmt_bandwidth(p->read_bw_bytes_s[t], a, sizeof a), t,
+           t == 1 ? "" : "s", t < p->max_threads ? "," : "");
+  printf("\ncompute (best): f32 %s", tm_fmt_ops(probe_best_f32(p, NULL), "FLOPS", a, sizeof a));
+  if (probe_best_int8(p, NULL) > 0)
+    printf(", int8 dot %s (%s)", tm_fmt_ops(probe_best_int8(p, NULL), "OPS", b, sizeof b),
+           p->int8_path);
+  printf("\nprobe: %s%s, %s\n", cached ? "cached from " : "measured ", p->measured_at,
+         p->quick ? "QUICK (test mode: figures are not memory bandwidth)" : "full");
+  char warn[400];
+  if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
+}
+
+static void print_curve(const struct eb_row *r) {
+  if (!r || r->n_segments < 2) return;
+  printf("         decode curve (tok/s):");
+  for (size_t i = 0; i < r->n_segments; i++)
+    printf(" %u-%u %.1f%s", r->seg[i].from, r->seg[i].to, r->seg[i].tok_s,
+           i + 1 < r->n_segments ? "," : "");
+  printf("\n");
+}
+
+static void print_model_head(const struct eb_state *s, size_t mi) {
+  const struct eb_model *m = &s->models[mi];
+  char a[32], b[32];
+  printf("\nmodel: %s (%s %s, %s file, %s read per token at depth 0)\n", m->label, m->arch,
+         m->type, tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
+         tm_fmt_bytes_si(m->cost.weight_bytes_per_token + m->cost.state_bytes, b, sizeof b));
+  printf("loaded in %.0f ms (map + first touch of every page; not in any rate); kernels: %s\n",
+         m->info.load_ms, m->kernel_path);
+}
+
+/* One row per thread count, prefill and decode side by side: for one -p, one
+ * -n and one -d (the main job, and the usual -m run). */
+static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, uint32_t n,
+                               uint32_t d) {
+  const struct bench_opts *o = s->o;
+  char h1[32] = "", h2[32] = "";
+  if (p) snprintf(h1, sizeof h1, "prefill pp%u", p);
+  if (n) snprintf(h2, sizeof h2, "decode tg%u", n);
+  if (d) printf("context depth: %u tokens before each run (untimed)\n", d);
+  printf("threads  %-20s %9s %6s    %-20s %9s %6s\n", h1, "ceiling", "%", h2, "ceiling", "%");
+  for (size_t ti = 0; ti < o->n_threads; ti++) {
+    uint32_t t = o->threads[ti];
+    const struct eb_row *pp = p ? find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *tg = n ? find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
+    char a[48] = "", b[16] = "", c[8] = "", x[48] = "", y[16] = "", z[8] = "";
+    if (pp) {
+      rate_pm(&pp->tok_s, a, sizeof a);
+      strncat(a, " tok/s", sizeof a - strlen(a) - 1);
+      ceil_str(pp->ceiling_tok_s, b, sizeof b);
+      pct(pp->percent, c, sizeof c);
+    }
+    if (tg) {
+      rate_pm(&tg->tok_s, x, sizeof x);
+      strncat(x, " tok/s", sizeof x - strlen(x) - 1);
+      ceil_str(tg->ceiling_tok_s, y, sizeof y);
+      pct(tg->percent, z, sizeof z);
+    }
+    printf("%7u  %-20s %9s %6s    %-20s %9s %6s\n", t, a, b, c, x, y, z);
+  }
+  if (n && o->n_threads) print_curve(find_row(s, mi, o->threads[o->n_threads - 1],
+                                              ENGINE_BENCH_TG, n, d));
+  printf("(prefill ceiling: %s compute at that thread count / FLOPs per prompt token; decode "
+         "ceiling: read bandwidth at that thread count / bytes read per token)\n",
+         s->models[mi].int8 ? "int8" : "f32");
+}
+
+/* One row per configuration: for lists of -p / -n / -d. */
+static void print_rows(const struct eb_state *s, size_t mi) {
+  printf("threads  test      depth  %-22s %12s %6s\n", "rate (tok/s)", "ceiling", "%");
+  for (size_t i = 0; i < s->n_rows; i++) {
+    const struct eb_row *r = &s->rows[i];
+    if (r->model != mi) continue;
+    char test[32], a[48], b[16], c[8];
+    printf("%7u  %-8s %6u  %-22s %12s %6s\n", r->threads,
+           engine_bench_test_name(&r->cfg, test, sizeof test), r->cfg.depth,
+           rate_pm(&r->tok_s, a, sizeof a), ceil_str(r->ceiling_tok_s, b, sizeof b),
+           pct(r->percent, c, sizeof c));
+  }
+}
+
+static void conclude(struct eb_state *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void conclude(struct eb_state *s, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  json_array_append_new(s->conclusions, json_string(buf));
+}
+
+static double ratio(const struct eb_row *a, const struct eb_row *b) {
+  if (!a || !b || !a->tok_s.n || !b->tok_s.n || !(a->tok_s.mean > 0)) return NAN;
+  return b->tok_s.mean / a->tok_s.mean;
+}
+
+/* The conclusions, from the first -p, -n and -d. */
+void bench_engine_conclude(struct eb_state *s) {
+  const struct bench_opts *o = s->o;
+  uint32_t p = first_nonzero(o->prompt_tokens, o->n_prompt_tokens);
+  uint32_t n = first_nonzero(o->max_tokens, o->n_max_tokens);
+  uint32_t d = o->depth[0];
+  if (!o->n_threads) return;
+  uint32_t t0 = o->threads[0], t1 = o->threads[o->n_threads - 1];
+  for (size_t mi = 0; mi < s->n_models; mi++) {
+    const char *name = s->models[mi].short_label;
+    const struct eb_row *pp0 = p ? find_row(s, mi, t0, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *pp1 = p ? find_row(s, mi, t1, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *tg0 = n ? find_row(s, mi, t0, ENGINE_BENCH_TG, n, d) : NULL;
+    const struct eb_row *tg1 = n ? find_row(s, mi, t1, ENGINE_BENCH_TG, n, d) : NULL;
+    if (t1 != t0 && pp0 && tg0) {
+      double rp = ratio(pp0, pp1), rd = ratio(tg0, tg1);
+      double rbw = s->probe->read_bw_bytes_s[t1] / s->probe->read_bw_bytes_s[t0];
+      double cores = (double)t1 / t0;
+      const char *why;
+      if (tg1->percent > 100)
+        why = "ABOVE the memory ceiling, so the ceiling is wrong here: the probe's bandwidth "
+              "was low (a busy machine while probing?); run with --reprobe on a quiet machine";
+      else if (rd < 1)
+        why = "more threads made it slower: the machine is busy, or the hand-off between "
+              "threads costs more than it saves";
+      else if (tg1->percent >= 60)
+        why = "it is meeting memory";
+      else if (rd >= 0.85 * cores)
+        why = "it still scales with cores: the kernels, not memory, hold it";
+      else if (rd >= 0.85 * rbw)
+        why = "it follows the bandwidth, but far below the memory ceiling";
+      else
+        why = "neither cores nor bandwidth explain it: overheads hold it";
+      conclude(s,
+               "%s: from %u to %u threads prefill %.2fx, decode %.2fx (read bandwidth %.2fx); "
+               "decode at %.0f%% of its memory ceiling: %s.",
+               name, t0, t1, rp, rd, rbw, tg1->percent, why);
+    }
+    if (pp1 && tg1)
+      conclude(s, "%s at %u thread%s: prefill at %.0f%% of the compute ceiling, decode at "
+               "%.0f%% of the memory ceiling.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
+               tg1->percent);
+  }
+  for (size_t i = 0; i < s->n_rows; i++) {
+    const struct eb_row *r = &s->rows[i];
+    struct ceiling_verdict v;
+    char test[32];
+    if (r->percent > 100 &&
+        ceiling_verdict_make(r->cfg.kind == ENGINE_BENCH_PP ? "prefill" : "decode", r->tok_s.mean,
+                             r->ceiling_tok_s, &v) == 0)
+      conclude(s, "%s %s at %u thread%s: %s", s->models[r->model].short_label,
+               engine_bench_test_name(&r->cfg, test, sizeof test), r->threads,
+               r->threads == 1 ? "" : "s", v.message);
+  }
+  if (s->n_models == 2) {
+    const struct eb_model *a = &s->models[0], *b = &s->models[1];
+    double ba = a->cost.weight_bytes_per_token, bb = b->cost.weight_bytes_per_token;
+    const struct eb_row *pa = p ? find_row(s, 0, t1, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *pb = p ? find_row(s, 1, t1, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *ta = n ? find_row(s, 0, t1, ENGINE_BENCH_TG, n, d) : NULL;
+    const struct eb_row *tb = n ? find_row(s, 1, t1, ENGINE_BENCH_TG, n, d) : NULL;
+    double rd = ratio(tb, ta), rp = ratio(pb, pa);
+    if (ba > 0 && bb > 0)
+      conclude(s,
+               "%s reads %.0f%% fewer bytes per token than %s: decode %+.0f%%, prefill %+.0f%% "
+               "(at %u thread%s; bytes alone would give decode %+.0f%%).",
+               a->short_label, 100.0 * (1 - ba / bb), b->short_label, 100.0 * (rd - 1),
+               100.0 * (rp - 1), t1, t1 == 1 ? "" : "s", 100.0 * (bb / ba - 1));
+  }
+}
+
+void bench_engine_print(struct eb_state *s, bool probe_cached) {
+  const struct bench_opts *o = s->o;
+  printf("tokmeter %s - tokens per second is two numbers\n", TOKMETER_VERSION);
+  print_machine(s->probe, probe_cached);
+  printf("method: in-process (tokmeter's engine), one discarded warm-up then %u timed "
+         "repetition%s per configuration; random prompt tokens; greedy decode ignoring "
+         "end-of-sequence; rates are mean +- sd\n", s->reps, s->reps == 1 ? "" : "s");
+  size_t n_p = 0, n_n = 0;
+  for (size_t i = 0; i < o->n_prompt_tokens; i++) n_p += o->prompt_tokens[i] != 0;
+  for (size_t i = 0; i < o->n_max_tokens; i++) n_n += o->max_tokens[i] != 0;
+  bool side = n_p <= 1 && n_n <= 1 && o->n_depth == 1;
+  for (size_t mi = 0; mi < s->n_models; mi++) {
+    print_model_head(s, mi);
+    if (side)
+      print_side_by_side(s, mi, first_nonzero(o->prompt_tokens, o->n_prompt_tokens),
+                         first_nonzero(o->max_tokens, o->n_max_tokens), o->depth[0]);
+    else
+      print_rows(s, mi);
+  }
+  if (json_array_size(s->conclusions)) printf("\n");
+  for (size_t i = 0; i < json_array_size(s->conclusions); i++)
+    printf("%s\n", json_string_value(json_array_get(s->conclusions, i)));
+  printf("\nrecords: %s (%u timed runs)\n", o->out ? o->out : RECORD_DEFAULT_FILE, s->runs);
+}
+
+void bench_engine_print_json(struct eb_state *s) {
+  json_t *models = json_array();
+  for (size_t i = 0; i < s->n_models; i++) {
+    const struct eb_model *m = &s->models[i];
+    json_array_append_new(
+        models,
+        json_pack("{s:s, s:s, s:s, s:s, s:I, s:f, s:f, s:s, s:s, s:s}", "model", m->label,
+                  "file", m->path, "arch", m->arch, "type", m->type, "file_bytes",
+                  (json_int_t)m->file_bytes, "bytes_per_token",
+                  m->cost.weight_bytes_per_token + m->cost.state_bytes, "load_ms",
+                  m->info.load_ms, "kernel_path", m->kernel_path, "best_cpu_path", m->best_path,
+                  "prefill_compute_path", m->int8 ? "int8" : "f32"));
+  }
+  json_t *root = json_pack("{s:s, s:s, s:s, s:b, s:i, s:o, s:O, s:O}", "tokmeter",
+                           TOKMETER_VERSION, "identity", s->identity, "records_file",
+                           s->o->out ? s->o->out : RECORD_DEFAULT_FILE, "probe_quick",
+                           s->probe->quick, "runs", (int)s->runs, "models", models, "summaries",
+                           s->summaries, "conclusions", s->conclusions);
+  char warn[400];
+  if (root && probe_busy_warning(s->probe, warn, sizeof warn))
+    json_object_set_new(root, "probe_busy_warning", json_string(warn));
+  char *txt = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+  if (txt) printf("%s\n", txt);
+  free(txt);
+  json_decref(root);
+}

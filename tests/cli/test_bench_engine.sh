@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# test_bench_engine: `tokmeter bench -m FILE` in-process on the tiny Qwen3
+# fixture: exit codes, the records (identity, runs with the warm-up flagged,
+# summaries, end) and their figures against each other (rate = tokens / ms,
+# percent = rate / ceiling, ceiling = bandwidth / bytes per token), one row
+# and one summary per combination of -p/-n/-t/-d lists, and bad input (exit 2,
+# one line): flags, a corrupt file, a vocabulary-only file, an architecture the
+# engine does not run.
+set -euo pipefail
+: "${TOKMETER:?TOKMETER must point at the binary}"
+: "${TOKMETER_FIXTURES:?}"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export TOKMETER_CACHE_DIR="$dir/cache"
+export TOKMETER_PROBE_QUICK=1
+fail() { echo "test_bench_engine: FAIL: $*" >&2; exit 1; }
+model="$TOKMETER_FIXTURES/gguf/tiny-qwen3-Q8_0.gguf"
+
+expect_exit() { # expected_code, then the command
+  local want=$1; shift
+  set +e
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
+}
+
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 32 -t 1 -r 2 --out "$dir/r.jsonl"
+grep -q "prefill pp32" "$dir/out" || fail "no pp32 column: $(cat "$dir/out")"
+grep -q "decode tg32" "$dir/out" || fail "no tg32 column"
+grep -q "^      1 " "$dir/out" || fail "no row for 1 thread"
+grep -q "loaded in" "$dir/out" || fail "load time not reported"
+grep -q "decode curve" "$dir/out" || fail "no decode curve"
+python3 - "$dir/r.jsonl" "$model" <<'PY' || fail "record checks (see above)"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [l["record"] for l in lines]
+assert kinds[0] == "identity" and kinds[-1] == "end", kinds
+ident = lines[0]
+assert ident["backend"] == "engine" and ident["target"] == "in-process", ident
+assert ident["model"]["file"] == sys.argv[2] and ident["model"]["type"] == "Q8_0", ident["model"]
+assert ident["settings"]["reps"] == 2 and ident["settings"]["threads"] == [1], ident["settings"]
+runs = [l for l in lines if l["record"] == "run"]
+sums = [l for l in lines if l["record"] == "summary"]
+assert len(runs) == 6, len(runs)          # 2 tests x (1 warm-up + 2 timed)
+assert len(sums) == 2, len(sums)
+for r in runs:
+    assert r["identity"] == ident["id"], r
+    for k in ("backend", "target", "test", "threads", "depth", "tokens", "ms", "rate_tok_s",
+              "ceiling", "percent_of_ceiling", "decode_by_segment", "warmup", "kernel_path"):
+        assert k in r, (k, r)
+    assert r["backend"] == "engine" and r["threads"] == 1 and r["depth"] == 0
+    assert r["tokens"] == 32, r
+    assert r["test"] in ("pp32", "tg32"), r["test"]
+    assert r["ms"] > 0 and r["rate_tok_s"] > 0
+    assert abs(r["rate_tok_s"] - 32000.0 / r["ms"]) <= 1e-3 * r["rate_tok_s"], r
+    c = r["ceiling"]["ceiling_tok_s"]
+    assert abs(r["percent_of_ceiling"] - 100 * r["rate_tok_s"] / c) < 1e-6, r
+    if r["test"] == "tg32":
+        want = r["ceiling"]["read_bandwidth_bytes_s"] / r["ceiling"]["bytes_per_token"]
+        assert abs(c - want) < 1e-6 * want, (c, want)
+        seg = r["decode_by_segment"]
+        assert seg[0]["from"] == 1 and seg[-1]["to"] == 32, seg
+        assert abs(sum(s["ms"] for s in seg) - r["ms"]) < 0.01, (seg, r["ms"])
+    else:
+        assert r["decode_by_segment"] is None
+        assert r["ceiling"]["compute_path"] in ("int8", "f32"), r["ceiling"]
+for test in ("pp32", "tg32"):
+    rs = [r for r in runs if r["test"] == test]
+    assert [r["warmup"] for r in rs] == [True, False, False], rs
+    assert [r["index"] for r in rs] == [None, 0, 1]
+    s = [s for s in sums if s["test"] == test][0]
+    timed = [r["rate_tok_s"] for r in rs if not r["warmup"]]
+    assert s["n"] == 2 and s["rate_tok_s"]["n"] == 2, s
+    assert abs(s["rate_tok_s"]["mean"] - sum(timed) / 2) < 1e-6 * s["rate_tok_s"]["mean"], s
+    assert s["model"]["load_ms"] >= 0, s["model"]
+assert lines[-1]["runs"] == 4, lines[-1]
+PY
+
+# lists: one table row and one summary per combination (threads x depth x test)
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 8,16 -n 4,8 -t 1,2 -d 0,4 -r 1 --out "$dir/l.jsonl"
+rows=$(grep -cE "^ +[12]  (pp|tg)[0-9]+ " "$dir/out" || true)
+[ "$rows" = 16 ] || fail "expected 16 rows for 2x2x2x2, got $rows: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 4,8 -t 1 -d 0,4 -r 1 --json --out "$dir/j.jsonl"
+python3 - "$dir/out" <<'PY' || fail "--json checks"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["summaries"]
+got = sorted((x["test"], x["depth"], x["threads"]) for x in s)
+want = sorted((t, d, 1) for t in ("pp8", "tg4", "tg8") for d in (0, 4))
+assert got == want, got
+for x in s:
+    if x["test"].startswith("tg"):
+        n = int(x["test"][2:])
+        assert x["mean_depth"] == x["depth"] + (n - 1) / 2, x
+assert r["models"][0]["kernel_path"], r["models"]
+assert r["runs"] == 6, r["runs"]
+PY
+
+# bad input: exit 2, one line naming the problem
+printf 'GGUX\3\0\0\0' > "$dir/bad.gguf"
+for args in "-m $dir/bad.gguf" "-m $dir/missing.gguf" \
+            "-m $TOKMETER_FIXTURES/gguf/ggml-vocab-qwen2.gguf"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$TOKMETER" bench $args -t 1 -p 8 -n 4 -r 1 --out "$dir/x.jsonl"
+  [ "$(wc -l < "$dir/err")" = 1 ] || fail "$args: expected one line, got: $(cat "$dir/err")"
+done
+grep -q "no tensors" "$dir/err" || fail "vocab-only file: $(cat "$dir/err")"
+# a real model of an architecture the engine does not run (keys renamed)
+python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d.replace(b'qwen3', b'gemma'))" \
+  "$model" "$dir/gemma.gguf"
+expect_exit 2 "$TOKMETER" bench -m "$dir/gemma.gguf" -t 1 -p 8 -n 4 -r 1 --out "$dir/x.jsonl"
+grep -q "gemma" "$dir/err" || fail "unsupported architecture not named: $(cat "$dir/err")"
+[ "$(wc -l < "$dir/err")" = 1 ] || fail "gemma: expected one line, got: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" bench -m "$model" -p x
+expect_exit 2 "$TOKMETER" bench -m "$model" -d -1
+expect_exit 2 "$TOKMETER" bench -m "$model" -p 0 -n 0
+expect_exit 2 "$TOKMETER" bench -m "$model" -t 0
+expect_exit 2 "$TOKMETER" bench -m "$model" -t 999 -p 8 -n 4 --out "$dir/x.jsonl"
+expect_exit 2 "$TOKMETER" bench -m "$model" -r 0
+expect_exit 2 "$TOKMETER" bench -m "$model" --workload generate
+expect_exit 2 "$TOKMETER" bench -m "$model" -p 100000 -n 4 -t 1 --out "$dir/x.jsonl"
+grep -q "exceeds" "$dir/err" || fail "too long a run: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -d 4
+echo "test_bench_engine: ok"

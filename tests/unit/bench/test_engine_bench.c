@@ -1,0 +1,269 @@
+/* test_engine_bench: the in-process method (engine_bench.h) on the tiny Qwen3
+ * fixture, and its records (records_engine.h): token counts exact, warm-up
+ * excluded, rates equal to tokens / measured time, the decode curve covering
+ * the run, depth prefilled before the timed part, capacity checked. */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "bench/engine_bench.h"
+#include "bench/records_engine.h"
+#include "engine/engine.h"
+#include "tm_test.h"
+
+static struct engine *load_tiny(uint32_t n_ctx) {
+  struct engine_options o;
+  engine_options_init(&o);
+  o.n_threads = 1;
+  o.n_ctx = n_ctx;
+  o.max_batch = 64;
+  struct tm_err err = {{0}};
+  struct engine *e = engine_load(tm_fixture("gguf/tiny-qwen3-Q8_0.gguf"), &o, &err);
+  CHECK_MSG(e != NULL, "engine_load: %s", err.msg);
+  return e;
+}
+
+static void test_segments(void) {
+  struct engine_bench_segment s[ENGINE_BENCH_MAX_SEGMENTS];
+  size_t n = engine_bench_segments(128, s);
+  CHECK_EQ_INT(n, 3);
+  CHECK_EQ_INT(s[0].from, 1);
+  CHECK_EQ_INT(s[0].to, 32);
+  CHECK_EQ_INT(s[1].from, 33);
+  CHECK_EQ_INT(s[1].to, 64);
+  CHECK_EQ_INT(s[2].from, 65);
+  CHECK_EQ_INT(s[2].to, 128);
+  n = engine_bench_segments(100, s);
+  CHECK_EQ_INT(n, 3);
+  CHECK_EQ_INT(s[2].to, 100);
+  n = engine_bench_segments(32, s);
+  CHECK_EQ_INT(n, 2);
+  CHECK_EQ_INT(s[0].to, 16);
+  CHECK_EQ_INT(s[1].from, 17);
+  CHECK_EQ_INT(s[1].to, 32);
+  n = engine_bench_segments(3, s);
+  CHECK_EQ_INT(n, 1);
+  CHECK_EQ_INT(s[0].to, 3);
+  CHECK_EQ_INT(engine_bench_segments(0, s), 0);
+  /* Every length: contiguous, from 1 to n, within the limit. */
+  for (uint32_t len = 1; len < 5000; len += 7) {
+    n = engine_bench_segments(len, s);
+    CHECK(n >= 1 && n <= ENGINE_BENCH_MAX_SEGMENTS);
+    uint32_t next = 1;
+    for (size_t i = 0; i < n; i++) {
+      CHECK_EQ_INT(s[i].from, next);
+      CHECK(s[i].to >= s[i].from);
+      next = s[i].to + 1;
+    }
+    CHECK_EQ_INT(next, len + 1);
+  }
+  /* Very long runs: the last segment absorbs the rest. */
+  n = engine_bench_segments(4000000, s);
+  CHECK_EQ_INT(n, ENGINE_BENCH_MAX_SEGMENTS);
+  CHECK_EQ_INT(s[n - 1].to, 4000000);
+  char name[16];
+  struct engine_bench_config c = {.kind = ENGINE_BENCH_PP, .tokens = 512};
+  CHECK_STR(engine_bench_test_name(&c, name, sizeof name), "pp512");
+  c.kind = ENGINE_BENCH_TG;
+  c.tokens = 128;
+  CHECK_STR(engine_bench_test_name(&c, name, sizeof name), "tg128");
+}
+
+struct seen {
+  uint32_t calls, warm_calls;
+  uint32_t last_total;
+  bool warm_first_ok;
+};
+
+static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32_t total,
+                   const struct engine_bench_rep *rep, void *ctx) {
+  struct seen *s = ctx;
+  if (index == 0) s->warm_first_ok = rep->warmup;
+  if (rep->warmup) s->warm_calls++;
+  s->calls++;
+  s->last_total = total;
+  (void)cfg;
+}
+
+/* Rates are tokens / measured time, and the summary is over the timed reps. */
+static void check_consistent(const struct engine_bench_result *r, uint32_t tokens) {
+  double sum = 0;
+  for (size_t i = 0; i < r->n_reps; i++) {
+    const struct engine_bench_rep *p = &r->reps[i];
+    CHECK(!p->warmup);
+    CHECK_EQ_INT(p->tokens, tokens);
+    CHECK(p->ms > 0);
+    CHECK(p->tok_s > 0);
+    CHECK_NEAR(p->tok_s, tokens * 1000.0 / p->ms, 1e-9 * p->tok_s);
+    sum += p->tok_s;
+  }
+  CHECK_EQ_INT(r->tok_s.n, r->n_reps);
+  CHECK_NEAR(r->tok_s.mean, sum / (double)r->n_reps, 1e-9 * r->tok_s.mean);
+  CHECK(r->tok_s.min <= r->tok_s.mean && r->tok_s.mean <= r->tok_s.max);
+  CHECK(r->warmup.warmup);
+  CHECK_EQ_INT(r->warmup.tokens, tokens);
+}
+
+static void test_pp(void) {
+  struct engine *e = load_tiny(256);
+  if (!e) return;
+  struct engine_bench_config c = {.kind = ENGINE_BENCH_PP, .tokens = 40, .depth = 0, .reps = 3,
+                                  .max_batch = 64, .seed = 5};
+  struct engine_bench_result r;
+  struct seen s = {0};
+  struct tm_err err = {{0}};
+  CHECK_MSG(engine_bench_run(e, &c, on_rep, &s, &r, &err) == 0, "%s", err.msg);
+  CHECK_EQ_INT(r.n_reps, 3);
+  CHECK_EQ_INT(s.calls, 4); /* warmups 0 is taken as 1, and it came first */
+  CHECK_EQ_INT(s.warm_calls, 1);
+  CHECK(s.warm_first_ok);
+  CHECK_EQ_INT(s.last_total, 4);
+  check_consistent(&r, 40);
+  CHECK_EQ_INT(r.n_segments, 0);
+  CHECK_EQ_INT(r.reps[0].n_segments, 0);
+  CHECK_NEAR(r.mean_depth, 20.0, 1e-12);
+  /* Exactly 40 tokens went into the cache of the last repetition. */
+  CHECK_EQ_INT(engine_n_past(e), 40);
+  engine_bench_result_free(&r);
+
+  /* A prompt longer than max_batch runs in chunks: still exact. */
+  c.tokens = 150;
+  c.max_batch = 64;
+  c.reps = 1;
+  c.warmups = 2;
+  memset(&s, 0, sizeof s);
+  CHECK_MSG(engine_bench_run(e, &c, on_rep, &s, &r, &err) == 0, "%s", err.msg);
+  CHECK_EQ_INT(s.warm_calls, 2);
+  CHECK_EQ_INT(r.n_reps, 1);
+  check_consistent(&r, 150);
+  CHECK_EQ_INT(engine_n_past(e), 150);
+  engine_bench_result_free(&r);
+  engine_free(e);
+}
+
+static void test_tg_and_depth(void) {
+  struct engine *e = load_tiny(256);
+  if (!e) return;
+  struct engine_bench_config c = {.kind = ENGINE_BENCH_TG, .tokens = 48, .depth = 0, .reps = 2,
+                                  .seed = 9};
+  struct engine_bench_result r;
+  struct tm_err err = {{0}};
+  CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+  check_consistent(&r, 48);
+  CHECK_EQ_INT(engine_n_past(e), 48); /* no early stop: every step ran */
+  /* The curve: 1-32, 33-48, covering the run; segment times add up to it. */
+  CHECK_EQ_INT(r.n_segments, 2);
+  CHECK_EQ_INT(r.seg[0].from, 1);
+  CHECK_EQ_INT(r.seg[1].to, 48);
+  for (size_t i = 0; i < r.n_reps; i++) {
+    const struct engine_bench_rep *p = &r.reps[i];
+    CHECK_EQ_INT(p->n_segments, 2);
+    double ms = 0;
+    for (size_t k = 0; k < p->n_segments; k++) {
+      ms += p->seg[k].ms;
+      CHECK_NEAR(p->seg[k].tok_s, (p->seg[k].to - p->seg[k].from + 1) * 1000.0 / p->seg[k].ms,
+                 1e-9 * p->seg[k].tok_s);
+    }
+    CHECK_NEAR(ms, p->ms, 1e-9 * p->ms);
+  }
+  for (size_t k = 0; k < r.n_segments; k++) {
+    double mean = 0;
+    for (size_t i = 0; i < r.n_reps; i++) mean += r.reps[i].seg[k].tok_s;
+    CHECK_NEAR(r.seg[k].tok_s, mean / (double)r.n_reps, 1e-9 * r.seg[k].tok_s);
+  }
+  CHECK_NEAR(r.mean_depth, 23.5, 1e-12);
+  engine_bench_result_free(&r);
+
+  /* Depth: 100 tokens of context first (untimed), then 20 decode steps. */
+  c.depth = 100;
+  c.tokens = 20;
+  c.reps = 1;
+  CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+  check_consistent(&r, 20);
+  CHECK_EQ_INT(engine_n_past(e), 120);
+  CHECK_NEAR(r.mean_depth, 109.5, 1e-12);
+  engine_bench_result_free(&r);
+
+  /* Too deep for the cache: refused before running, naming the capacity. */
+  c.depth = 250;
+  c.tokens = 10;
+  CHECK(engine_bench_run(e, &c, NULL, NULL, &r, &err) == -1);
+  CHECK_MSG(strstr(err.msg, "KV capacity") != NULL, "%s", err.msg);
+  engine_bench_result_free(&r);
+  c.depth = 0;
+  c.reps = 0;
+  CHECK(engine_bench_run(e, &c, NULL, NULL, &r, &err) == -1);
+  engine_bench_result_free(&r);
+  engine_free(e);
+}
+
+static void test_records(void) {
+  struct engine *e = load_tiny(128);
+  if (!e) return;
+  struct engine_bench_config c = {.kind = ENGINE_BENCH_TG, .tokens = 40, .depth = 4, .reps = 2,
+                                  .seed = 3};
+  struct engine_bench_result r;
+  struct tm_err err = {{0}};
+  CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+  struct record_engine_in in = {.identity = "abc", .model_file = "m.gguf", .arch = "qwen3",
+                                .type = "Q8_0", .kernel_path = "scalar", .load_ms = 12.5,
+                                .ceiling_tok_s = 2 * r.tok_s.mean,
+                                .read_bandwidth_bytes_s = 1e10, .bytes_per_token = 5e9 / r.tok_s.mean,
+                                .compute_ops_s = NAN, .flops_per_token = NAN};
+  json_t *run = record_engine_run_build(&in, &c, 1, 0, &r.reps[0]);
+  CHECK(run != NULL);
+  if (run) {
+    CHECK_STR(json_string_value(json_object_get(run, "record")), "run");
+    CHECK_STR(json_string_value(json_object_get(run, "backend")), "engine");
+    CHECK_STR(json_string_value(json_object_get(run, "target")), "in-process");
+    CHECK_STR(json_string_value(json_object_get(run, "test")), "tg40");
+    CHECK_EQ_INT(json_integer_value(json_object_get(run, "threads")), 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(run, "depth")), 4);
+    CHECK_EQ_INT(json_integer_value(json_object_get(run, "tokens")), 40);
+    CHECK(json_is_false(json_object_get(run, "warmup")));
+    CHECK_NEAR(json_real_value(json_object_get(run, "ms")), r.reps[0].ms, 1e-3);
+    CHECK_NEAR(json_real_value(json_object_get(run, "rate_tok_s")), r.reps[0].tok_s, 1e-9);
+    json_t *ce = json_object_get(run, "ceiling");
+    CHECK_NEAR(json_real_value(json_object_get(ce, "ceiling_tok_s")), 2 * r.tok_s.mean, 1e-9);
+    CHECK_NEAR(json_real_value(json_object_get(run, "percent_of_ceiling")),
+               100.0 * r.reps[0].tok_s / (2 * r.tok_s.mean), 1e-9);
+    json_t *seg = json_object_get(run, "decode_by_segment");
+    CHECK_EQ_INT(json_array_size(seg), 2);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(seg, 1), "to")), 40);
+    json_decref(run);
+  }
+  json_t *warm = record_engine_run_build(&in, &c, 1, -1, &r.warmup);
+  CHECK(warm && json_is_true(json_object_get(warm, "warmup")) &&
+        json_is_null(json_object_get(warm, "index")));
+  json_decref(warm);
+  json_t *sum = record_engine_summary_build(&in, &r);
+  CHECK(sum != NULL);
+  if (sum) {
+    CHECK_STR(json_string_value(json_object_get(sum, "record")), "summary");
+    CHECK_EQ_INT(json_integer_value(json_object_get(sum, "n")), 2);
+    json_t *rate = json_object_get(sum, "rate_tok_s");
+    CHECK_NEAR(json_real_value(json_object_get(rate, "mean")), r.tok_s.mean, 1e-9);
+    CHECK_NEAR(json_real_value(json_object_get(sum, "percent_of_ceiling")), 50.0, 1e-9);
+    CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "model"), "load_ms")), 12.5,
+               1e-9);
+    json_decref(sum);
+  }
+  /* pp: no curve (null), ceiling basis is compute. */
+  struct engine_bench_config pc = {.kind = ENGINE_BENCH_PP, .tokens = 16, .reps = 1};
+  struct engine_bench_rep rep = {.tokens = 16, .ms = 2.0, .tok_s = 8000.0};
+  in.ceiling_tok_s = NAN;
+  json_t *pr = record_engine_run_build(&in, &pc, 2, 0, &rep);
+  CHECK(pr && json_is_null(json_object_get(pr, "decode_by_segment")) &&
+        json_is_null(json_object_get(pr, "ceiling")) &&
+        json_is_null(json_object_get(pr, "percent_of_ceiling")));
+  CHECK_STR(json_string_value(json_object_get(pr, "test")), "pp16");
+  json_decref(pr);
+  engine_bench_result_free(&r);
+  engine_free(e);
+}
+
+void tm_run_tests(void) {
+  TM_RUN(test_segments);
+  TM_RUN(test_pp);
+  TM_RUN(test_tg_and_depth);
+  TM_RUN(test_records);
+}
