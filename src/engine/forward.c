@@ -3,7 +3,8 @@
  * with the parallel building blocks above it.
  *
  * Threads: every matrix product is one tpool_run over chunks of output rows
- * handed out by an atomic counter; several matrices that read the same input
+ * (each thread streams its own contiguous region first, then helps with the
+ * others' leftovers: see mm_job); several matrices that read the same input
  * (Q/K/V, gate/up, all active experts) share one run. Chunk sizes depend only
  * on the matrix, never on the thread count, and each output element is computed
  * by one kernel call over the whole row, so 1 and N threads give bit-identical
@@ -22,44 +23,75 @@
 /* ----------------------------------------------------- matrix products -- */
 
 
+/* Work split of one parallel matrix job: the chunk index space [0, total) is
+ * cut into one contiguous region per thread; a thread takes its own region's
+ * chunks in address order (its weight reads form one sequential stream, which
+ * the hardware and software prefetchers follow across chunk boundaries), then
+ * takes what is left of the other regions (the busy thread's tail), so a
+ * thread slowed by other load on the machine is not waited for. Every chunk is
+ * taken exactly once (fetch_add on the region's counter, checked against the
+ * region's end) and computed the same way whoever takes it, so results do not
+ * depend on the thread count. */
+#define MM_MAX_REGIONS 64
+
+struct mm_region {
+  alignas(64) atomic_long next; /* next chunk of this region: alone on its cache line */
+  long end;
+};
+
 struct mm_job {
-  alignas(64) atomic_long next; /* next chunk to take: alone on its cache line */
   alignas(64) const struct kernel_ops *ops;
   struct mm_item *items;
   int n_items;
+  int n_regions;
   int64_t total_chunks;
+  struct mm_region region[MM_MAX_REGIONS];
 };
 
 /* About 32 KiB of weights per chunk (a multiple of 16 rows): big enough that
  * the atomic hand-out is noise, small enough to balance two threads on a
  * 128-row matrix. Depends on the matrix only (determinism across threads). */
+/* -DMM_CHUNK_BYTES=... for experiments: 128 KiB was within the noise of
+ * 32 KiB for decode (2026-11-29, Q4_0 0.6B), and coarser chunks balance worse. */
+#ifndef MM_CHUNK_BYTES
+#define MM_CHUNK_BYTES 32768
+#endif
 static int64_t chunk_rows_for(const struct mat *w) {
-  int64_t r = (int64_t)(32768 / (w->row_bytes ? w->row_bytes : 1));
+  int64_t r = (int64_t)(MM_CHUNK_BYTES / (w->row_bytes ? w->row_bytes : 1));
   r = (r + 15) / 16 * 16;
   if (r < 16) r = 16;
   return r;
 }
 
+static void mm_chunk(const struct mm_job *job, long c) {
+  /* The item holding chunk c: items are few (<= 2 * n_expert), in chunk order. */
+  int i = 0;
+  while (i + 1 < job->n_items && c >= job->items[i + 1].first_chunk) i++;
+  const struct mm_item *it = &job->items[i];
+  int64_t r0 = (c - it->first_chunk) * it->chunk_rows;
+  int64_t r1 = r0 + it->chunk_rows;
+  if (r1 > it->w->rows) r1 = it->w->rows;
+  job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
+                              it->a_stride, it->ncols, it->out, it->out_stride);
+}
+
 static void mm_worker(void *ctx, int ith, int nth) {
   struct mm_job *job = ctx;
-  int i = 0; /* chunks arrive in increasing order: the item cursor only moves forward */
-  for (;;) {
-    long c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
-    if (c >= job->total_chunks) return;
-    while (i + 1 < job->n_items && c >= job->items[i + 1].first_chunk) i++;
-    const struct mm_item *it = &job->items[i];
-    int64_t r0 = (c - it->first_chunk) * it->chunk_rows;
-    int64_t r1 = r0 + it->chunk_rows;
-    if (r1 > it->w->rows) r1 = it->w->rows;
-    job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
-                                it->a_stride, it->ncols, it->out, it->out_stride);
+  (void)nth;
+  int nr = job->n_regions;
+  for (int k = 0; k < nr; k++) {
+    struct mm_region *rg = &job->region[(ith + k) % nr];
+    for (;;) {
+      long c = atomic_fetch_add_explicit(&rg->next, 1, memory_order_relaxed);
+      if (c >= rg->end) break;
+      mm_chunk(job, c);
+    }
   }
 }
 
 /* Runs items[0..n) as one parallel job. Each item's act/a_stride is set. */
 static void mm_run(struct engine *e, struct mm_item *items, int n) {
   struct mm_job job;
-  atomic_init(&job.next, 0);
   job.ops = e->ops;
   job.items = items;
   job.n_items = n;
@@ -70,6 +102,14 @@ static void mm_run(struct engine *e, struct mm_item *items, int n) {
     total += (items[i].w->rows + items[i].chunk_rows - 1) / items[i].chunk_rows;
   }
   job.total_chunks = total;
+  int nth = tpool_threads(e->pool);
+  int nr = nth < MM_MAX_REGIONS ? nth : MM_MAX_REGIONS;
+  if (nr > total) nr = (int)(total > 0 ? total : 1);
+  job.n_regions = nr;
+  for (int k = 0; k < nr; k++) {
+    atomic_init(&job.region[k].next, (long)(total * k / nr));
+    job.region[k].end = (long)(total * (k + 1) / nr);
+  }
   tpool_run(e->pool, mm_worker, &job);
 }
 

@@ -3,15 +3,23 @@
  *
  * KERNEL_AVX512 (F/BW/VL) specialises: gemm F32, F16 (16-wide FMA, masked
  * tails), Q4_K and Q6_K (512-bit maddubs/madd: one 64-element chunk per
- * instruction). Everything else is the AVX2 path's function (the table is a
- * copy of the AVX2 one), including the quantizers and f16 helpers.
+ * instruction; decode Q6_K, the usual output head, by gemv_q6_k_512 with two
+ * interleaved row streams); the attention helpers dot_f16_f32, scale_f16, mad_f16 (16
+ * wide, masked tails; scale/mad give the AVX2 path's bits). Everything else
+ * is the AVX2 path's function (the table is a copy of the AVX2 one),
+ * including the quantizers.
  *
  * KERNEL_AVX512_VNNI adds vpdpbusd (u8 x s8 -> i32, no i16 intermediate)
  * for the 32-element block types: gemm Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (256-bit
  * VL form, one block per instruction). Q4_0/Q5_0 weights go in unsigned
  * (0..15 / 0..31) and the -8 / -16 offset is applied per block in float as
  * -8 d_w s_a, s_a = d_a sum(q_a) (the act_q8 s field). Q8_0 weights are
- * signed, so the dot is dpbusd(|w|, sign(a, w)). K-quants keep the AVX512
+ * signed, so the dot is dpbusd(|w|, sign(a, w)). Q4_0 and Q8_0 have two
+ * faster kernels in front of those (gemm_q4_0_vnni_fast, gemm_q8_0_vnni_fast):
+ * decode (ncols = 1) does two blocks per 512-bit vpdpbusd against an
+ * activation row repacked once per call, and prefill (ncols > 1) transposes
+ * 16-row weight panels once so one vpdpbusd serves 16 rows x 4 weights for a
+ * broadcast activation column (see those sections). K-quants keep the AVX512
  * entries (their 6-bit sub-block scales need the i16 madd step anyway).
  * BF16, Q5_K on these paths: the AVX2 / scalar functions. */
 #include "engine/kernels_x86.h"
@@ -69,6 +77,46 @@ AVX512_INLINE float hsum256(__m256 v) {
 
 FLOAT_TILE16(tile_f32_512, LOAD16_F32, float)
 FLOAT_TILE16(tile_f16_512, LOAD16_F16, uint16_t)
+
+/* ---- attention helpers, 16 wide with masked tails ------------------------ */
+
+/* Same per-element operations as kernels_avx2.c's (one fused multiply-add,
+ * conversions rounding to nearest even), so scale_f16 / mad_f16 give the
+ * same bits as the AVX2 path; dot_f16_f32 only sums in a different order. */
+AVX512 static float avx512_dot_f16_f32(const uint16_t *k, const float *q, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_fmadd_ps(LOAD16_F16(k + i, 0xFFFF), _mm512_loadu_ps(q + i), a0);
+    a1 = _mm512_fmadd_ps(LOAD16_F16(k + i + 16, 0xFFFF), _mm512_loadu_ps(q + i + 16), a1);
+  }
+  for (; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    a0 = _mm512_fmadd_ps(LOAD16_F16(k + i, m), _mm512_maskz_loadu_ps(m, q + i), a0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+AVX512 static void avx512_scale_f16(uint16_t *y, float a, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(y + i, m,
+                             _mm512_cvtps_ph(_mm512_mul_ps(LOAD16_F16(y + i, m), va),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+}
+
+AVX512 static void avx512_mad_f16(uint16_t *y, float a, const uint16_t *v, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(
+        y + i, m,
+        _mm512_cvtps_ph(_mm512_fmadd_ps(LOAD16_F16(v + i, m), va, LOAD16_F16(y + i, m)),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+}
 
 /* ---- K-quants, 512-bit maddubs ------------------------------------------ */
 
@@ -168,10 +216,77 @@ AVX512_INLINE void tile_q6_k_512(int64_t n, const uint8_t *wr, const uint8_t *a,
   for (int c = 0; c < nc; c++) o[c * os] = hsum256(acc[c]);
 }
 
+/* Decode (ncols = 1) Q6_K: the same per-block operations as tile_q6_k_512
+ * with nc = 1 (same bits), rows in two interleaved streams as the VNNI
+ * decode kernels (see gemv_q4_0_vnni): this is the output head's kernel. */
+AVX512_INLINE void q6_block(const struct block_q6_k *wb, const struct act_q8k *x, __m256 *acc) {
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  const __m512i idx = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
+                                       1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  PREFETCH_W(wb, sizeof *wb);
+  float d = _cvtsh_ss(wb->d);
+  __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wb->scales));
+  __m512i sc512 = _mm512_castsi256_si512(sc16);
+  __m512i sumi = _mm512_setzero_si512();
+  for (int h = 0; h < 2; h++) {
+    __m512i ql = _mm512_loadu_si512(wb->ql + 64 * h);
+    __m256i qh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
+    __m512i qha = join256(_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2));
+    __m512i qhb = join256(qh, _mm256_srli_epi16(qh, 2));
+    __m512i q0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(qha, m30));
+    __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                 _mm512_and_si512(qhb, m30));
+    __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h))), sc512);
+    __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
+    sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(_mm512_maddubs_epi16(q0, _mm512_loadu_si512(x->q + 128 * h)), s0));
+    sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(_mm512_maddubs_epi16(q1, _mm512_loadu_si512(x->q + 128 * h + 64)), s1));
+  }
+  __m256i s256 = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+  __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), sc16);
+  s256 = _mm256_sub_epi32(s256, _mm256_slli_epi32(off, 5));
+  *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s256), _mm256_set1_ps(d * x->d), *acc);
+}
+
+AVX512 static void gemv_q6_k_512(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                                 int64_t r1, const struct act_q8k *x, float *out) {
+  const int64_t nb = n / QK_K;
+#ifdef KERNEL_ONE_STREAM
+  const int64_t half = 0;
+#else
+  const int64_t half = (r1 - r0) / 2;
+#endif
+  for (int64_t i = 0; i < half; i++) {
+    const struct block_q6_k *wa = (const struct block_q6_k *)(w + (size_t)(r0 + i) * w_stride);
+    const struct block_q6_k *wb = (const struct block_q6_k *)(w + (size_t)(r0 + half + i) * w_stride);
+    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+      q6_block(&wa[k], &x[k], &a);
+      q6_block(&wb[k], &x[k], &b);
+    }
+    out[r0 + i] = hsum256(a);
+    out[r0 + half + i] = hsum256(b);
+  }
+  for (int64_t r = r0 + 2 * half; r < r1; r++) {
+    const struct block_q6_k *wr = (const struct block_q6_k *)(w + (size_t)r * w_stride);
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) q6_block(&wr[k], &x[k], &a);
+    out[r] = hsum256(a);
+  }
+}
+
 DEFINE_X86_GEMM(AVX512, gemm_f32_512, tile_f32_512)
 DEFINE_X86_GEMM(AVX512, gemm_f16_512, tile_f16_512)
 DEFINE_X86_GEMM(AVX512, gemm_q4_k_512, tile_q4_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
+
+AVX512 static void gemm_q6_k_512_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                      int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                      float *out, int64_t out_stride) {
+  if (ncols == 1)
+    gemv_q6_k_512(n, w, w_stride, r0, r1, a, out);
+  else
+    gemm_q6_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
 
 /* ---- VNNI: 32-element blocks -------------------------------------------- */
 
@@ -308,87 +423,157 @@ VNNI_INLINE void vnni_repack(const struct act_q8 *x, int64_t nb, int q4, float o
   }
 }
 
-VNNI static void gemv_q4_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const struct act_q8 *x, float *out) {
-  const int64_t nb = n / 32, np = nb / 2;
-  alignas(64) struct vnni_pair pa[VNNI_DECODE_MAX_PAIRS];
-  vnni_repack(x, nb, 1, -8.0f, pa);
+/* One group of four Q4_0 pairs (8 blocks, 144 bytes at g) of a row: their 8
+ * fp16 scales (words 0, 9, .., 63 of the group's first 128 bytes) converted
+ * with one permute and one cvtph. */
+VNNI_INLINE void q4_group(const uint8_t *g, const struct vnni_pair *pp, __m512 *acc0,
+                          __m512 *acc1) {
   const __m512i m4 = _mm512_set1_epi8(15);
   const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
-  for (int64_t r = r0; r < r1; r++) {
-    const uint8_t *wr = w + (size_t)r * w_stride;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int64_t p = 0;
-    for (; p < np; p++) {
-      const uint8_t *base = wr + 36 * p;
-      PREFETCH_W(base, 1);
-      __m256i v = _mm256_loadu2_m128i((const __m128i *)(base + 20), (const __m128i *)(base + 2));
-      __m512i wq = _mm512_and_si512(
-          _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
-      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pa[p].q);
-      uint16_t d0, d1;
-      memcpy(&d0, base, 2);
-      memcpy(&d1, base + 18, 2);
-      __m512 dw = _mm512_permutexvar_ps(
-          didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)))));
-      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
-      if (p & 1) acc1 = _mm512_fmadd_ps(t, dw, acc1);
-      else acc0 = _mm512_fmadd_ps(t, dw, acc0);
-    }
-    if (nb & 1) {
-      const uint8_t *base = wr + 36 * p;
-      __m256i v = _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(base + 2)));
-      __m512i wq = _mm512_and_si512(
-          _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
-      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pa[p].q);
-      uint16_t d0;
-      memcpy(&d0, base, 2);
-      __m512 dw = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d0))));
-      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
-      acc0 = _mm512_fmadd_ps(t, dw, acc0);
-    }
-    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  const __m512i d8idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                         0, 0, 0, 0, 0, 63, 54, 45, 36, 27, 18, 9, 0);
+  PREFETCH_W(g, 144);
+  __m512i h = _mm512_permutex2var_epi16(_mm512_loadu_si512(g), d8idx, _mm512_loadu_si512(g + 64));
+  __m512 d8 = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm512_castsi512_si128(h)));
+  for (int j = 0; j < 4; j++) {
+    const uint8_t *base = g + 36 * j;
+    __m256i v = _mm256_loadu2_m128i((const __m128i *)(base + 20), (const __m128i *)(base + 2));
+    __m512i wq = _mm512_and_si512(
+        _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+    __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pp[j].q);
+    __m512 dw = _mm512_permutexvar_ps(_mm512_add_epi32(didx, _mm512_set1_epi32(2 * j)), d8);
+    __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pp[j].da, pp[j].ns);
+    if (j & 1) *acc1 = _mm512_fmadd_ps(t, dw, *acc1);
+    else *acc0 = _mm512_fmadd_ps(t, dw, *acc0);
   }
 }
 
+/* The pairs from p on (fewer than four) and an odd last block, then the sum. */
+VNNI_INLINE float q4_finish(const uint8_t *wr, int64_t p, int64_t np, int64_t nb,
+                            const struct vnni_pair *pa, __m512 acc0, __m512 acc1) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+  for (; p < np; p++) {
+    const uint8_t *base = wr + 36 * p;
+    PREFETCH_W(base, 1);
+    __m256i v = _mm256_loadu2_m128i((const __m128i *)(base + 20), (const __m128i *)(base + 2));
+    __m512i wq = _mm512_and_si512(
+        _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+    __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pa[p].q);
+    uint16_t d0, d1;
+    memcpy(&d0, base, 2);
+    memcpy(&d1, base + 18, 2);
+    __m512 dw = _mm512_permutexvar_ps(
+        didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)))));
+    __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
+    if (p & 1) acc1 = _mm512_fmadd_ps(t, dw, acc1);
+    else acc0 = _mm512_fmadd_ps(t, dw, acc0);
+  }
+  if (nb & 1) {
+    const uint8_t *base = wr + 36 * p;
+    __m256i v = _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(base + 2)));
+    __m512i wq = _mm512_and_si512(
+        _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+    __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pa[p].q);
+    uint16_t d0;
+    memcpy(&d0, base, 2);
+    __m512 dw = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d0))));
+    __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
+    acc0 = _mm512_fmadd_ps(t, dw, acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+/* Rows go in two interleaved streams (rows r and r + half of the range), so
+ * a thread has two sequential weight streams in flight: on 4 KiB pages the
+ * hardware prefetcher restarts at every page, and two streams keep more
+ * misses outstanding. Each row's operations are the same either way (same
+ * bits whatever the range). */
+VNNI static void gemv_q4_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const struct act_q8 *x, float *out) {
+  const int64_t nb = n / 32, np = nb / 2, ng = np / 4;
+  alignas(64) struct vnni_pair pa[VNNI_DECODE_MAX_PAIRS];
+  vnni_repack(x, nb, 1, -8.0f, pa);
+#ifdef KERNEL_ONE_STREAM
+  const int64_t half = 0;
+#else
+  const int64_t half = (r1 - r0) / 2;
+#endif
+  for (int64_t i = 0; i < half; i++) {
+    const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = w + (size_t)(r0 + half + i) * w_stride;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+    for (int64_t gi = 0; gi < ng; gi++) {
+      q4_group(wa + 144 * gi, pa + 4 * gi, &a0, &a1);
+      q4_group(wb + 144 * gi, pa + 4 * gi, &b0, &b1);
+    }
+    out[r0 + i] = q4_finish(wa, 4 * ng, np, nb, pa, a0, a1);
+    out[r0 + half + i] = q4_finish(wb, 4 * ng, np, nb, pa, b0, b1);
+  }
+  for (int64_t r = r0 + 2 * half; r < r1; r++) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int64_t gi = 0; gi < ng; gi++) q4_group(wr + 144 * gi, pa + 4 * gi, &acc0, &acc1);
+    out[r] = q4_finish(wr, 4 * ng, np, nb, pa, acc0, acc1);
+  }
+}
+
+/* Pair p of a Q8_0 row (two 34-byte blocks at base); one = 0 for an odd
+ * last block alone (its missing second half becomes 0x80 ^ 0x80 = 0). */
+VNNI_INLINE void q8_pair(const uint8_t *base, const struct vnni_pair *pp, int two, __m512 *acc) {
+  const __m512i sgn = _mm512_set1_epi8((char)0x80);
+  const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(base + 36)) : _mm256_set1_epi8((char)0x80);
+  __m512i v = _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(base + 2))), hi, 1);
+  __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(v, sgn), pp->q);
+  uint16_t d0, d1 = 0;
+  memcpy(&d0, base, 2);
+  if (two) memcpy(&d1, base + 34, 2);
+  __m512 dw = _mm512_permutexvar_ps(
+      didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)))));
+  __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pp->da, pp->ns);
+  *acc = _mm512_fmadd_ps(t, dw, *acc);
+}
+
+/* Two interleaved row streams, as gemv_q4_0_vnni. */
 VNNI static void gemv_q8_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const struct act_q8 *x, float *out) {
   const int64_t nb = n / 32, np = nb / 2;
   alignas(64) struct vnni_pair pa[VNNI_DECODE_MAX_PAIRS];
   vnni_repack(x, nb, 0, -128.0f, pa);
-  const __m512i sgn = _mm512_set1_epi8((char)0x80);
-  const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  for (int64_t r = r0; r < r1; r++) {
-    const uint8_t *wr = w + (size_t)r * w_stride;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+#ifdef KERNEL_ONE_STREAM
+  const int64_t half = 0;
+#else
+  const int64_t half = (r1 - r0) / 2;
+#endif
+  for (int64_t i = 0; i < half; i++) {
+    const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = w + (size_t)(r0 + half + i) * w_stride;
+    __m512 a[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, b[2] = {a[0], a[0]};
     int64_t p = 0;
     for (; p < np; p++) {
-      const uint8_t *base = wr + 68 * p;
-      PREFETCH_W(base, 65);
-      __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(base + 2))),
-                                     _mm256_loadu_si256((const __m256i *)(base + 36)), 1);
-      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(v, sgn), pa[p].q);
-      uint16_t d0, d1;
-      memcpy(&d0, base, 2);
-      memcpy(&d1, base + 34, 2);
-      __m512 dw = _mm512_permutexvar_ps(
-          didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)))));
-      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
-      if (p & 1) acc1 = _mm512_fmadd_ps(t, dw, acc1);
-      else acc0 = _mm512_fmadd_ps(t, dw, acc0);
+      PREFETCH_W(wa + 68 * p, 65);
+      PREFETCH_W(wb + 68 * p, 65);
+      q8_pair(wa + 68 * p, &pa[p], 1, &a[p & 1]);
+      q8_pair(wb + 68 * p, &pa[p], 1, &b[p & 1]);
     }
     if (nb & 1) {
-      const uint8_t *base = wr + 68 * p;
-      __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(base + 2)));
-      v = _mm512_inserti64x4(v, _mm256_set1_epi8((char)0x80), 1); /* xor -> 0 */
-      __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(v, sgn), pa[p].q);
-      uint16_t d0;
-      memcpy(&d0, base, 2);
-      __m512 dw = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d0))));
-      __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pa[p].da, pa[p].ns);
-      acc0 = _mm512_fmadd_ps(t, dw, acc0);
+      q8_pair(wa + 68 * p, &pa[p], 0, &a[0]);
+      q8_pair(wb + 68 * p, &pa[p], 0, &b[0]);
     }
-    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    out[r0 + i] = _mm512_reduce_add_ps(_mm512_add_ps(a[0], a[1]));
+    out[r0 + half + i] = _mm512_reduce_add_ps(_mm512_add_ps(b[0], b[1]));
+  }
+  for (int64_t r = r0 + 2 * half; r < r1; r++) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    __m512 a[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t p = 0;
+    for (; p < np; p++) {
+      PREFETCH_W(wr + 68 * p, 65);
+      q8_pair(wr + 68 * p, &pa[p], 1, &a[p & 1]);
+    }
+    if (nb & 1) q8_pair(wr + 68 * p, &pa[p], 0, &a[0]);
+    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(a[0], a[1]));
   }
 }
 
@@ -523,7 +708,10 @@ void kernels_fill_avx512(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_F32] = gemm_f32_512;
   ops->gemm[GGML_TYPE_F16] = gemm_f16_512;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_512;
-  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_512;
+  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_512_fast;
+  ops->dot_f16_f32 = avx512_dot_f16_f32;
+  ops->scale_f16 = avx512_scale_f16;
+  ops->mad_f16 = avx512_mad_f16;
 }
 
 void kernels_fill_avx512_vnni(struct kernel_ops *ops) {

@@ -22,7 +22,14 @@
  * Xeon (KVM, bench/kernel_bench.c): decode Q4_0 went from 2.1 GB/s with the
  * hardware prefetcher alone to 3.3 (512 B ahead) and 4.8 GB/s (2048 B) under
  * the same load; 4096 was no better. The kernels prefetch every cache line
- * of a weight block this far ahead (harmless extra uops when hot). */
+ * of a weight block this far ahead (harmless extra uops when hot).
+ * KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT and KERNEL_NO_PF can be set with -D
+ * for experiments (bench/kernel_bench.c); after the VNNI decode rewrite,
+ * 1024 / 4096 / 8192 bytes and the T1 / NTA hints were within the noise of
+ * 2048 / T0 (NTA and no prefetch clearly worse), so the default stays.
+ * KERNEL_ONE_STREAM turns off the decode kernels' two interleaved row
+ * streams (kernels_avx512.c) for comparison: two streams were worth +30-40%
+ * cold decode bandwidth on 4 KiB pages; four were no better than two. */
 #ifndef KERNEL_PREFETCH_BYTES
 #define KERNEL_PREFETCH_BYTES 2048
 #endif
