@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 struct slice {
@@ -74,7 +75,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t words = bytes / 8;
-  uint64_t *buf = malloc(words * 8);
+  /* Transparent huge pages, like the probe's buffer: both measure memory, not
+   * the page walks of 4 KiB pages (which cost one core 20-35% here). */
+  uint64_t *buf = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buf == MAP_FAILED) buf = NULL;
+  if (buf) madvise(buf, words * 8, MADV_HUGEPAGE);
   struct slice *sl = calloc((size_t)max_threads, sizeof *sl);
   pthread_t *th = calloc((size_t)max_threads, sizeof *th);
   if (!buf || !sl || !th) {
@@ -96,6 +101,6 @@ int main(int argc, char **argv) {
     printf("threads %d bytes_s %.0f\n", t, best);
   }
   (void)sink;
-  free(buf), free(sl), free(th);
+  munmap(buf, words * 8), free(sl), free(th);
   return 0;
 }

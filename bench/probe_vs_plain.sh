@@ -7,12 +7,11 @@
 #
 # The plain loop is built three ways from the same C: `cc -O2` (scalar 64-bit
 # loads), `cc -O3 -march=native` (vectorized by the compiler) and
-# `cc -O3 -march=native -funroll-loops`. On this core one thread's scalar loop is
-# limited by instructions per cache line (fewer lines in flight), not by memory:
-# measured 2026-11-29, -O2 11.2 GB/s vs -funroll-loops 15.3 GB/s on one thread,
-# same C. The target (within 15%) is checked against the best plain build, the
-# one that reaches memory; every column is printed so nothing is hidden.
-#
+# `cc -O3 -march=native -funroll-loops`; the target (within 15%) is checked
+# against the best of them, and every column is printed. Both the probe and the
+# plain loop put their buffer on transparent huge pages: with 4 KiB pages one
+# core's stream is held back by page walks (measured 2026-11-29: plain loop
+# 10.3 GB/s on 4 KiB pages vs 14.4 on huge pages, same minutes).
 # Usage: bench/probe_vs_plain.sh [path/to/tokmeter] [passes]
 # Run it on a quiet machine: both figures move with other load.
 set -euo pipefail

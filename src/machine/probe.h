@@ -64,6 +64,7 @@ struct machine_probe {
   struct machine_info info;
   struct machine_thermal thermal; /* snapshot taken right after the measurements */
   bool quick;                /* quick mode: small buffer, short passes */
+  bool hugepages;            /* the read buffer was advised to use huge pages */
   /* CPUs kept busy by OTHER processes during a short window right before and
    * right after the measurements (from /proc/stat; this process sleeps in the
    * window). A shared machine lowers every figure; -1 when not readable. */

@@ -54,6 +54,7 @@ void *probe_to_json(const struct machine_probe *p) {
   json_object_set_new(o, "max_threads", json_integer(p->max_threads));
   json_object_set_new(o, "buffer_bytes", json_integer((json_int_t)p->buffer_bytes));
   json_object_set_new(o, "mem_path", json_string(p->mem_path));
+  json_object_set_new(o, "buffer_hugepages", json_boolean(p->hugepages));
   json_object_set_new(o, "busy_cpus_before",
                       p->busy_cpus_before >= 0 ? json_real(p->busy_cpus_before) : json_null());
   json_object_set_new(o, "busy_cpus_after",
@@ -186,6 +187,10 @@ int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *er
   json_t *q = json_object_get(o, "quick");
   if (q && !json_is_boolean(q)) return tm_errf(err, "probe JSON: quick is not a boolean");
   p->quick = q && json_is_true(q);
+  json_t *hp = json_object_get(o, "buffer_hugepages");
+  if (hp && !json_is_boolean(hp))
+    return tm_errf(err, "probe JSON: buffer_hugepages is not a boolean");
+  p->hugepages = hp && json_is_true(hp);
   if (get_str(o, "", "measured_at", p->measured_at, sizeof p->measured_at, false, err)) return -1;
   if (get_u64(o, "", "max_threads", PROBE_MAX_THREADS, &u, err)) return -1;
   if (u == 0) return tm_errf(err, "probe JSON: max_threads is 0");
