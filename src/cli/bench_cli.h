@@ -24,6 +24,7 @@ struct bench_opts {
   uint32_t depth[BENCH_MAX_LIST]; /* -d: context depth (in-process only) */
   size_t n_depth;              /* 0 = default (0) */
   bool reprobe, json;
+  bool hugepages;              /* --hugepages: weights copied into huge pages */
 
   /* server */
   const char *url;

@@ -267,6 +267,7 @@ static struct engine *load_engine(struct eb_state *s, size_t mi, int fail_code, 
   struct engine_options eo;
   engine_options_init(&eo);
   eo.n_threads = (int)s->o->threads[0];
+  eo.hugepages = s->o->hugepages;
   eo.n_ctx = ctx_needed(s->o);
   uint32_t p = max_of(s->o->prompt_tokens, s->o->n_prompt_tokens);
   eo.max_batch = p > 0 && p < 512 ? p : 512;
@@ -361,6 +362,7 @@ static json_t *settings_json(const struct eb_state *s) {
   json_object_set_new(st, "gen_tokens", n);
   json_object_set_new(st, "depth", d);
   json_object_set_new(st, "reps", json_integer(s->reps));
+  json_object_set_new(st, "hugepages", json_boolean(s->o->hugepages));
   json_object_set_new(st, "warmups", json_integer(1));
   json_object_set_new(st, "ignore_eos", json_true());
   json_object_set_new(st, "models", ms);

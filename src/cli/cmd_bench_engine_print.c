@@ -93,8 +93,10 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
   printf("\nmodel: %s (%s %s, %s file, %s read per token at depth 0)\n", m->label, m->arch,
          m->type, tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
          tm_fmt_bytes_si(m->cost.weight_bytes_per_token + m->cost.state_bytes, b, sizeof b));
-  printf("loaded in %.0f ms (map + first touch of every page; not in any rate); kernels: %s\n",
-         m->info.load_ms, m->kernel_path);
+  printf("loaded in %.0f ms (map + first touch of every page; not in any rate); kernels: %s; "
+         "weights: %s\n",
+         m->info.load_ms, m->kernel_path,
+         m->info.hugepages ? "copied into huge pages (--hugepages)" : "memory-mapped");
 }
 
 /* One row per thread count, prefill and decode side by side: for one -p, one

@@ -25,6 +25,12 @@ struct engine_options {
                                 most the model's context_length) */
   enum kernel_path kernels;  /* KERNEL_AUTO by default; tests force KERNEL_SCALAR */
   uint32_t max_batch;        /* largest prefill batch (default 512) */
+  bool hugepages;            /* copy the weights into transparent huge pages at
+                                load instead of reading them through the file
+                                mapping (off by default: weights then are NOT
+                                memory-mapped; one copy of the file, resident
+                                memory stays the file size). On 4 KiB pages the
+                                TLB limits streaming reads here (bench/RESULTS.md) */
 };
 void engine_options_init(struct engine_options *o);
 
@@ -45,6 +51,7 @@ struct engine_info {
   const char *best_cpu_path;   /* what this CPU could run */
   uint64_t file_bytes, kv_bytes;
   double load_ms;              /* map + first touch of every weight page */
+  bool hugepages;              /* weights were copied into huge pages */
 };
 void engine_get_info(const struct engine *e, struct engine_info *out);
 

@@ -36,6 +36,7 @@ struct engine {
   int n_threads;
   uint32_t n_ctx, max_batch, n_past;
   double load_ms;
+  bool hugepages; /* weights copied into huge pages (engine_options.hugepages) */
 
   /* KV cache, F16: (n_layer, n_ctx, KV) each for K and V. */
   uint16_t *k_cache, *v_cache;
