@@ -123,10 +123,19 @@ int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
  * tail stays on 4 KiB pages. Returns true when the copy is in place. */
 static bool move_to_hugepages(struct gguf_file *f) {
 #if defined(MADV_HUGEPAGE) && defined(MREMAP_FIXED)
-  if (!f->mapped || f->file_size == 0) return false;
+  const size_t align = (size_t)2 << 20;
+  if (!f->mapped || f->file_size == 0 || ((uintptr_t)f->base & (align - 1)) != 0) return false;
   size_t n = (size_t)f->file_size;
-  void *anon = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (anon == MAP_FAILED) return false;
+  /* A 2 MiB-aligned anonymous region, so the pages are huge from the first
+   * touch and stay huge when moved onto the (aligned) file mapping. */
+  uint8_t *res = mmap(NULL, n + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (res == MAP_FAILED) return false;
+  uint8_t *anon = (uint8_t *)(((uintptr_t)res + align - 1) & ~(uintptr_t)(align - 1));
+  if (anon > res) munmap(res, (size_t)(anon - res));
+  size_t tail = (size_t)(res + n + align - (anon + n));
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t keep = (n + page - 1) / page * page;
+  if (tail > keep - n) munmap(anon + keep, tail - (keep - n));
   madvise(anon, n, MADV_HUGEPAGE);
   memcpy(anon, f->base, n);
   if (mprotect(anon, n, PROT_READ) != 0 ||

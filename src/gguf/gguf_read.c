@@ -467,6 +467,30 @@ struct gguf_file *gguf_parse(const void *buf, size_t size, struct tm_err *err) {
   return parse_common(buf ? buf : "", size, "<buffer>", false, err);
 }
 
+/* Maps the file at a 2 MiB-aligned address (a reservation, then MAP_FIXED
+ * inside it, the slack returned): the file's bytes then line up with huge
+ * page boundaries, which the engine's --hugepages copy needs. Falls back to a
+ * plain mapping. MAP_FAILED on failure (errno set). */
+static void *map_aligned(int fd, size_t size) {
+  const size_t align = (size_t)2 << 20;
+  if (size > SIZE_MAX - align) return mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  uint8_t *res = mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (res == MAP_FAILED) return mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  uint8_t *start = (uint8_t *)(((uintptr_t)res + align - 1) & ~(uintptr_t)(align - 1));
+  void *base = mmap(start, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (base == MAP_FAILED) {
+    int e = errno;
+    munmap(res, size + align);
+    errno = e;
+    return MAP_FAILED;
+  }
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t end_used = ((size_t)(start - res) + size + page - 1) / page * page;
+  if (start > res) munmap(res, (size_t)(start - res));
+  if (end_used < size + align) munmap(res + end_used, size + align - end_used);
+  return base;
+}
+
 struct gguf_file *gguf_open(const char *path, struct tm_err *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -490,7 +514,7 @@ struct gguf_file *gguf_open(const char *path, struct tm_err *err) {
     return NULL;
   }
   size_t size = (size_t)st.st_size;
-  void *base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void *base = map_aligned(fd, size);
   int map_errno = errno;
   close(fd); /* the mapping keeps the file alive */
   if (base == MAP_FAILED) {
