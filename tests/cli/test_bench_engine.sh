@@ -78,6 +78,10 @@ assert lines[-1]["runs"] == 4, lines[-1]
 PY
 
 # lists: one table row and one summary per combination (threads x depth x test)
+# --hugepages: the weights copied into huge pages, said in the table
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 8 -t 1 -r 1 --hugepages --out "$dir/h.jsonl"
+grep -q "copied into huge pages" "$dir/out" || fail "--hugepages not reported: $(cat "$dir/out")"
+grep -q '"hugepages":true' "$dir/h.jsonl" || fail "--hugepages not in the identity settings"
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8,16 -n 4,8 -t 1,2 -d 0,4 -r 1 --out "$dir/l.jsonl"
 rows=$(grep -cE "^ +[12]  (pp|tg)[0-9]+ " "$dir/out" || true)
 [ "$rows" = 16 ] || fail "expected 16 rows for 2x2x2x2, got $rows: $(cat "$dir/out")"

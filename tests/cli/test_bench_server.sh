@@ -183,4 +183,5 @@ expect_exit 2 "$TOKMETER" bench --url "ftp://127.0.0.1:1" --api openai
 expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --api-key-env TOKMETER_NO_SUCH_VAR
 expect_exit 2 "$TOKMETER" bench --workload classify
 expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --idle-timeout abc
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --hugepages
 echo "test_bench_server: ok"
