@@ -182,36 +182,6 @@ static void test_build(void) {
 }
 
 
-/* End to end: backend_run (libcurl, framing, timing) into this dialect,
- * against a loopback fake server. */
-static struct fakeserver *e2e_start(enum fs_mode mode, enum fs_flavor flavor, const char *file,
-                                    bool reasoning, struct backend **b, enum api_family api,
-                                    enum api_endpoint ep) {
-  struct fs_config cfg;
-  fs_config_init(&cfg);
-  cfg.mode = mode;
-  cfg.flavor = flavor;
-  cfg.fixtures_dir = tm_fixture("llama-server");
-  cfg.replay_file = file;
-  cfg.time_scale = 0;
-  cfg.a_ms = 5, cfg.b_ms = 0.1, cfg.c_ms = 1;
-  cfg.reasoning = reasoning;
-  int port = 0;
-  struct fakeserver *fs = fs_start(&cfg, &port);
-  CHECK(fs != NULL);
-  if (!fs) return NULL;
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-  struct backend_config bc = {.base_url = url, .api = api, .endpoint = ep};
-  struct tm_err err = {{0}};
-  *b = backend_new(&bc, &err);
-  CHECK_MSG(*b != NULL, "backend_new: %s", err.msg);
-  if (!*b) {
-    fs_stop(fs);
-    return NULL;
-  }
-  return fs;
-}
 
 static void test_backend_run_native(void) {
   struct backend *b = NULL;
