@@ -31,5 +31,10 @@ int cmd_bench(int argc, char **argv);
 int cmd_ceiling(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
+int cmd_decide(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 #endif

@@ -12,6 +12,11 @@ struct command {
 
 static const struct command commands[] = {
     {"bench", cmd_bench, "the main job: the two numbers (prefill, decode) on this machine"},
+    {"report", cmd_report, "results files -> tables, markdown, CSV, an HTML report with plots"},
+    {"compare", cmd_compare, "B against A: ratios with confidence intervals, or 'not distinguishable'"},
+    {"whatif", cmd_whatif, "what a faster generator would change for a token job (Amdahl)"},
+    {"decide", cmd_decide, "device or API for one job: seconds to the answer and money"},
+    {"import", cmd_import, "llama-bench JSON / JSONL output -> tokmeter records"},
     {"ceiling", cmd_ceiling, "how fast a model could decode and prefill: bytes and FLOPs per token"},
     {"probe", cmd_probe, "measure this machine: memory bandwidth, compute rate, CPU flags"},
     {"synth", cmd_synth, "write a random-weight GGUF model of a real shape and type"},

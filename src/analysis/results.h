@@ -1,0 +1,63 @@
+/* results: reading tokmeter JSON Lines results files (docs/records.md) back
+ * into memory, grouped by invocation, for report / compare / decide.
+ *
+ * Contract:
+ *  - Every non-blank line must be a JSON object with a string "record"; a line
+ *    that is not is an error naming the file and line number (bad input, the
+ *    CLI exits 2). Unknown record kinds are skipped (new kinds may be added
+ *    without a schema bump). A "schema" above RECORD_READ_MAX_SCHEMA is an
+ *    error (keys may have changed meaning).
+ *  - Lines are grouped by identity id ("id" of the identity line, "identity"
+ *    of the others), in the order their identity first appears across the
+ *    files given. A run/summary/end whose identity line is missing still forms
+ *    a group (identity NULL): files may be cut or concatenated.
+ *  - An invocation without an "end" line (it died) is kept: end stays NULL.
+ *  - Values are jansson objects owned by the struct results; borrow them
+ *    (json_t *) until results_free. A file with no record at all is not an
+ *    error here (n_inv == 0): the caller says "no records in X".
+ */
+#ifndef TM_RESULTS_H
+#define TM_RESULTS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "util/err.h"
+
+#define RESULTS_READ_MAX_SCHEMA 1
+
+struct results_invocation {
+  char id[64];          /* identity id ("" when the lines carry none) */
+  const char *source;   /* path of the file its first line came from (owned by results) */
+  json_t *identity;     /* the identity line, or NULL */
+  json_t **runs;        /* "run" lines in file order */
+  size_t n_runs;
+  json_t **summaries;   /* "summary" lines in file order */
+  size_t n_summaries;
+  json_t *end;          /* the "end" line, or NULL (the invocation died) */
+};
+
+struct results {
+  struct results_invocation *inv;
+  size_t n_inv;
+  size_t n_lines;       /* records read (all kinds, skipped ones included) */
+  char **sources;       /* the paths given, copied */
+  size_t n_sources;
+};
+
+/* Reads every file in order ("-" = stdin). 0, or -1 with err ("FILE:LINE:
+ * problem"); out is left empty (results_free-able) on failure. */
+int results_load(const char *const *paths, size_t n_paths, struct results *out,
+                 struct tm_err *err);
+void results_free(struct results *r);
+
+/* Small accessors NULL-safe along the path: "model.type", "rate_tok_s.median".
+ * json_path returns the value or NULL; json_path_num returns NAN when absent,
+ * null or not a number; json_path_str returns NULL when absent or not a
+ * string; json_path_int returns def when absent or not an integer. */
+json_t *json_path(json_t *obj, const char *dotted);
+double json_path_num(json_t *obj, const char *dotted);
+const char *json_path_str(json_t *obj, const char *dotted);
+long long json_path_int(json_t *obj, const char *dotted, long long def);
+
+#endif
