@@ -202,10 +202,11 @@ static void for_rows(struct engine *e, int64_t n, row_fn fn, void *ctx) {
   tpool_run(e->pool, rows_worker, &j);
 }
 
-/* y = x / sqrt(mean(x^2) + eps) * w, n elements. */
-static void rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps) {
-  double ss = 0.0;
-  for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+/* y = x / sqrt(mean(x^2) + eps) * w, n elements; the sum of squares in
+ * double (as llama.cpp sums it), by the path's kernel. */
+static void rmsnorm(const struct kernel_ops *ops, float *y, const float *x, const float *w,
+                    int64_t n, float eps) {
+  double ss = ops->sumsq(x, n);
   float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
   for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * w[i];
 }
@@ -217,7 +218,7 @@ struct norm_ctx {
 static void norm_row(struct engine *e, int64_t t, void *ctx) {
   const struct norm_ctx *c = ctx;
   int64_t E = e->m.n_embd;
-  rmsnorm(c->y + t * E, c->x + t * E, c->w, E, e->m.rms_eps);
+  rmsnorm(e->ops, c->y + t * E, c->x + t * E, c->w, E, e->m.rms_eps);
 }
 
 /* Rotates pairs of one head by the angles of its position. NORM style pairs
@@ -250,10 +251,10 @@ static void qkv_row(struct engine *e, int64_t t, void *ctx) {
     for (uint32_t i = 0; i < KV; i++) v[i] += c->L->bv[i];
   }
   if (c->L->q_norm) {
-    for (uint32_t h = 0; h < m->n_head; h++) rmsnorm(q + h * hd, q + h * hd, c->L->q_norm, hd,
-                                                     m->rms_eps);
+    for (uint32_t h = 0; h < m->n_head; h++) 
+      rmsnorm(e->ops, q + h * hd, q + h * hd, c->L->q_norm, hd, m->rms_eps);
     for (uint32_t h = 0; h < m->n_head_kv; h++)
-      rmsnorm(k + h * hd, k + h * hd, c->L->k_norm, hd, m->rms_eps);
+      rmsnorm(e->ops, k + h * hd, k + h * hd, c->L->k_norm, hd, m->rms_eps);
   }
   const float *cs = e->rope_cs + t * hd; /* (hd/2) pairs of cos, sin */
   for (uint32_t h = 0; h < m->n_head; h++) rope_head(q + h * hd, cs, hd, m->rope_neox);
@@ -276,8 +277,6 @@ static void swiglu_row(struct engine *e, int64_t t, void *ctx) {
 
 /* ----------------------------------------------------------- attention -- */
 
-#define ATTN_MAX_HEAD_DIM 1024 /* model.c refuses larger heads */
-
 struct attn_job {
   alignas(64) atomic_long next;
   alignas(64) struct engine *e;
@@ -288,13 +287,14 @@ struct attn_job {
 /* Causal grouped-query attention of token t, head h over cache positions
  * [0, pos0 + t]: softmax(q.k / sqrt(hd)) weighted sum of v, in f32. */
 static void attn_worker(void *ctx, int ith, int nth) {
+  (void)ith;
+  (void)nth;
   struct attn_job *j = ctx;
   struct engine *e = j->e;
   const struct model *m = &e->m;
   const uint32_t hd = m->head_dim, Q = m->n_head * hd, KV = m->n_head_kv * hd;
   const uint32_t group = m->n_head / m->n_head_kv;
   const float scale = 1.0f / sqrtf((float)hd);
-  float *sc = e->scores + (size_t)ith * e->n_ctx;
   const uint16_t *kc = e->k_cache + (size_t)j->layer * e->n_ctx * KV;
   const uint16_t *vc = e->v_cache + (size_t)j->layer * e->n_ctx * KV;
   for (;;) {
@@ -302,37 +302,9 @@ static void attn_worker(void *ctx, int ith, int nth) {
     if (item >= j->n_items) return;
     uint32_t t = (uint32_t)(item / m->n_head), h = (uint32_t)(item % m->n_head);
     uint32_t n_pos = j->pos0 + t + 1;
-    /* Q rounded to F16 first, as llama.cpp's CPU attention does (its K is
-     * F16 and Q is converted to K's type): keeps the engine comparable with
-     * llama.cpp's logits to the rounding. */
-    float q[ATTN_MAX_HEAD_DIM];
-    const float *q32 = e->q + (size_t)t * Q + (size_t)h * hd;
-    for (uint32_t i = 0; i < hd; i++) q[i] = tm_fp16_to_fp32(tm_fp32_to_fp16(q32[i]));
     size_t off = (size_t)(h / group) * hd;
-    /* Online softmax with the V sum kept in F16, as llama.cpp's CPU flash
-     * attention does (F16 cache): M the running max, S the running sum; when
-     * a new max arrives the accumulator is rescaled. */
-    uint16_t acc[ATTN_MAX_HEAD_DIM];
-    memset(acc, 0, hd * sizeof acc[0]);
-    float M = -INFINITY, S = 0.0f;
-    for (uint32_t p = 0; p < n_pos; p++) {
-      float s = e->ops->dot_f16_f32(kc + (size_t)p * KV + off, q, hd) * scale;
-      float ms = 1.0f, vs = 1.0f;
-      if (s > M) {
-        float Mold = M;
-        M = s;
-        ms = expf(Mold - M);
-        e->ops->scale_f16(acc, ms, hd);
-      } else {
-        vs = expf(s - M);
-      }
-      e->ops->mad_f16(acc, vs, vc + (size_t)p * KV + off, hd);
-      S = S * ms + vs;
-    }
-    float inv = 1.0f / S;
-    float *out = e->att + (size_t)t * Q + (size_t)h * hd;
-    for (uint32_t i = 0; i < hd; i++) out[i] = tm_fp16_to_fp32(acc[i]) * inv;
-    (void)sc;
+    e->ops->attn_row(e->q + (size_t)t * Q + (size_t)h * hd, kc + off, vc + off, KV, n_pos, hd,
+                     scale, e->att + (size_t)t * Q + (size_t)h * hd);
   }
 }
 
@@ -512,7 +484,7 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     for_rows(e, B, norm_row, &no);
     matmul(e, &m->output, e->xb, B, logits);             /* logits (B, n_vocab) */
   } else {
-    rmsnorm(e->xb, e->x + (size_t)(B - 1) * E, m->output_norm, E, m->rms_eps);
+    rmsnorm(e->ops, e->xb, e->x + (size_t)(B - 1) * E, m->output_norm, E, m->rms_eps);
     matmul(e, &m->output, e->xb, 1, logits);             /* logits (n_vocab) */
   }
   e->n_past += B;

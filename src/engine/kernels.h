@@ -77,6 +77,17 @@ struct kernel_ops {
    * llama.cpp's to the rounding). */
   void (*scale_f16)(uint16_t *y, float a, int64_t n);
   void (*mad_f16)(uint16_t *y, float a, const uint16_t *v, int64_t n);
+  /* Attention of one query row q (hd f32 values) over n_pos cached
+   * positions: k and v point at position 0 of this head, kv_stride elements
+   * apart; out (hd) = softmax(q.k * scale) . v computed as llama.cpp's CPU
+   * flash attention does for an F16 cache (Q rounded to F16, online softmax,
+   * the V sum kept in F16): see kernels_rowops.c. hd <= 1024. */
+  void (*attn_row)(const float *q, const uint16_t *k, const uint16_t *v, size_t kv_stride,
+                   int64_t n_pos, int64_t hd, float scale, float *out);
+  /* Index of the first largest of x[0..n), n >= 1 (NaN never wins). */
+  int64_t (*argmax)(const float *x, int64_t n);
+  /* Sum of x[i]^2 in double, in the same order on every path (RMSNorm). */
+  double (*sumsq)(const float *x, int64_t n);
   /* Row i of an embedding table (any type with a dequantizer) into f32. */
   int (*get_row)(uint32_t type, const void *row, float *out, int64_t n);
 };

@@ -439,5 +439,6 @@ void kernels_fill_avx2(struct kernel_ops *ops) {
   ops->f32_to_f16 = avx2_f32_to_f16;
   ops->scale_f16 = avx2_scale_f16;
   ops->mad_f16 = avx2_mad_f16;
+  kernels_fill_rowops(ops);
 }
 #endif

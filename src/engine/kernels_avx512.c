@@ -712,6 +712,7 @@ void kernels_fill_avx512(struct kernel_ops *ops) {
   ops->dot_f16_f32 = avx512_dot_f16_f32;
   ops->scale_f16 = avx512_scale_f16;
   ops->mad_f16 = avx512_mad_f16;
+  kernels_fill_rowops(ops);
 }
 
 void kernels_fill_avx512_vnni(struct kernel_ops *ops) {

@@ -21,6 +21,10 @@ void kernels_fill_scalar(struct kernel_ops *ops);
 void kernels_fill_avx2(struct kernel_ops *ops);
 void kernels_fill_avx512(struct kernel_ops *ops);
 void kernels_fill_avx512_vnni(struct kernel_ops *ops);
+/* attn_row, argmax, sumsq for ops->path (kernels_rowops.c); every fill
+ * function above calls it last, so a path without its own versions keeps the
+ * narrower path's. */
+void kernels_fill_rowops(struct kernel_ops *ops);
 
 /* Scalar quantizers, exposed so SIMD quantizers can finish odd tails. */
 void kernels_scalar_quantize_q8(const float *x, struct act_q8 *y, int64_t n);

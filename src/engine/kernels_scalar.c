@@ -348,4 +348,5 @@ void kernels_fill_scalar(struct kernel_ops *ops) {
   ops->scale_f16 = scalar_scale_f16;
   ops->mad_f16 = scalar_mad_f16;
   ops->get_row = scalar_get_row;
+  kernels_fill_rowops(ops);
 }

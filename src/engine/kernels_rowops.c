@@ -1,0 +1,318 @@
+/* kernels_rowops: the per-row operations of the forward pass that are not
+ * matrix products, one function per path: attention of one query row over
+ * the F16 KV cache (attn_row), the greedy pick (argmax) and RMSNorm's sum of
+ * squares (sumsq). kernels_fill_rowops(ops) sets them from ops->path.
+ *
+ * Why fused: a decode step at context depth D calls the attention body
+ * n_layer x n_head x D times; through the per-position helpers (dot_f16_f32,
+ * scale_f16, mad_f16: one indirect call each, the accumulator converted
+ * to and from F16 in memory every time) that cost 8-15% of a one-thread
+ * decode step at depth 32-64 on the team's Xeon (perf, 2026-11-29), time that
+ * does not shrink with memory bandwidth. Here the F16 accumulator lives in
+ * f32 registers/L1 holding values that are exactly F16 (rounded to nearest
+ * even after every step with a convert round trip), which is the same
+ * arithmetic as storing F16: results are those of the per-position helpers,
+ * bit for bit on the same path.
+ *
+ * attn_row's arithmetic is llama.cpp's CPU flash attention for an F16 cache:
+ *   q rounded to F16; for each position p in order:
+ *     s = dot(k_p, q) * scale
+ *     if s > M: ms = expf(M_old - s), acc = f16(acc * ms), vs = 1, M = s
+ *     else:     ms = 1, vs = expf(s - M)
+ *     acc = f16(acc + vs * v_p)       (one fused multiply-add, then rounding)
+ *     S = S * ms + vs
+ *   out = f32(acc) / S
+ * The scalar path is the reference: SIMD paths differ only in the summation
+ * order of the dot product. */
+#include <math.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "engine/kernels_internal.h"
+#include "util/fp16.h"
+
+#define ROWOPS_MAX_HD 1024 /* model.c refuses larger heads */
+
+/* ---- scalar (the reference) ---------------------------------------------- */
+
+static void scalar_attn_row(const float *q32, const uint16_t *k, const uint16_t *v,
+                            size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
+                            float *out) {
+  float q[ROWOPS_MAX_HD];
+  float acc[ROWOPS_MAX_HD]; /* always holds F16 values */
+  for (int64_t i = 0; i < hd; i++) {
+    q[i] = tm_fp16_to_fp32(tm_fp32_to_fp16(q32[i]));
+    acc[i] = 0.0f;
+  }
+  float M = -INFINITY, S = 0.0f;
+  for (int64_t p = 0; p < n_pos; p++) {
+    const uint16_t *kp = k + (size_t)p * kv_stride, *vp = v + (size_t)p * kv_stride;
+    float dot = 0.0f;
+    for (int64_t i = 0; i < hd; i++) dot += tm_fp16_to_fp32(kp[i]) * q[i];
+    float s = dot * scale, ms = 1.0f, vs = 1.0f;
+    if (s > M) {
+      float m_old = M;
+      M = s;
+      ms = expf(m_old - M);
+      for (int64_t i = 0; i < hd; i++) acc[i] = tm_fp16_to_fp32(tm_fp32_to_fp16(acc[i] * ms));
+    } else {
+      vs = expf(s - M);
+    }
+    for (int64_t i = 0; i < hd; i++)
+      acc[i] = tm_fp16_to_fp32(tm_fp32_to_fp16(fmaf(tm_fp16_to_fp32(vp[i]), vs, acc[i])));
+    S = S * ms + vs;
+  }
+  float inv = 1.0f / S;
+  for (int64_t i = 0; i < hd; i++) out[i] = acc[i] * inv;
+}
+
+static int64_t scalar_argmax(const float *x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+/* Eight partial sums in double (the order every path uses, so all paths give
+ * the same bits): element i goes to sum i % 8, the eight are added pairwise. */
+static double scalar_sumsq(const float *x, int64_t n) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * x[i + j];
+  for (int j = 0; i < n; i++, j++) s[j] += (double)x[i] * x[i];
+  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define RO_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define RO_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+/* ---- AVX2: 8 wide --------------------------------------------------------- */
+
+RO_AVX2 static inline __m256 ro_f16x8(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+RO_AVX2 static inline __m256 ro_round16x8(__m256 x) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, RNE));
+}
+RO_AVX2 static inline float ro_hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+RO_AVX2 static void avx2_attn_row(const float *q32, const uint16_t *k, const uint16_t *v,
+                                  size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
+                                  float *out) {
+  if (hd % 8 != 0) {
+    scalar_attn_row(q32, k, v, kv_stride, n_pos, hd, scale, out);
+    return;
+  }
+  alignas(32) float q[ROWOPS_MAX_HD];
+  alignas(32) float acc[ROWOPS_MAX_HD];
+  for (int64_t i = 0; i < hd; i += 8) {
+    _mm256_store_ps(q + i, ro_round16x8(_mm256_loadu_ps(q32 + i)));
+    _mm256_store_ps(acc + i, _mm256_setzero_ps());
+  }
+  float M = -INFINITY, S = 0.0f;
+  for (int64_t p = 0; p < n_pos; p++) {
+    const uint16_t *kp = k + (size_t)p * kv_stride, *vp = v + (size_t)p * kv_stride;
+    __m256 d0 = _mm256_setzero_ps(), d1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+      d0 = _mm256_fmadd_ps(ro_f16x8(kp + i), _mm256_load_ps(q + i), d0);
+      d1 = _mm256_fmadd_ps(ro_f16x8(kp + i + 8), _mm256_load_ps(q + i + 8), d1);
+    }
+    if (i < hd) d0 = _mm256_fmadd_ps(ro_f16x8(kp + i), _mm256_load_ps(q + i), d0);
+    float s = ro_hsum8(_mm256_add_ps(d0, d1)) * scale, ms = 1.0f, vs = 1.0f;
+    if (s > M) {
+      float m_old = M;
+      M = s;
+      ms = expf(m_old - M);
+      const __m256 vms = _mm256_set1_ps(ms);
+      for (i = 0; i < hd; i += 8)
+        _mm256_store_ps(acc + i, ro_round16x8(_mm256_mul_ps(_mm256_load_ps(acc + i), vms)));
+    } else {
+      vs = expf(s - M);
+    }
+    const __m256 vvs = _mm256_set1_ps(vs);
+    for (i = 0; i < hd; i += 8)
+      _mm256_store_ps(acc + i,
+                      ro_round16x8(_mm256_fmadd_ps(ro_f16x8(vp + i), vvs, _mm256_load_ps(acc + i))));
+    S = S * ms + vs;
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / S);
+  for (int64_t i = 0; i < hd; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_load_ps(acc + i), inv));
+}
+
+/* First index of the maximum: per-lane running maxima with their indices
+ * (strictly greater wins, so each lane keeps its first), then the lane with
+ * the largest value and, among equals, the smallest index. NaN never wins
+ * (every comparison with it is false) and a NaN at index 0 keeps index 0, as
+ * in the scalar loop. */
+RO_AVX2 static int64_t avx2_argmax(const float *x, int64_t n) {
+  if (n < 16) return scalar_argmax(x, n);
+  __m256 best = _mm256_loadu_ps(x);
+  __m256i besti = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i idx = besti;
+  const __m256i step = _mm256_set1_epi32(8);
+  int64_t i = 8;
+  for (; i + 8 <= n; i += 8) {
+    idx = _mm256_add_epi32(idx, step);
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 gt = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
+    best = _mm256_blendv_ps(best, v, gt);
+    besti = _mm256_blendv_epi8(besti, idx, _mm256_castps_si256(gt));
+  }
+  alignas(32) float bv[8];
+  alignas(32) int32_t bi[8];
+  _mm256_store_ps(bv, best);
+  _mm256_store_si256((__m256i *)bi, besti);
+  int64_t b = bi[0];
+  float m = bv[0];
+  for (int j = 1; j < 8; j++)
+    if (bv[j] > m || (bv[j] == m && bi[j] < b)) {
+      m = bv[j];
+      b = bi[j];
+    }
+  for (; i < n; i++)
+    if (x[i] > m) {
+      m = x[i];
+      b = i;
+    }
+  return b;
+}
+
+RO_AVX2 static double avx2_sumsq(const float *x, int64_t n) {
+  /* lanes 0..3 hold sums j = 0..3, lanes of s1 sums 4..7: the scalar order. */
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+    __m256d b = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+    s0 = _mm256_add_pd(s0, _mm256_mul_pd(a, a));
+    s1 = _mm256_add_pd(s1, _mm256_mul_pd(b, b));
+  }
+  alignas(32) double s[8];
+  _mm256_store_pd(s, s0);
+  _mm256_store_pd(s + 4, s1);
+  for (int j = 0; i < n; i++, j++) s[j] += (double)x[i] * x[i];
+  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+/* ---- AVX-512: 16 wide ----------------------------------------------------- */
+
+RO_AVX512 static inline __m512 ro_f16x16(const uint16_t *p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+RO_AVX512 static inline __m512 ro_round16x16(__m512 x) {
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(x, RNE));
+}
+
+RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const uint16_t *v,
+                                      size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
+                                      float *out) {
+  if (hd % 16 != 0) {
+    avx2_attn_row(q32, k, v, kv_stride, n_pos, hd, scale, out);
+    return;
+  }
+  alignas(64) float q[ROWOPS_MAX_HD];
+  alignas(64) float acc[ROWOPS_MAX_HD];
+  for (int64_t i = 0; i < hd; i += 16) {
+    _mm512_store_ps(q + i, ro_round16x16(_mm512_loadu_ps(q32 + i)));
+    _mm512_store_ps(acc + i, _mm512_setzero_ps());
+  }
+  float M = -INFINITY, S = 0.0f;
+  for (int64_t p = 0; p < n_pos; p++) {
+    const uint16_t *kp = k + (size_t)p * kv_stride, *vp = v + (size_t)p * kv_stride;
+    __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= hd; i += 32) {
+      d0 = _mm512_fmadd_ps(ro_f16x16(kp + i), _mm512_load_ps(q + i), d0);
+      d1 = _mm512_fmadd_ps(ro_f16x16(kp + i + 16), _mm512_load_ps(q + i + 16), d1);
+    }
+    if (i < hd) d0 = _mm512_fmadd_ps(ro_f16x16(kp + i), _mm512_load_ps(q + i), d0);
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(d0, d1)) * scale, ms = 1.0f, vs = 1.0f;
+    if (s > M) {
+      float m_old = M;
+      M = s;
+      ms = expf(m_old - M);
+      const __m512 vms = _mm512_set1_ps(ms);
+      for (i = 0; i < hd; i += 16)
+        _mm512_store_ps(acc + i, ro_round16x16(_mm512_mul_ps(_mm512_load_ps(acc + i), vms)));
+    } else {
+      vs = expf(s - M);
+    }
+    const __m512 vvs = _mm512_set1_ps(vs);
+    for (i = 0; i < hd; i += 16)
+      _mm512_store_ps(acc + i, ro_round16x16(_mm512_fmadd_ps(ro_f16x16(vp + i), vvs,
+                                                             _mm512_load_ps(acc + i))));
+    S = S * ms + vs;
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / S);
+  for (int64_t i = 0; i < hd; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_load_ps(acc + i), inv));
+}
+
+RO_AVX512 static int64_t avx512_argmax(const float *x, int64_t n) {
+  if (n < 32) return scalar_argmax(x, n);
+  __m512 best = _mm512_loadu_ps(x);
+  __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512i besti = idx;
+  const __m512i step = _mm512_set1_epi32(16);
+  int64_t i = 16;
+  for (; i + 16 <= n; i += 16) {
+    idx = _mm512_add_epi32(idx, step);
+    __m512 v = _mm512_loadu_ps(x + i);
+    __mmask16 gt = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+    best = _mm512_mask_mov_ps(best, gt, v);
+    besti = _mm512_mask_mov_epi32(besti, gt, idx);
+  }
+  alignas(64) float bv[16];
+  alignas(64) int32_t bi[16];
+  _mm512_store_ps(bv, best);
+  _mm512_store_si512(bi, besti);
+  int64_t b = bi[0];
+  float m = bv[0];
+  for (int j = 1; j < 16; j++)
+    if (bv[j] > m || (bv[j] == m && bi[j] < b)) {
+      m = bv[j];
+      b = bi[j];
+    }
+  for (; i < n; i++)
+    if (x[i] > m) {
+      m = x[i];
+      b = i;
+    }
+  return b;
+}
+
+#endif /* __x86_64__ */
+
+void kernels_fill_rowops(struct kernel_ops *ops) {
+  ops->attn_row = scalar_attn_row;
+  ops->argmax = scalar_argmax;
+  ops->sumsq = scalar_sumsq;
+#if defined(__x86_64__)
+  switch (ops->path) {
+  case KERNEL_AVX2:
+    ops->attn_row = avx2_attn_row;
+    ops->argmax = avx2_argmax;
+    ops->sumsq = avx2_sumsq;
+    break;
+  case KERNEL_AVX512:
+  case KERNEL_AVX512_VNNI:
+    ops->attn_row = avx512_attn_row;
+    ops->argmax = avx512_argmax;
+    ops->sumsq = avx2_sumsq;
+    break;
+  default: break;
+  }
+#endif
+}

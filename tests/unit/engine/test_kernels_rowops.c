@@ -1,0 +1,171 @@
+/* test_kernels_rowops: attn_row, argmax and sumsq of every path this CPU runs
+ * against the scalar reference (kernels_rowops.c), and the scalar attn_row
+ * against a plain float64 softmax attention. Outputs are NaN-filled first so
+ * an element a kernel forgets to write fails. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kernels.h"
+#include "tm_test.h"
+#include "util/fp16.h"
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static double rng_u01(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return ((rng_state >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+static float rng_normal(void) {
+  double u = rng_u01(), v = rng_u01();
+  return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static const enum kernel_path paths[] = {KERNEL_SCALAR, KERNEL_AVX2, KERNEL_AVX512,
+                                         KERNEL_AVX512_VNNI, KERNEL_NEON};
+#define N_PATHS (sizeof paths / sizeof paths[0])
+
+/* One KV layout: n_pos positions of stride elements, the head at offset off. */
+struct kv_case {
+  int64_t hd, n_pos;
+  size_t stride, off;
+};
+
+static void fill_kv(uint16_t *k, uint16_t *v, float *q, const struct kv_case *c, float qscale) {
+  for (size_t i = 0; i < (size_t)c->n_pos * c->stride; i++) {
+    k[i] = tm_fp32_to_fp16(rng_normal());
+    v[i] = tm_fp32_to_fp16(rng_normal());
+  }
+  for (int64_t i = 0; i < c->hd; i++) q[i] = qscale * rng_normal();
+}
+
+/* softmax(q16 . k * scale) . v in double, q rounded to F16 as the kernel does. */
+static void attn_f64(const float *q, const uint16_t *k, const uint16_t *v,
+                     const struct kv_case *c, float scale, double *out) {
+  double *s = malloc((size_t)c->n_pos * sizeof *s);
+  double mx = -INFINITY, sum = 0;
+  for (int64_t p = 0; p < c->n_pos; p++) {
+    double d = 0;
+    for (int64_t i = 0; i < c->hd; i++)
+      d += (double)tm_fp16_to_fp32(tm_fp32_to_fp16(q[i])) *
+           tm_fp16_to_fp32(k[(size_t)p * c->stride + c->off + (size_t)i]);
+    s[p] = d * scale;
+    if (s[p] > mx) mx = s[p];
+  }
+  for (int64_t p = 0; p < c->n_pos; p++) sum += (s[p] = exp(s[p] - mx));
+  for (int64_t i = 0; i < c->hd; i++) {
+    double o = 0;
+    for (int64_t p = 0; p < c->n_pos; p++)
+      o += s[p] * tm_fp16_to_fp32(v[(size_t)p * c->stride + c->off + (size_t)i]);
+    out[i] = o / sum;
+  }
+  free(s);
+}
+
+static void test_attn_row(void) {
+  const struct kv_case cases[] = {
+      {128, 1, 1024, 0},   {128, 37, 1024, 384}, {64, 200, 256, 64},
+      {80, 13, 160, 80},   {24, 5, 48, 24},      {256, 70, 512, 256},
+      {128, 300, 128, 0},
+  };
+  const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const struct kv_case *c = &cases[ci];
+    size_t cells = (size_t)c->n_pos * c->stride;
+    uint16_t *k = malloc(cells * 2), *v = malloc(cells * 2);
+    float *q = malloc((size_t)c->hd * 4), *ref = malloc((size_t)c->hd * 4);
+    float *out = malloc((size_t)c->hd * 4);
+    double *exact = malloc((size_t)c->hd * 8);
+    /* A sharp softmax (large q) exercises the rescaling branch often. */
+    fill_kv(k, v, q, c, ci % 2 ? 3.0f : 0.5f);
+    float scale = 1.0f / sqrtf((float)c->hd);
+    for (int64_t i = 0; i < c->hd; i++) ref[i] = NAN;
+    sc->attn_row(q, k + c->off, v + c->off, c->stride, c->n_pos, c->hd, scale, ref);
+    attn_f64(q, k, v, c, scale, exact);
+    /* The F16 accumulator rounds at every step: error grows like sqrt(n_pos)
+     * half-ulps of values of size ~1. */
+    double tol_exact = 2e-3 * sqrt((double)c->n_pos) + 1e-3;
+    for (int64_t i = 0; i < c->hd; i++)
+      CHECK_MSG(fabs(ref[i] - exact[i]) <= tol_exact, "case %zu i %lld: scalar %g vs f64 %g",
+                ci, (long long)i, ref[i], exact[i]);
+    for (size_t p = 0; p < N_PATHS; p++) {
+      const struct kernel_ops *ops = kernels_get(paths[p]);
+      if (!ops) continue;
+      for (int64_t i = 0; i < c->hd; i++) out[i] = NAN;
+      ops->attn_row(q, k + c->off, v + c->off, c->stride, c->n_pos, c->hd, scale, out);
+      /* Only the dot product's summation order differs: a few f16 ulps after
+       * the accumulator's roundings. */
+      for (int64_t i = 0; i < c->hd; i++)
+        CHECK_MSG(fabs(out[i] - ref[i]) <= 4e-3 * (1.0 + fabs(ref[i])),
+                  "%s case %zu i %lld: %g vs scalar %g", ops->name, ci, (long long)i, out[i],
+                  ref[i]);
+    }
+    free(k), free(v), free(q), free(ref), free(out), free(exact);
+  }
+}
+
+static void test_argmax(void) {
+  const int64_t sizes[] = {1, 2, 15, 16, 17, 31, 32, 33, 100, 151936};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    int64_t n = sizes[si];
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int trial = 0; trial < 6; trial++) {
+      for (int64_t i = 0; i < n; i++) x[i] = rng_normal();
+      int64_t want = 0;
+      if (trial == 1) { /* ties: the first of equal maxima wins */
+        for (int64_t i = 0; i < n; i++) x[i] = (float)(i % 7);
+      } else if (trial == 2 && n > 3) { /* NaN never wins */
+        x[n / 2] = NAN;
+        x[n - 1] = NAN;
+      } else if (trial == 3) { /* the maximum in the last element (tail) */
+        x[n - 1] = 100.0f;
+      } else if (trial == 4) { /* NaN first: index 0, as the scalar loop */
+        x[0] = NAN;
+      } else if (trial == 5) { /* all equal */
+        for (int64_t i = 0; i < n; i++) x[i] = -2.5f;
+      }
+      for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[want]) want = i;
+      for (size_t p = 0; p < N_PATHS; p++) {
+        const struct kernel_ops *ops = kernels_get(paths[p]);
+        if (!ops) continue;
+        int64_t got = ops->argmax(x, n);
+        CHECK_MSG(got == want, "%s n %lld trial %d: argmax %lld, want %lld", ops->name,
+                  (long long)n, trial, (long long)got, (long long)want);
+      }
+    }
+    free(x);
+  }
+}
+
+static void test_sumsq(void) {
+  const int64_t sizes[] = {1, 7, 8, 9, 128, 1023, 1024, 4099};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    int64_t n = sizes[si];
+    float *x = malloc((size_t)n * sizeof *x);
+    double exact = 0;
+    for (int64_t i = 0; i < n; i++) {
+      x[i] = 10.0f * rng_normal();
+      exact += (double)x[i] * x[i];
+    }
+    double ref = kernels_get(KERNEL_SCALAR)->sumsq(x, n);
+    CHECK_MSG(fabs(ref - exact) <= 1e-12 * exact, "n %lld: %.17g vs %.17g", (long long)n, ref,
+              exact);
+    for (size_t p = 0; p < N_PATHS; p++) {
+      const struct kernel_ops *ops = kernels_get(paths[p]);
+      if (!ops) continue;
+      double got = ops->sumsq(x, n);
+      /* Same order on every path: the same bits. */
+      CHECK_MSG(got == ref, "%s n %lld: %.17g vs scalar %.17g", ops->name, (long long)n, got,
+                ref);
+    }
+    free(x);
+  }
+}
+
+void tm_run_tests(void) {
+  TM_RUN(test_attn_row);
+  TM_RUN(test_argmax);
+  TM_RUN(test_sumsq);
+}
