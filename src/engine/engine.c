@@ -104,15 +104,8 @@ int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
   if (n_threads <= 0) n_threads = online_cpus();
   struct tpool *p = tpool_new(n_threads, err);
   if (!p) return -1;
-  float *sc = calloc((size_t)n_threads * e->n_ctx, sizeof(float));
-  if (!sc) {
-    tpool_free(p);
-    return tm_errf(err, "out of memory for %d threads' attention scores", n_threads);
-  }
   tpool_free(e->pool);
-  free(e->scores);
   e->pool = p;
-  e->scores = sc;
   e->n_threads = n_threads;
   return 0;
 }
@@ -197,7 +190,7 @@ void engine_free(struct engine *e) {
   model_free(&e->m);
   gguf_close(e->file);
   void *bufs[] = {e->k_cache, e->v_cache, e->inv_freq, e->rope_cs, e->x, e->xb, e->q,
-                  e->k, e->v, e->att, e->hb, e->hb2, e->ffn_out, e->scores, e->logits_tmp,
+                  e->k, e->v, e->att, e->hb, e->hb2, e->ffn_out, e->logits_tmp,
                   e->act[0], e->act[1], e->act[2], e->router, e->top_e, e->top_w, e->moe_x,
                   e->moe_o, e->moe_tok, e->moe_w, e->items};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);

@@ -52,7 +52,6 @@ struct engine {
   float *att;        /* (B, Q) attention output (input of attn_output) */
   float *hb, *hb2;   /* (B, F) dense gate / up;  moe: (B*K, F) */
   float *ffn_out;    /* (B, E) moe: weighted sum of the experts */
-  float *scores;     /* (n_threads, n_ctx) attention scores per thread */
   float *logits_tmp; /* (n_vocab) when the caller passes no logits buffer */
 
   /* Quantized activations, one buffer per format (ACT_Q8, ACT_Q8K), sized for
