@@ -272,7 +272,7 @@ static void swiglu_row(struct engine *e, int64_t t, void *ctx) {
   int64_t F = ((const struct swiglu_ctx *)ctx)->F;
   float *g = e->hb + t * F;
   const float *u = e->hb2 + t * F;
-  for (int64_t i = 0; i < F; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+  e->ops->swiglu(g, u, F);
 }
 
 /* ----------------------------------------------------------- attention -- */

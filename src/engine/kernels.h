@@ -88,6 +88,9 @@ struct kernel_ops {
   int64_t (*argmax)(const float *x, int64_t n);
   /* Sum of x[i]^2 in double, in the same order on every path (RMSNorm). */
   double (*sumsq)(const float *x, int64_t n);
+  /* g[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u (SwiGLU). SIMD paths
+   * use a polynomial exp within 2 ulp of expf's. */
+  void (*swiglu)(float *g, const float *u, int64_t n);
   /* Row i of an embedding table (any type with a dequantizer) into f32. */
   int (*get_row)(uint32_t type, const void *row, float *out, int64_t n);
 };

@@ -1,7 +1,8 @@
 /* kernels_rowops: the per-row operations of the forward pass that are not
  * matrix products, one function per path: attention of one query row over
  * the F16 KV cache (attn_row), the greedy pick (argmax) and RMSNorm's sum of
- * squares (sumsq). kernels_fill_rowops(ops) sets them from ops->path.
+ * squares (sumsq) and the SwiGLU gate (swiglu). kernels_fill_rowops(ops) sets
+ * them from ops->path.
  *
  * Why fused: a decode step at context depth D calls the attention body
  * n_layer x n_head x D times; through the per-position helpers (dot_f16_f32,
@@ -84,8 +85,29 @@ static double scalar_sumsq(const float *x, int64_t n) {
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
+static void scalar_swiglu(float *g, const float *u, int64_t n) {
+  for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+/* exp(x) for SIMD lanes: x = k ln2 + r with |r| <= ln2/2 (ln2 split in a
+ * high part exact in float and a low part), e^r by Cephes' expf polynomial
+ * (minimax, relative error ~1e-7), times 2^k. x is clamped to [-87.3, 88.3]
+ * so 2^k stays a normal float: below, the result is ~1e-38 instead of a
+ * denormal or 0, which changes nothing in silu. */
+#define EXP_LO -87.3f
+#define EXP_HI 88.3f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO -2.12194440e-4f
+#define EXP_P0 1.9875691500E-4f
+#define EXP_P1 1.3981999507E-3f
+#define EXP_P2 8.3334519073E-3f
+#define EXP_P3 4.1665795894E-2f
+#define EXP_P4 1.6666665459E-1f
+#define EXP_P5 5.0000001201E-1f
 
 #define RO_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define RO_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -206,6 +228,34 @@ RO_AVX2 static double avx2_sumsq(const float *x, int64_t n) {
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
+RO_AVX2 static inline __m256 ro_exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP_LO)), _mm256_set1_ps(EXP_HI));
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_LN2_HI), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_LN2_LO), r);
+  __m256 p = _mm256_set1_ps(EXP_P0);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+RO_AVX2 static void avx2_swiglu(float *g, const float *u, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(g + i);
+    __m256 d = _mm256_add_ps(one, ro_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x)));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, d), _mm256_loadu_ps(u + i)));
+  }
+  scalar_swiglu(g + i, u + i, n - i);
+}
+
 /* ---- AVX-512: 16 wide ----------------------------------------------------- */
 
 RO_AVX512 static inline __m512 ro_f16x16(const uint16_t *p) {
@@ -293,24 +343,53 @@ RO_AVX512 static int64_t avx512_argmax(const float *x, int64_t n) {
   return b;
 }
 
+RO_AVX512 static inline __m512 ro_exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LO)), _mm512_set1_ps(EXP_HI));
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_HI), x);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_LO), r);
+  __m512 p = _mm512_set1_ps(EXP_P0);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, k);
+}
+
+RO_AVX512 static void avx512_swiglu(float *g, const float *u, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+    __m512 d = _mm512_add_ps(one, ro_exp16(_mm512_sub_ps(_mm512_setzero_ps(), x)));
+    _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(_mm512_div_ps(x, d), _mm512_maskz_loadu_ps(m, u + i)));
+  }
+}
+
 #endif /* __x86_64__ */
 
 void kernels_fill_rowops(struct kernel_ops *ops) {
   ops->attn_row = scalar_attn_row;
   ops->argmax = scalar_argmax;
   ops->sumsq = scalar_sumsq;
+  ops->swiglu = scalar_swiglu;
 #if defined(__x86_64__)
   switch (ops->path) {
   case KERNEL_AVX2:
     ops->attn_row = avx2_attn_row;
     ops->argmax = avx2_argmax;
     ops->sumsq = avx2_sumsq;
+    ops->swiglu = avx2_swiglu;
     break;
   case KERNEL_AVX512:
   case KERNEL_AVX512_VNNI:
     ops->attn_row = avx512_attn_row;
     ops->argmax = avx512_argmax;
     ops->sumsq = avx2_sumsq;
+    ops->swiglu = avx512_swiglu;
     break;
   default: break;
   }

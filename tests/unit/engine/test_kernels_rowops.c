@@ -164,7 +164,41 @@ static void test_sumsq(void) {
   }
 }
 
+static void test_swiglu(void) {
+  const int64_t sizes[] = {1, 7, 8, 15, 16, 17, 3072, 3079};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    int64_t n = sizes[si];
+    float *g = malloc((size_t)n * 4), *u = malloc((size_t)n * 4), *ref = malloc((size_t)n * 4);
+    float *out = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) {
+      /* the usual range, and both tails (exp clamped, silu -> 0 or -> g) */
+      g[i] = i % 5 == 4 ? 95.0f * (float)(2.0 * rng_u01() - 1.0) : 4.0f * rng_normal();
+      u[i] = rng_normal();
+    }
+    if (n > 3) g[1] = -100.0f, g[2] = 100.0f, g[3] = 0.0f;
+    memcpy(ref, g, (size_t)n * 4);
+    kernels_get(KERNEL_SCALAR)->swiglu(ref, u, n);
+    for (int64_t i = 0; i < n; i++) {
+      double want = (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+      CHECK_MSG(fabs(ref[i] - want) <= 1e-6 * fabs(want) + 1e-30, "scalar i %lld: %g vs %g",
+                (long long)i, ref[i], want);
+    }
+    for (size_t p = 0; p < N_PATHS; p++) {
+      const struct kernel_ops *ops = kernels_get(paths[p]);
+      if (!ops) continue;
+      memcpy(out, g, (size_t)n * 4);
+      ops->swiglu(out, u, n);
+      for (int64_t i = 0; i < n; i++)
+        CHECK_MSG(fabs(out[i] - ref[i]) <= 1e-6 * fabs(ref[i]) + 1e-30,
+                  "%s n %lld i %lld (g %g): %.9g vs scalar %.9g", ops->name, (long long)n,
+                  (long long)i, g[i], out[i], ref[i]);
+    }
+    free(g), free(u), free(ref), free(out);
+  }
+}
+
 void tm_run_tests(void) {
+  TM_RUN(test_swiglu);
   TM_RUN(test_attn_row);
   TM_RUN(test_argmax);
   TM_RUN(test_sumsq);
