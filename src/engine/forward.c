@@ -203,11 +203,17 @@ static void for_rows(struct engine *e, int64_t n, row_fn fn, void *ctx) {
 }
 
 /* y = x / sqrt(mean(x^2) + eps) * w, n elements; the sum of squares in
- * double (as llama.cpp sums it), by the path's kernel. */
+ * double (as llama.cpp sums it), by the path's kernel, then the mean and the
+ * scale in float, as llama.cpp's CPU rms_norm rounds them. The last ulp of
+ * the scale matters: after a Q6_K embedding many normalized values sit
+ * exactly on a rounding tie of the 8-bit activation quantization, and a
+ * scale computed in double moved kq-llama-Q4_K_M 0.22 nats away from
+ * llama.cpp's log-probabilities (0.000 with this rounding). */
 static void rmsnorm(const struct kernel_ops *ops, float *y, const float *x, const float *w,
                     int64_t n, float eps) {
   double ss = ops->sumsq(x, n);
-  float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
+  const float mean = (float)(ss / (double)n);
+  const float scale = 1.0f / sqrtf(mean + eps);
   for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * w[i];
 }
 

@@ -332,6 +332,30 @@ static void ref_rmsnorm(const double *x, const double *w, double *y, int n, doub
   for (int i = 0; i < n; i++) y[i] = x[i] * k * w[i];
 }
 
+/* RMSNorm as llama.cpp's CPU backend computes it (rounding emulation only):
+ * rms_norm sums the f32 squares in double, then narrows: mean = (float)(sum /
+ * n), scale = 1.0f / sqrtf(mean + eps) in single precision, y = x * scale in
+ * f32; the graph's separate mul by the weight rounds again. The single-
+ * precision scale is what matters: it differs from (float)(1 / sqrt(double))
+ * by an ulp now and then, and when the activations are a quantized embedding
+ * (every value d * sc * q, so ratios to the block max are small fractions),
+ * iscale * x of the next Q8_K quantization sits on a .5 tie often enough that
+ * the ulp flips whole 8-bit steps. Measured on kq-llama-Q4_K_M (Q6_K
+ * embedding): max error against llama.cpp 0.174 -> 0.000 (2026-11-29). */
+static void ref_rmsnorm_ggml(const double *x, const double *w, double *y, int n, double eps) {
+  double ss = 0;
+  for (int i = 0; i < n; i++) {
+    float xf = (float)x[i];
+    ss += (double)(xf * xf);
+  }
+  const float mean = (float)(ss / n);
+  const float scale = 1.0f / sqrtf(mean + (float)eps);
+  for (int i = 0; i < n; i++) {
+    float t = (float)x[i] * scale;
+    y[i] = t * (float)w[i];
+  }
+}
+
 /* Rotates the first n_rot dims of one head at position pos. Pair j (j < n_rot/2)
  * turns by pos * base^(-2j/n_rot): NORM pairs (2j, 2j+1), NEOX (j, j + n_rot/2). */
 static void ref_rope(double *v, int n_rot, int pos, double base, enum ref_rope style) {
@@ -342,6 +366,31 @@ static void ref_rope(double *v, int n_rot, int pos, double base, enum ref_rope s
     double a = v[i0], b = v[i1];
     v[i0] = a * c - b * s;
     v[i1] = a * s + b * c;
+  }
+}
+
+/* RoPE as ggml's CPU rope computes it (rounding emulation only): the angle of
+ * pair j is theta_j = pos * theta_scale^j with theta_scale = powf(base,
+ * -2/n_rot) and the power built by repeated f32 multiplication (theta *=
+ * theta_scale), cosf/sinf in f32 and the rotation in f32. At positions up to
+ * 31 the iterated angle is off the exact one by ~1e-6 rad, enough to move
+ * K's F16 rounding and, later, an 8-bit activation step: tiny-llama-Q8_0
+ * 0.135 -> 0.061 nats, the F16 files 0.005-0.010 -> 0.004-0.006. */
+static void ref_rope_ggml(double *v, int n_rot, int pos, double base, enum ref_rope style) {
+  const float theta_scale = powf((float)base, -2.0f / (float)n_rot);
+  float theta = (float)pos;
+  for (int j = 0; j < n_rot / 2; j++) {
+    const float c = cosf(theta), s = sinf(theta);
+    int i0 = style == REF_ROPE_NORM ? 2 * j : j;
+    int i1 = style == REF_ROPE_NORM ? 2 * j + 1 : j + n_rot / 2;
+    const float a = (float)v[i0], b = (float)v[i1];
+    /* ggml writes x0*cos - x1*sin and x0*sin + x1*cos; its x86 build (gcc,
+     * -march=native) contracts them into these FMAs. Measured: this form
+     * beats the uncontracted one (tiny-llama-Q4_0 0.051 vs 0.112 nats) and
+     * the other contraction (same, and qwen3moe-f16 0.004 vs 0.010). */
+    v[i0] = fmaf(a, c, -(b * s));
+    v[i1] = fmaf(a, s, b * c);
+    theta *= theta_scale;
   }
 }
 
@@ -424,6 +473,9 @@ int ref_logits(const struct ref_model *m, const int32_t *tokens, int n, double *
   const int NQ = H * HD, NK = HK * HD;
   const int FF = m->n_expert ? m->n_ff_exp : m->n_ff;
   const bool rnd = m->llamacpp_rounding;
+  void (*norm)(const double *, const double *, double *, int, double) =
+      rnd ? ref_rmsnorm_ggml : ref_rmsnorm;
+  void (*rope)(double *, int, int, double, enum ref_rope) = rnd ? ref_rope_ggml : ref_rope;
   if (m->n_expert > 256 || m->n_expert_used > 64 || m->n_expert_used > m->n_expert)
     return tm_errf(err, "reference: %d experts / %d used is beyond its fixed buffers",
                    m->n_expert, m->n_expert_used);
@@ -449,20 +501,20 @@ int ref_logits(const struct ref_model *m, const int32_t *tokens, int n, double *
   for (int l = 0; l < m->n_layer; l++) {
     const struct ref_layer *L = &m->layers[l];
     for (int t = 0; t < n; t++)
-      ref_rmsnorm(x + (size_t)t * E, L->attn_norm, h + (size_t)t * E, E, m->eps);
+      norm(x + (size_t)t * E, L->attn_norm, h + (size_t)t * E, E, m->eps);
     ref_matmul(m, L->wq, L->bq, h, q, n, E, NQ);
     ref_matmul(m, L->wk, L->bk, h, k, n, E, NK);
     ref_matmul(m, L->wv, L->bv, h, v, n, E, NK);
     for (int t = 0; t < n; t++) {
       for (int hh = 0; hh < H; hh++) {
         double *qh = q + (size_t)t * NQ + hh * HD;
-        if (L->q_norm) ref_rmsnorm(qh, L->q_norm, qh, HD, m->eps);
-        ref_rope(qh, m->n_rot, t, m->freq_base, m->rope);
+        if (L->q_norm) norm(qh, L->q_norm, qh, HD, m->eps);
+        rope(qh, m->n_rot, t, m->freq_base, m->rope);
       }
       for (int hh = 0; hh < HK; hh++) {
         double *kh = k + (size_t)t * NK + hh * HD;
-        if (L->k_norm) ref_rmsnorm(kh, L->k_norm, kh, HD, m->eps);
-        ref_rope(kh, m->n_rot, t, m->freq_base, m->rope);
+        if (L->k_norm) norm(kh, L->k_norm, kh, HD, m->eps);
+        rope(kh, m->n_rot, t, m->freq_base, m->rope);
       }
     }
     if (rnd) /* llama.cpp's KV cache is F16 */
@@ -502,7 +554,7 @@ int ref_logits(const struct ref_model *m, const int32_t *tokens, int n, double *
     ref_matmul(m, L->wo, NULL, att, o, n, NQ, E);
     for (size_t i = 0; i < nn * E; i++) x[i] += o[i];
     for (int t = 0; t < n; t++)
-      ref_rmsnorm(x + (size_t)t * E, L->ffn_norm, h + (size_t)t * E, E, m->eps);
+      norm(x + (size_t)t * E, L->ffn_norm, h + (size_t)t * E, E, m->eps);
     if (m->n_expert) {
       for (int t = 0; t < n; t++) ref_moe(m, L, h + (size_t)t * E, o + (size_t)t * E, g, u, d);
     } else {
@@ -511,7 +563,7 @@ int ref_logits(const struct ref_model *m, const int32_t *tokens, int n, double *
     for (size_t i = 0; i < nn * E; i++) x[i] += o[i];
   }
   for (int t = 0; t < n; t++)
-    ref_rmsnorm(x + (size_t)t * E, m->out_norm, h + (size_t)t * E, E, m->eps);
+    norm(x + (size_t)t * E, m->out_norm, h + (size_t)t * E, E, m->eps);
   ref_matmul(m, m->output, NULL, h, logits, n, E, m->n_vocab);
 done:
   free(x); free(h); free(q); free(k); free(v); free(att); free(o); free(sc);

@@ -45,7 +45,11 @@ bool ref_has_kquant(const struct ref_model *m);
  * to the format its weight type's dot product consumes (F16 for F16 weights,
  * Q8_0 blocks for Q4_0..Q8_0, Q8_K blocks for K-quants), K and V go through an
  * F16 cache, Q is rounded to F16 before it meets K, and attention runs as
- * llama.cpp's CPU flash attention (online softmax, V accumulator in F16). Used to tell an
+ * llama.cpp's CPU flash attention (online softmax, V accumulator in F16).
+ * RMSNorm and RoPE take ggml's f32 arithmetic (scale = 1.0f / sqrtf((float)
+ * mean + eps); angles from an f32 theta_scale raised by repeated multiply,
+ * FMA-contracted rotation): single ulps there decide 8-bit roundings on
+ * quantized-embedding files. Used to tell an
  * architecture mistake (large errors either way) from activation-rounding
  * noise (errors that shrink with the emulation). */
 void ref_set_llamacpp_rounding(struct ref_model *m, bool on);
