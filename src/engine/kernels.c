@@ -1,16 +1,30 @@
 /* kernels: path names, activation formats, and the run-time choice of kernel
  * table (see kernels.h). The CPU dispatch lives in exactly one place,
- * cpu_can_run() below; every other file only fills tables.
+ * cpu_can_run() below (plus cpu_has_dotprod(), which picks the NEON table's
+ * integer variant); every other file only fills tables.
  *
  * Tables are built once (pthread_once) and immutable afterwards: each wider
  * path starts from a copy of the narrower one and overwrites the entries it
  * specialises, so a type without a SIMD kernel on some path runs the scalar
  * (or AVX2) function there. What each path specialises is listed in the
- * header comment of its file (kernels_avx2.c, kernels_avx512.c). */
+ * header comment of its file (kernels_avx2.c, kernels_avx512.c,
+ * kernels_neon.c). */
 #include <pthread.h>
 #include <string.h>
 
 #include "engine/kernels_internal.h"
+#include "engine/kernels_neon.h"
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20) /* the Linux arm64 ABI's bit, for old headers */
+#endif
+/* The NEON path's one run-time question: whether sdot (ARMv8.2 dotprod) is
+ * there. The kernel reports it in AT_HWCAP (user space cannot read the ID
+ * registers portably). */
+static bool cpu_has_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+#endif
 
 const char *kernel_path_name(enum kernel_path p) {
   switch (p) {
@@ -70,8 +84,8 @@ static bool cpu_can_run(enum kernel_path p) {
   }
 }
 
-/* Whether this build contains the path's code (NEON kernels are not written
- * yet: an aarch64 build runs scalar and kernels_best_for_cpu says NEON). */
+/* Whether this build contains the path's code: the x86 paths on x86-64
+ * builds, NEON on aarch64 builds. */
 static bool build_has(enum kernel_path p) {
   switch (p) {
   case KERNEL_SCALAR: return true;
@@ -79,6 +93,9 @@ static bool build_has(enum kernel_path p) {
   case KERNEL_AVX2:
   case KERNEL_AVX512:
   case KERNEL_AVX512_VNNI: return true;
+#endif
+#if defined(__aarch64__)
+  case KERNEL_NEON: return true;
 #endif
   default: return false;
   }
@@ -96,6 +113,12 @@ static void build_tables(void) {
   kernels_fill_avx512(&tables[KERNEL_AVX512]);
   tables[KERNEL_AVX512_VNNI] = tables[KERNEL_AVX512];
   kernels_fill_avx512_vnni(&tables[KERNEL_AVX512_VNNI]);
+#endif
+#if defined(__aarch64__)
+  /* One NEON table: its integer kernels are the sdot ones when the CPU has
+   * dotprod, the widening-multiply ones otherwise (same integer dots). */
+  tables[KERNEL_NEON] = tables[KERNEL_SCALAR];
+  kernels_fill_neon(&tables[KERNEL_NEON], cpu_has_dotprod());
 #endif
 }
 

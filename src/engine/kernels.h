@@ -1,5 +1,6 @@
 /* kernels: the engine's inner loops, one table per instruction-set path, chosen
- * at run time from CPUID (x86) or the build (ARM). Every path computes the same
+ * at run time from CPUID (x86) or the build and AT_HWCAP (ARM: NEON, with
+ * sdot when the CPU has dotprod). Every path computes the same
  * functions as the scalar reference (kernels_scalar.c) within rounding; tests
  * compare each SIMD kernel with it on odd sizes, with outputs pre-filled with NaN.
  *
