@@ -32,6 +32,7 @@ struct ttft_fit {
   double r2;
   size_t n_points, n_lengths;
   double min_len, max_len;              /* range of L fitted (prediction outside is extrapolation) */
+  double mean_len;                      /* mean L: cov(a, b) = -mean_len * se_b^2 */
 };
 
 /* 0 with fit, or -1 with err saying why no fit is possible. */

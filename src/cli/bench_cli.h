@@ -25,6 +25,9 @@ struct bench_opts {
   size_t n_depth;              /* 0 = default (0) */
   bool reprobe, json;
   bool hugepages;              /* --hugepages: weights copied into huge pages */
+  bool ttft_sweep;             /* --ttft-sweep: pp (in-process) or custom workloads
+                                  (--url) at several prompt lengths, then the TTFT
+                                  fit (cmd_bench_ttft.c) */
 
   /* server */
   const char *url;
@@ -46,5 +49,13 @@ struct bench_opts {
 int bench_server(const struct bench_opts *o);
 /* The in-process path (no --url). o->n_threads may be 0 (= 1..online CPUs). */
 int bench_inprocess(struct bench_opts *o);
+/* --ttft-sweep: fills the sweep's defaults into o (prompt lengths 32..1024
+ * doubling; in-process no tg runs, --url 16 generated tokens); 0 or exit 2. */
+int bench_ttft_prepare(struct bench_opts *o);
+/* After the sweep: reads the results file back, fits TTFT = fixed + L / rate
+ * over the runs of the invocation just written (the file's last) and prints
+ * the fit per configuration (stdout; stderr with --json). 0, or 1 when the
+ * file cannot be read back. */
+int bench_ttft_report(const struct bench_opts *o);
 
 #endif

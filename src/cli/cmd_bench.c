@@ -89,6 +89,12 @@ static void usage(FILE *out) {
           "      --timeout S        fail a run that takes longer than S seconds (default 600)\n"
           "\n"
           "Both:\n"
+          "      --ttft-sweep       measure time to first token at several prompt lengths\n"
+          "                         (-p LIST; default 32,64,128,256,512,1024) and fit\n"
+          "                         TTFT = fixed cost + L / prefill rate (each +- its standard\n"
+          "                         error); in-process: pp runs at depth 0 (no tg unless -n);\n"
+          "                         --url: one custom workload per length, -n tokens each\n"
+          "                         (default 16, at most 8 lengths). Default off\n"
           "      --json             machine-readable output on stdout\n"
           "  -h, --help             this help\n"
           "\n"
@@ -129,13 +135,14 @@ static int parse_list0(const char *s, const char *what, uint32_t *out, size_t *n
 
 static int parse_args(int argc, char **argv, struct bench_opts *o) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_PFILE, O_ALLOW, O_COLD, O_LIST,
-         O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES };
+         O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT };
   static const struct option longopts[] = {
       {"gguf", required_argument, 0, 'm'},          {"threads", required_argument, 0, 't'},
       {"depth", required_argument, 0, 'd'},
       {"prompt-tokens", required_argument, 0, 'p'}, {"max-tokens", required_argument, 0, 'n'},
       {"reprobe", no_argument, 0, O_REPROBE},
       {"hugepages", no_argument, 0, O_HUGEPAGES},       {"json", no_argument, 0, O_JSON},
+      {"ttft-sweep", no_argument, 0, O_TTFT},
       {"url", required_argument, 0, O_URL},         {"api", required_argument, 0, O_API},
       {"endpoint", required_argument, 0, O_ENDPOINT}, {"model", required_argument, 0, O_MODEL},
       {"api-key-env", required_argument, 0, O_KEYENV}, {"workload", required_argument, 0, 'w'},
@@ -206,10 +213,15 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       case O_REPROBE: o->reprobe = true; break;
       case O_HUGEPAGES: o->hugepages = true; break;
       case O_JSON: o->json = true; break;
+      case O_TTFT: o->ttft_sweep = true; break;
       case 'h': usage(stdout); return -1;
       case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
       default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
     }
+  }
+  if (o->ttft_sweep) {
+    int rc = bench_ttft_prepare(o);
+    if (rc) return rc;
   }
   if (optind < argc)
     return cli_usage_error(CMD, "unexpected argument '%s' (a model file goes after -m)",
@@ -228,7 +240,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
   } else {
     if (o->n_depth) return cli_usage_error(CMD, "--depth is for in-process runs (no --url)");
     if (o->hugepages) return cli_usage_error(CMD, "--hugepages is for in-process runs (no --url)");
-    if (o->n_prompt_tokens > 1 || o->n_max_tokens > 1)
+    if ((o->n_prompt_tokens > 1 && !o->ttft_sweep) || o->n_max_tokens > 1)
       return cli_usage_error(CMD, "lists of -p/-n are for in-process runs; with --url give "
                                   "one value each");
     for (size_t i = 0; i < o->n_prompt_tokens; i++)
@@ -252,7 +264,11 @@ int cmd_bench(int argc, char **argv) {
     snprintf(command + len, sizeof command - len, " %s", argv[i]);
   }
   o.command = command;
-  if (o.url) return bench_server(&o);
-
-  return bench_inprocess(&o);
+  rc = o.url ? bench_server(&o) : bench_inprocess(&o);
+  /* A sweep with some failed runs (exit 1) still fits the runs that worked. */
+  if (o.ttft_sweep && (rc == TM_EXIT_OK || (rc == TM_EXIT_RUNTIME && o.url))) {
+    int frc = bench_ttft_report(&o);
+    if (rc == TM_EXIT_OK) rc = frc;
+  }
+  return rc;
 }

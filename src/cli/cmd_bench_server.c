@@ -75,7 +75,7 @@ static char *read_text_file(const char *path, struct tm_err *err) {
 static int make_workloads(const struct bench_opts *o, const char *prompt_text,
                           struct runner_options *ro) {
   bool custom = o->n_prompt_tokens || o->n_max_tokens || prompt_text;
-  if (o->n_prompt_tokens > 1 || o->n_max_tokens > 1)
+  if ((o->n_prompt_tokens > 1 && !o->ttft_sweep) || o->n_max_tokens > 1)
     return cli_usage_error(CMD, "with --url, -p and -n take one value each");
   const char *list = o->workloads ? o->workloads : custom ? "" : workload_names();
   char buf[256];
@@ -89,13 +89,23 @@ static int make_workloads(const struct bench_opts *o, const char *prompt_text,
                              workload_names());
     ro->n_workloads++;
   }
+  /* --ttft-sweep: one custom workload per prompt length (the fit's points). */
+  for (size_t i = 0; o->ttft_sweep && i + 1 < o->n_prompt_tokens; i++) {
+    if (ro->n_workloads == RUNNER_MAX_WORKLOADS)
+      return cli_usage_error(CMD, "at most %d workloads", RUNNER_MAX_WORKLOADS);
+    struct workload *w = &ro->workloads[ro->n_workloads++];
+    memset(w, 0, sizeof *w);
+    snprintf(w->name, sizeof w->name, "custom");
+    w->prompt_tokens = o->prompt_tokens[i];
+    w->max_tokens = o->n_max_tokens ? o->max_tokens[0] : 128;
+  }
   if (custom) {
     if (ro->n_workloads == RUNNER_MAX_WORKLOADS)
       return cli_usage_error(CMD, "at most %d workloads", RUNNER_MAX_WORKLOADS);
     struct workload *w = &ro->workloads[ro->n_workloads++];
     memset(w, 0, sizeof *w);
     snprintf(w->name, sizeof w->name, "%s", prompt_text ? "prompt-file" : "custom");
-    w->prompt_tokens = o->n_prompt_tokens ? o->prompt_tokens[0] : 50;
+    w->prompt_tokens = o->n_prompt_tokens ? o->prompt_tokens[o->n_prompt_tokens - 1] : 50;
     w->max_tokens = o->n_max_tokens ? o->max_tokens[0] : 128;
     w->prompt_text = prompt_text;
   }

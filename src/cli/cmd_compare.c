@@ -1,6 +1,321 @@
-/* PLACEHOLDER (being written this session): replaced by its owner. */
+/* cmd_compare: `tokmeter compare A.jsonl B.jsonl`: per configuration and
+ * metric, A's and B's medians, the ratio B/A with its confidence interval,
+ * and a verdict that ranks only when the interval excludes 1 (DESIGN.md rule
+ * 12); the ratio the ceilings predict when the sides differ in something the
+ * ceiling models; drift inside a series (rule 11). The judging is in
+ * src/analysis/compare.c; this file parses flags and prints.
+ * Exit: 0 compared; 2 bad flags, unreadable / corrupt / empty files, or no
+ * configuration measured on both sides. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/compare.h"
+#include "analysis/results.h"
+#include "analysis/series.h"
 #include "cli/cli.h"
+#include "util/units.h"
+
+#define CMD "compare"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: tokmeter compare [options] A.jsonl B.jsonl\n"
+          "Compares two results files configuration by configuration: A's and B's\n"
+          "medians, the ratio B/A with its confidence interval, and a verdict (faster,\n"
+          "slower, or not distinguishable when the interval includes 1). Series with\n"
+          "equal configurations pair first; the rest pair by test/threads/depth (or\n"
+          "workload) when that is unambiguous, e.g. two models or two quantizations.\n"
+          "\n"
+          "  --confidence C     confidence of the interval, 0 < C < 1 or a percentage\n"
+          "                     from 50 to 99.9 (default 0.95)\n"
+          "  --method M         welch | bootstrap (default welch: Welch's t on log values)\n"
+          "  --resamples N      bootstrap resamples (default %d)\n"
+          "  --seed N           bootstrap seed; same seed, same interval (default %llu)\n"
+          "  --json             one JSON document on stdout instead of the table (default off)\n"
+          "  -h, --help         this text\n"
+          "\n"
+          "Times (ms) are faster when B/A is below 1; rates (tok/s) when above 1.\n"
+          "See docs/compare.md.\n",
+          STATS_BOOTSTRAP_RESAMPLES, (unsigned long long)STATS_BOOTSTRAP_SEED);
+}
+
+/* ---- number formatting: blank when unknown, units always ----------------- */
+
+static const char *fmt_value(double v, const char *unit, char *buf, size_t n) {
+  if (!isfinite(v)) {
+    snprintf(buf, n, "-");
+  } else if (!strcmp(unit, "ms")) {
+    tm_fmt_duration(v / 1000.0, buf, n);
+  } else {
+    char r[32];
+    snprintf(buf, n, "%s %s", tm_fmt_rate(v, r, sizeof r), unit);
+  }
+  return buf;
+}
+
+static const char *fmt_ratio(double r, char *buf, size_t n) {
+  if (!isfinite(r)) snprintf(buf, n, "-");
+  else snprintf(buf, n, "%.3f", r);
+  return buf;
+}
+
+/* "+37.8%" / "-4.6%": how people say a ratio. */
+static const char *fmt_change(double r, char *buf, size_t n) {
+  if (!isfinite(r)) snprintf(buf, n, "-");
+  else snprintf(buf, n, "%+.1f%%", 100 * (r - 1));
+  return buf;
+}
+
+/* Prints s left-aligned in width columns, counting UTF-8 characters (not
+ * bytes: "µs" is one column per letter), then a space. */
+static void cell(const char *s, int width) {
+  int cols = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if ((*p & 0xc0) != 0x80) cols++;
+  fputs(s, stdout);
+  for (; cols < width; cols++) putchar(' ');
+  putchar(' ');
+}
+
+static void print_drift(const char *side, const struct compare_row *row,
+                        const struct stats_drift *d, bool ok) {
+  if (!ok || !d->slower) return;
+  printf("    drift: %s %s gets slower over its %zu runs (fitted %+.1f%% from first to last,"
+         " beyond the noise): thermal throttling or background load; compare after a"
+         " cool-down\n",
+         side, row->a->metric, d->n, 100 * d->change);
+}
+
+static void print_table(const struct compare_result *cr, const char *path_a, const char *path_b,
+                        const struct compare_opts *o) {
+  printf("A = %s\nB = %s\n", path_a, path_b);
+  printf("B/A with its %g%% interval (%s); ranked only when the interval excludes 1\n",
+         100 * o->confidence,
+         o->method == STATS_CI_WELCH ? "Welch's t on log values" : "bootstrap");
+  for (size_t i = 0; i < cr->n; i++) {
+    const struct compare_row *row = &cr->rows[i];
+    const struct compare_row *prev = i ? &cr->rows[i - 1] : NULL;
+    if (!prev || strcmp(prev->a->key, row->a->key) || strcmp(prev->b->key, row->b->key)) {
+      if (row->differs[0])
+        printf("\nA: %s\nB: %s   (differs: %s)\n", row->a->key, row->b->key, row->differs);
+      else
+        printf("\n%s\n", row->a->key);
+      printf("  %-20s %-3s %-18s %-18s %-7s %-17s %-20s %s\n", "metric", "q", "A median (n)",
+             "B median (n)", "B/A", "interval", "verdict", "ceilings predict");
+    }
+    char va[40], vb[40], ca[64], cb[64], r[24], lo[24], hi[24], iv[64], pr[24], pc[24], pd[128];
+    snprintf(ca, sizeof ca, "%s (%zu)", fmt_value(row->sa.median, row->a->unit, va, sizeof va),
+             row->sa.n);
+    snprintf(cb, sizeof cb, "%s (%zu)", fmt_value(row->sb.median, row->b->unit, vb, sizeof vb),
+             row->sb.n);
+    if (row->ci_ok)
+      snprintf(iv, sizeof iv, "[%s, %s]", fmt_ratio(row->ci.lo, lo, sizeof lo),
+               fmt_ratio(row->ci.hi, hi, sizeof hi));
+    else
+      snprintf(iv, sizeof iv, "-");
+    if (isfinite(row->predicted_ratio))
+      snprintf(pd, sizeof pd, "%s (%s) from %s", fmt_ratio(row->predicted_ratio, pr, sizeof pr),
+               fmt_change(row->predicted_ratio, pc, sizeof pc), row->predicted_from);
+    else
+      pd[0] = '\0';
+    printf("  ");
+    cell(row->a->metric, 20);
+    cell(row->a->quantity, 3);
+    cell(ca, 18);
+    cell(cb, 18);
+    cell(fmt_ratio(row->ci.ratio, r, sizeof r), 7);
+    cell(iv, 17);
+    if (pd[0]) {
+      cell(compare_verdict_name(row->verdict), 20);
+      printf("%s\n", pd);
+    } else {
+      printf("%s\n", compare_verdict_name(row->verdict));
+    }
+    print_drift("A", row, &row->drift_a, row->drift_a_ok);
+    print_drift("B", row, &row->drift_b, row->drift_b_ok);
+  }
+  size_t n_rank = 0, n_nd = 0, n_few = 0;
+  for (size_t i = 0; i < cr->n; i++) {
+    enum compare_verdict v = cr->rows[i].verdict;
+    if (v == COMPARE_FASTER || v == COMPARE_SLOWER) n_rank++;
+    else if (v == COMPARE_TOO_FEW) n_few++;
+    else n_nd++;
+  }
+  printf("\n%zu compared: %zu ranked, %zu not distinguishable, %zu with too few runs (< 2)",
+         cr->n, n_rank, n_nd, n_few);
+  if (cr->only_a || cr->only_b)
+    printf("; %zu series only in A, %zu only in B (not compared)", cr->only_a, cr->only_b);
+  printf(".\n");
+}
+
+/* ---- JSON -------------------------------------------------------------- */
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *summary_json(const struct stats_summary *s) {
+  return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)s->n, "median",
+                   num_or_null(s->median), "mean", num_or_null(s->mean), "sd", num_or_null(s->sd),
+                   "min", num_or_null(s->min), "max", num_or_null(s->max));
+}
+
+static json_t *drift_json(const struct stats_drift *d, bool ok) {
+  if (!ok) return json_null();
+  return json_pack("{s:I,s:b,s:o,s:o,s:o}", "n", (json_int_t)d->n, "slower", d->slower,
+                   "change", num_or_null(d->change), "t", num_or_null(d->t), "t_crit",
+                   num_or_null(d->t_crit));
+}
+
+static int print_json(const struct compare_result *cr, const char *path_a, const char *path_b,
+                      const struct compare_opts *o) {
+  json_t *rows = json_array();
+  if (!rows) return -1;
+  for (size_t i = 0; i < cr->n; i++) {
+    const struct compare_row *row = &cr->rows[i];
+    json_t *ci = json_pack("{s:o,s:o,s:o,s:o}", "lo", num_or_null(row->ci_ok ? row->ci.lo : NAN),
+                           "hi", num_or_null(row->ci_ok ? row->ci.hi : NAN), "df",
+                           num_or_null(row->ci.df), "t", num_or_null(row->ci.t));
+    json_t *j = json_pack(
+        "{s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:{s:o,s:o}}", "key_a",
+        row->a->key, "key_b", row->b->key, "differs", row->differs, "metric", row->a->metric,
+        "quantity", row->a->quantity, "unit", row->a->unit, "lower_is_better",
+        row->lower_is_better, "a", summary_json(&row->sa), "b", summary_json(&row->sb), "ratio",
+        num_or_null(row->ci.ratio), "ci", ci, "verdict", compare_verdict_name(row->verdict),
+        "predicted_ratio", num_or_null(row->predicted_ratio), "predicted_from",
+        row->predicted_from[0] ? json_string(row->predicted_from) : json_null(), "drift", "a",
+        drift_json(&row->drift_a, row->drift_a_ok), "b",
+        drift_json(&row->drift_b, row->drift_b_ok));
+    if (!j || json_array_append_new(rows, j)) {
+      json_decref(rows);
+      return -1;
+    }
+  }
+  json_t *doc = json_pack("{s:s,s:s,s:f,s:s,s:I,s:I,s:o,s:I,s:I}", "a", path_a, "b", path_b,
+                          "confidence", o->confidence, "method",
+                          o->method == STATS_CI_WELCH ? "welch" : "bootstrap", "resamples",
+                          (json_int_t)(o->resamples ? o->resamples : STATS_BOOTSTRAP_RESAMPLES),
+                          "seed", (json_int_t)(o->seed & 0x7fffffffffffffffULL), "rows", rows,
+                          "only_a", (json_int_t)cr->only_a, "only_b", (json_int_t)cr->only_b);
+  if (!doc) return -1;
+  char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+  json_decref(doc);
+  if (!text) return -1;
+  printf("%s\n", text);
+  free(text);
+  return 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+/* Loads one file into series; exit code (0 ok, 2 bad input) with the message printed. */
+static int load_side(const char *path, struct results *r, struct series_set *set) {
+  struct tm_err err = {{0}};
+  const char *paths[] = {path};
+  memset(set, 0, sizeof *set);
+  if (results_load(paths, 1, r, &err)) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  if (r->n_inv == 0) {
+    results_free(r);
+    return cli_fail(CMD, TM_EXIT_USAGE, "no records in %s", path);
+  }
+  if (series_extract(r, set, &err)) {
+    results_free(r);
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+  }
+  if (set->n == 0) {
+    series_set_free(set);
+    results_free(r);
+    return cli_fail(CMD, TM_EXIT_USAGE, "no timed successful runs in %s", path);
+  }
+  return 0;
+}
+
+enum { O_CONF = 256, O_METHOD, O_RESAMPLES, O_SEED, O_JSON };
+
 int cmd_compare(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return cli_fail("compare", TM_EXIT_RUNTIME, "not built yet");
+  static const struct option longopts[] = {
+      {"confidence", required_argument, 0, O_CONF}, {"method", required_argument, 0, O_METHOD},
+      {"resamples", required_argument, 0, O_RESAMPLES}, {"seed", required_argument, 0, O_SEED},
+      {"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  struct compare_opts o;
+  compare_opts_default(&o);
+  bool json = false;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    char *end = NULL;
+    switch (c) {
+    case 'h': usage(stdout); return TM_EXIT_OK;
+    case O_CONF: {
+      double v = strtod(optarg, &end);
+      if (end == optarg || *end) return cli_usage_error(CMD, "--confidence: '%s' is not a number", optarg);
+      if (v >= 50 && v < 100) v /= 100; /* 95 means 95%; 1.5 is a typo, not 1.5% */
+      if (!(v > 0 && v < 1))
+        return cli_usage_error(CMD, "--confidence: '%s' must be between 0 and 1 (e.g. 0.95)"
+                               " or a percentage from 50 to 99.9", optarg);
+      o.confidence = v;
+      break;
+    }
+    case O_METHOD:
+      if (!strcmp(optarg, "welch")) o.method = STATS_CI_WELCH;
+      else if (!strcmp(optarg, "bootstrap")) o.method = STATS_CI_BOOTSTRAP;
+      else return cli_usage_error(CMD, "--method: '%s' is not welch or bootstrap", optarg);
+      break;
+    case O_RESAMPLES: {
+      unsigned long v = strtoul(optarg, &end, 10);
+      if (end == optarg || *end || optarg[0] == '-' || v < 100 || v > 10000000UL)
+        return cli_usage_error(CMD, "--resamples: '%s' must be an integer from 100 to 10000000", optarg);
+      o.resamples = (unsigned)v;
+      break;
+    }
+    case O_SEED: {
+      unsigned long long v = strtoull(optarg, &end, 0);
+      if (end == optarg || *end || optarg[0] == '-')
+        return cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer", optarg);
+      o.seed = v;
+      break;
+    }
+    case O_JSON: json = true; break;
+    case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+    default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 2)
+    return cli_usage_error(CMD, "give exactly two results files (A then B), got %d", argc - optind);
+  const char *path_a = argv[optind], *path_b = argv[optind + 1];
+  struct results ra, rb;
+  struct series_set sa, sb;
+  int rc = load_side(path_a, &ra, &sa);
+  if (rc) return rc;
+  rc = load_side(path_b, &rb, &sb);
+  if (rc) {
+    series_set_free(&sa);
+    results_free(&ra);
+    return rc;
+  }
+  struct compare_result cr;
+  struct tm_err err = {{0}};
+  if (compare_series(&sa, &sb, &o, &cr, &err)) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+  } else if (cr.n == 0) {
+    rc = cli_fail(CMD, TM_EXIT_USAGE,
+                  "nothing to compare: no configuration of %s matches one of %s (same test,"
+                  " threads and depth, or the same workload)",
+                  path_a, path_b);
+  } else if (json) {
+    rc = print_json(&cr, path_a, path_b, &o) ? cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory")
+                                             : TM_EXIT_OK;
+  } else {
+    print_table(&cr, path_a, path_b, &o);
+    rc = TM_EXIT_OK;
+  }
+  compare_result_free(&cr);
+  series_set_free(&sa);
+  series_set_free(&sb);
+  results_free(&ra);
+  results_free(&rb);
+  return rc;
 }

@@ -1,6 +1,455 @@
-/* PLACEHOLDER (being written this session): replaced by its owner. */
+/* cmd_decide: `tokmeter decide` - device or API for one job
+ * (src/analysis/decide.h): seconds until the user has the first token and
+ * the whole answer on each side, money per request / day / month, the
+ * break-even volume, and what reloading the model for every request changes.
+ * Device rates come from a results file (series.h: the median of the timed
+ * runs of one configuration) or are given.
+ *
+ * Output: a table and plain statements on stdout, or one JSON object with
+ * --json (keys: docs/decide.md). Exit codes: 0 ok; 2 bad flag or value,
+ * unreadable / corrupt / empty results file, ambiguous configuration. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/decide.h"
+#include "analysis/results.h"
+#include "analysis/series.h"
+#include "analysis/whatif.h"
 #include "cli/cli.h"
+#include "util/units.h"
+
+static const char *const CMD = "decide";
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: tokmeter decide -p N -n N (--results FILE.jsonl | --device-prefill R\n"
+          "                       --device-decode R) --api-ttft T --api-decode R [options]\n"
+          "\n"
+          "Device or API for one job: seconds until the user has the first token and the\n"
+          "complete answer on each side, money per request, day and month, the break-even\n"
+          "volume, and what changes when the model is reloaded for every request.\n"
+          "Durations: 600, 1.5s, 350ms, 10m, 2h. Rates: 75, 1.2k, '20 tok/s'.\n"
+          "\n"
+          "Job:\n"
+          "  -p, --prompt-tokens N      prompt tokens per request (required)\n"
+          "  -n, --output-tokens N      output tokens per request (required)\n"
+          "  -q, --requests-per-day N   requests per day (default 1000)\n"
+          "\n"
+          "Device:\n"
+          "  --results FILE.jsonl       take the device's prefill and decode rates from\n"
+          "                             tokmeter records (median of the timed runs; the\n"
+          "                             prompt / output lengths closest to -p / -n)\n"
+          "  --match TEXT               use only configurations whose key contains TEXT\n"
+          "                             (needed when the file holds several) (default: all)\n"
+          "  --device-prefill RATE      prefill rate, tok/s (default: from --results)\n"
+          "  --device-decode RATE       decode rate, tok/s (default: from --results)\n"
+          "  --device-overhead T        fixed cost per request (default 0)\n"
+          "  --device-load T            model load / session warm-up (default: unknown; the\n"
+          "                             reload case is then left blank)\n"
+          "  --device-warm yes|no       the model stays loaded between requests (default\n"
+          "                             yes); no: it is reloaded for every request\n"
+          "  --device-watts W           power drawn while answering (default: unknown)\n"
+          "  --kwh-price X              money per kWh (default: unknown)\n"
+          "  --device-price X           hardware price, written off over the lifetime\n"
+          "                             (default: not counted)\n"
+          "  --device-lifetime-days N   days the hardware is written off over (default 1095)\n"
+          "\n"
+          "API:\n"
+          "  --api-ttft T               the API's time to first token (required); measured\n"
+          "                             by a client (tokmeter bench --url) it already holds\n"
+          "                             one round trip\n"
+          "  --api-rtt T                network round trip added to it (default 0)\n"
+          "  --api-prefill RATE         the API's prefill rate: --api-ttft is then the fixed\n"
+          "                             part and P / RATE is added (default: not used)\n"
+          "  --api-decode RATE          the API's decode rate, tok/s (required)\n"
+          "  --price-in X               money per million input tokens (default: unknown)\n"
+          "  --price-out X              money per million output tokens (default: unknown)\n"
+          "\n"
+          "Output:\n"
+          "  --currency SYM             printed before money (default $)\n"
+          "  --json                     one JSON object on stdout (keys: docs/decide.md)\n"
+          "  -h, --help                 this help\n"
+          "\n"
+          "A month is 30 days. Unknown figures are left blank, never 0. Exit codes: 0 ok,\n"
+          "2 bad usage or value, unreadable, corrupt or empty results file.\n");
+}
+
+static const char *cur = "$";
+
+/* Money with 3 significant digits below 1 (0.00180), cents from 1 up. */
+static char *fmt_money(double v, char *buf, size_t n) {
+  if (!isfinite(v)) {
+    if (n) buf[0] = 0;
+    return buf;
+  }
+  int decimals = 2;
+  if (v > 0 && v < 1) decimals = 2 - (int)floor(log10(v));
+  if (v >= 1000) decimals = 0;
+  snprintf(buf, n, "%s%.*f", cur, decimals, v);
+  return buf;
+}
+
+static char *fmt_rate(double v, char *buf, size_t n) {
+  if (!isfinite(v)) {
+    if (n) buf[0] = 0;
+    return buf;
+  }
+  if (v >= 10000) return tm_fmt_count(v, buf, n);
+  return tm_fmt_rate(v, buf, n);
+}
+
+static const char *who(enum decide_winner w) {
+  switch (w) {
+    case DECIDE_DEVICE: return "device";
+    case DECIDE_API: return "api";
+    case DECIDE_TIE: return "tie";
+    default: return NULL;
+  }
+}
+
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *jwho(enum decide_winner w) { return who(w) ? json_string(who(w)) : json_null(); }
+
+static json_t *side_json(const struct decide_side *s) {
+  json_t *o = json_object();
+  json_object_set_new(o, "first_s", jnum(s->first_s));
+  json_object_set_new(o, "complete_s", jnum(s->complete_s));
+  json_object_set_new(o, "money_per_request", jnum(s->money_per_request));
+  json_object_set_new(o, "money_per_day", jnum(s->money_per_day));
+  json_object_set_new(o, "money_per_month", jnum(s->money_per_month));
+  json_object_set_new(o, "capacity_per_day", jnum(s->capacity_per_day));
+  return o;
+}
+
+static void put_row(const char *label, const char *a, const char *b, const char *c) {
+  /* Columns counted in characters, so "µs" lines up; no trailing blanks. */
+  const char *cells[4] = {label, a, b, c};
+  const int w[4] = {26, 17, 19, 0};
+  char line[256];
+  size_t len = 0;
+  for (int k = 0; k < 4; k++) {
+    int cols = 0;
+    for (const unsigned char *p = (const unsigned char *)cells[k]; *p && len + 1 < sizeof line; p++) {
+      if ((*p & 0xc0) != 0x80) cols++;
+      line[len++] = (char)*p;
+    }
+    for (; cols < w[k] && len + 1 < sizeof line; cols++) line[len++] = ' ';
+  }
+  while (len > 0 && line[len - 1] == ' ') len--;
+  line[len] = 0;
+  puts(line);
+}
+
+/* "sooner by 1.50 s (2.67x)" style comparison sentence for latency. */
+static void say_latency(const char *what, enum decide_winner w, double dev, double api) {
+  char a[32], b[32];
+  tm_fmt_duration(dev, a, sizeof a);
+  tm_fmt_duration(api, b, sizeof b);
+  switch (w) {
+    case DECIDE_DEVICE:
+      printf("  %s: the device is sooner (%s vs %s on the API, %.2fx).\n", what, a, b, api / dev);
+      break;
+    case DECIDE_API:
+      printf("  %s: the API is sooner (%s vs %s on the device, %.2fx).\n", what, b, a, dev / api);
+      break;
+    case DECIDE_TIE: printf("  %s: the same within 1%% (device %s, API %s).\n", what, a, b); break;
+    default: printf("  %s: unknown (a figure is missing).\n", what);
+  }
+}
+
+struct decide_cli {
+  struct decide_inputs in;
+  const char *results, *match;
+  bool have_p, have_n, have_ttft, have_api_decode;
+  bool json;
+  char which_prefill[320], which_decode[320];
+};
+
+static int parse_num(const char *s, const char *flag, double *out, bool whole, double min) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end || !isfinite(v) || v < min || (whole && v != floor(v)))
+    return cli_usage_error(CMD, "%s: '%s' is not a %snumber >= %g", flag, s,
+                           whole ? "whole " : "", min);
+  *out = v;
+  return 0;
+}
+
+static int parse_rate(const char *s, const char *flag, double *out) {
+  struct tm_err err;
+  if (tm_parse_tokens(s, out, &err) != 0 || !(*out > 0))
+    return cli_usage_error(CMD, "%s: '%s' is not a rate above 0 tok/s", flag, s);
+  return 0;
+}
+
+static int parse_dur(const char *s, const char *flag, double *out) {
+  struct tm_err err;
+  if (whatif_parse_seconds(s, out, &err) != 0) return cli_usage_error(CMD, "%s: %s", flag, err.msg);
+  return 0;
+}
+
+static int rates_from_results(struct decide_cli *o) {
+  struct results r;
+  struct series_set set = {0};
+  struct tm_err err;
+  const char *paths[1] = {o->results};
+  if (results_load(paths, 1, &r, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  int rc = 0;
+  if (r.n_inv == 0) {
+    rc = cli_fail(CMD, TM_EXIT_USAGE, "no records in %s", o->results);
+    goto done;
+  }
+  if (series_extract(&r, &set, &err) != 0) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+    goto done;
+  }
+  double pf, dc;
+  if (decide_rates_from_series(&set, o->match, o->in.prompt_tokens, o->in.output_tokens, &pf, &dc,
+                               o->which_prefill, o->which_decode, sizeof o->which_prefill,
+                               &err) != 0) {
+    rc = cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", o->results, err.msg);
+    goto done;
+  }
+  if (!(o->in.dev_prefill_tok_s > 0)) o->in.dev_prefill_tok_s = pf;
+  else o->which_prefill[0] = 0;
+  if (!(o->in.dev_decode_tok_s > 0)) o->in.dev_decode_tok_s = dc;
+  else o->which_decode[0] = 0;
+done:
+  series_set_free(&set);
+  results_free(&r);
+  return rc;
+}
+
+static int print_json(const struct decide_cli *o, const struct decide_result *r,
+                      const struct decide_result *rr) {
+  const struct decide_inputs *in = &o->in;
+  json_t *root = json_object(), *j = json_object();
+  json_object_set_new(j, "prompt_tokens", json_real(in->prompt_tokens));
+  json_object_set_new(j, "output_tokens", json_real(in->output_tokens));
+  json_object_set_new(j, "requests_per_day", json_real(in->requests_per_day));
+  json_object_set_new(j, "device_prefill_tok_s", jnum(in->dev_prefill_tok_s));
+  json_object_set_new(j, "device_decode_tok_s", jnum(in->dev_decode_tok_s));
+  json_object_set_new(j, "device_prefill_from", o->which_prefill[0] ? json_string(o->which_prefill) : json_null());
+  json_object_set_new(j, "device_decode_from", o->which_decode[0] ? json_string(o->which_decode) : json_null());
+  json_object_set_new(j, "device_overhead_s", jnum(in->dev_overhead_s));
+  json_object_set_new(j, "device_load_s", jnum(in->dev_load_s));
+  json_object_set_new(j, "device_stays_warm", json_boolean(in->dev_stays_warm));
+  json_object_set_new(j, "device_watts", jnum(in->dev_watts));
+  json_object_set_new(j, "kwh_price", jnum(in->kwh_price));
+  json_object_set_new(j, "device_price", jnum(in->dev_hw_price));
+  json_object_set_new(j, "device_lifetime_days", jnum(in->dev_lifetime_days));
+  json_object_set_new(j, "api_rtt_s", jnum(in->api_rtt_s));
+  json_object_set_new(j, "api_ttft_s", jnum(in->api_ttft_s));
+  json_object_set_new(j, "api_prefill_tok_s", jnum(in->api_prefill_tok_s));
+  json_object_set_new(j, "api_decode_tok_s", jnum(in->api_decode_tok_s));
+  json_object_set_new(j, "price_in_per_million", jnum(in->price_in_per_m));
+  json_object_set_new(j, "price_out_per_million", jnum(in->price_out_per_m));
+  json_object_set_new(root, "inputs", j);
+  json_object_set_new(root, "device_warm", side_json(&r->warm));
+  json_object_set_new(root, "device_reload", side_json(&r->reload));
+  json_object_set_new(root, "api", side_json(&r->api));
+  json_object_set_new(root, "device_energy_per_request", jnum(r->dev_energy_per_request));
+  json_object_set_new(root, "device_hardware_per_day", jnum(r->dev_hw_per_day));
+  json_object_set_new(root, "breakeven_requests_per_day", jnum(r->breakeven_per_day));
+  json_object_set_new(root, "cheaper_below_breakeven", jwho(r->breakeven_below));
+  json_object_set_new(root, "breakeven_requests_per_day_reload", jnum(rr->breakeven_per_day));
+  json_object_set_new(root, "winner",
+                      json_pack("{s:o,s:o,s:o,s:o,s:o}", "first_token", jwho(r->first_winner),
+                                "complete", jwho(r->complete_winner), "cost", jwho(r->cost_winner),
+                                "first_token_reload", jwho(r->reload_first_winner),
+                                "complete_reload", jwho(r->reload_complete_winner)));
+  char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+  json_decref(root);
+  if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  puts(s);
+  free(s);
+  return TM_EXIT_OK;
+}
+
+static void print_table(const struct decide_cli *o, const struct decide_result *r,
+                        const struct decide_result *rr) {
+  const struct decide_inputs *in = &o->in;
+  char a[48], b[48], c[48], d[48];
+  printf("job: %.0f prompt + %.0f output tokens per request, %.0f requests a day\n",
+         in->prompt_tokens, in->output_tokens, in->requests_per_day);
+  printf("device: prefill %s tok/s (PF), decode %s tok/s (DC)", fmt_rate(in->dev_prefill_tok_s, a, sizeof a),
+         fmt_rate(in->dev_decode_tok_s, b, sizeof b));
+  if (isfinite(in->dev_load_s)) printf(", load %s (FX)", tm_fmt_duration(in->dev_load_s, c, sizeof c));
+  printf(", %s\n", in->dev_stays_warm ? "stays warm" : "reloaded for every request");
+  if (o->which_prefill[0]) printf("  prefill from %s: [%s]\n", o->results, o->which_prefill);
+  if (o->which_decode[0]) printf("  decode from %s: [%s]\n", o->results, o->which_decode);
+  printf("API: round trip %s + TTFT %s", tm_fmt_duration(in->api_rtt_s, a, sizeof a),
+         tm_fmt_duration(in->api_ttft_s, b, sizeof b));
+  if (isfinite(in->api_prefill_tok_s))
+    printf(" + prompt / %s tok/s", fmt_rate(in->api_prefill_tok_s, c, sizeof c));
+  printf(", decode %s tok/s (DC)\n\n", fmt_rate(in->api_decode_tok_s, d, sizeof d));
+
+  put_row("", "device (warm)", "device (reload)", "API");
+  put_row("first token", tm_fmt_duration(r->warm.first_s, a, sizeof a),
+          tm_fmt_duration(r->reload.first_s, b, sizeof b), tm_fmt_duration(r->api.first_s, c, sizeof c));
+  put_row("complete answer", tm_fmt_duration(r->warm.complete_s, a, sizeof a),
+          tm_fmt_duration(r->reload.complete_s, b, sizeof b),
+          tm_fmt_duration(r->api.complete_s, c, sizeof c));
+  put_row("money per request", fmt_money(r->warm.money_per_request, a, sizeof a),
+          fmt_money(r->reload.money_per_request, b, sizeof b),
+          fmt_money(r->api.money_per_request, c, sizeof c));
+  put_row("money per day", fmt_money(r->warm.money_per_day, a, sizeof a),
+          fmt_money(r->reload.money_per_day, b, sizeof b), fmt_money(r->api.money_per_day, c, sizeof c));
+  put_row("money per month (30 days)", fmt_money(r->warm.money_per_month, a, sizeof a),
+          fmt_money(r->reload.money_per_month, b, sizeof b),
+          fmt_money(r->api.money_per_month, c, sizeof c));
+  snprintf(a, sizeof a, "%.0f a day", r->warm.capacity_per_day);
+  snprintf(b, sizeof b, "%.0f a day", r->reload.capacity_per_day);
+  put_row("capacity, one at a time", a, isfinite(r->reload.capacity_per_day) ? b : "", "");
+
+  const struct decide_side *dv = r->device;
+  printf("\nlatency (%s device):\n", in->dev_stays_warm ? "warm" : "reloaded");
+  say_latency("first token", r->first_winner, dv->first_s, r->api.first_s);
+  say_latency("complete answer", r->complete_winner, dv->complete_s, r->api.complete_s);
+
+  printf("cost:\n");
+  if (!isfinite(dv->money_per_day))
+    printf("  device: not known (give --device-watts and --kwh-price; --device-price for the "
+           "hardware).\n");
+  if (!isfinite(r->api.money_per_day))
+    printf("  API: not known (give --price-in and --price-out).\n");
+  if (r->cost_winner == DECIDE_DEVICE || r->cost_winner == DECIDE_API) {
+    bool dev = r->cost_winner == DECIDE_DEVICE;
+    printf("  at %.0f requests a day the %s is cheaper: %s vs %s a day.\n", in->requests_per_day,
+           dev ? "device" : "API", fmt_money(dev ? dv->money_per_day : r->api.money_per_day, a, sizeof a),
+           fmt_money(dev ? r->api.money_per_day : dv->money_per_day, b, sizeof b));
+  } else if (r->cost_winner == DECIDE_TIE) {
+    printf("  at %.0f requests a day both cost the same within 1%% (%s a day).\n",
+           in->requests_per_day, fmt_money(dv->money_per_day, a, sizeof a));
+  }
+  if (isfinite(r->breakeven_per_day))
+    printf("  break-even: %.0f requests a day; below it the API is cheaper (the hardware is not "
+           "paid off), above it the device.\n", r->breakeven_per_day);
+  else if (r->breakeven_below == DECIDE_DEVICE)
+    printf("  no break-even: with no hardware price the device is cheaper at any volume.\n");
+  else if (r->breakeven_below == DECIDE_API)
+    printf("  no break-even: the API costs less per request than the device's energy, at any "
+           "volume.\n");
+  if (in->requests_per_day > dv->capacity_per_day)
+    printf("  the device cannot keep up: %.0f requests a day need %s of work a day, one at a "
+           "time.\n", in->requests_per_day,
+           tm_fmt_duration(in->requests_per_day * dv->busy_s, a, sizeof a));
+
+  printf("reloaded for every request:\n");
+  if (!isfinite(in->dev_load_s)) {
+    printf("  not known: give --device-load (model load / session warm-up time).\n");
+    return;
+  }
+  printf("  each answer waits %s more (first token %s, complete %s)",
+         tm_fmt_duration(in->dev_load_s, a, sizeof a), tm_fmt_duration(r->reload.first_s, b, sizeof b),
+         tm_fmt_duration(r->reload.complete_s, c, sizeof c));
+  if (r->reload_first_winner == DECIDE_API && r->reload_complete_winner == DECIDE_API)
+    printf(": the API is sooner on both");
+  else if (r->reload_first_winner == DECIDE_DEVICE && r->reload_complete_winner == DECIDE_DEVICE)
+    printf(": the device is still sooner on both");
+  printf(".\n");
+  if (in->requests_per_day > r->reload.capacity_per_day)
+    printf("  capacity falls to %.0f requests a day: below the %.0f asked for.\n",
+           r->reload.capacity_per_day, in->requests_per_day);
+  if (isfinite(rr->breakeven_per_day) && isfinite(r->breakeven_per_day))
+    printf("  break-even moves from %.0f to %.0f requests a day.\n", r->breakeven_per_day,
+           rr->breakeven_per_day);
+  else if (isfinite(rr->breakeven_per_day))
+    printf("  break-even: %.0f requests a day.\n", rr->breakeven_per_day);
+}
+
 int cmd_decide(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return cli_fail("decide", TM_EXIT_RUNTIME, "not built yet");
+  enum { O_RESULTS = 256, O_MATCH, O_DPRE, O_DDEC, O_DOVER, O_DLOAD, O_DWARM, O_WATTS, O_KWH,
+         O_DPRICE, O_DLIFE, O_ATTFT, O_ARTT, O_APRE, O_ADEC, O_PIN, O_POUT, O_CUR, O_JSON };
+  static const struct option longopts[] = {
+      {"prompt-tokens", required_argument, 0, 'p'}, {"output-tokens", required_argument, 0, 'n'},
+      {"requests-per-day", required_argument, 0, 'q'}, {"results", required_argument, 0, O_RESULTS},
+      {"match", required_argument, 0, O_MATCH}, {"device-prefill", required_argument, 0, O_DPRE},
+      {"device-decode", required_argument, 0, O_DDEC},
+      {"device-overhead", required_argument, 0, O_DOVER},
+      {"device-load", required_argument, 0, O_DLOAD}, {"device-warm", required_argument, 0, O_DWARM},
+      {"device-watts", required_argument, 0, O_WATTS}, {"kwh-price", required_argument, 0, O_KWH},
+      {"device-price", required_argument, 0, O_DPRICE},
+      {"device-lifetime-days", required_argument, 0, O_DLIFE},
+      {"api-ttft", required_argument, 0, O_ATTFT}, {"api-rtt", required_argument, 0, O_ARTT},
+      {"api-prefill", required_argument, 0, O_APRE}, {"api-decode", required_argument, 0, O_ADEC},
+      {"price-in", required_argument, 0, O_PIN}, {"price-out", required_argument, 0, O_POUT},
+      {"currency", required_argument, 0, O_CUR}, {"json", no_argument, 0, O_JSON},
+      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  struct decide_cli o;
+  memset(&o, 0, sizeof o);
+  struct decide_inputs *in = &o.in;
+  in->requests_per_day = 1000;
+  in->dev_prefill_tok_s = in->dev_decode_tok_s = NAN;
+  in->dev_load_s = NAN;
+  in->dev_stays_warm = true;
+  in->dev_watts = in->kwh_price = in->dev_hw_price = NAN;
+  in->dev_lifetime_days = 1095;
+  in->api_prefill_tok_s = NAN;
+  in->price_in_per_m = in->price_out_per_m = NAN;
+  cur = "$";
+  optind = 1;
+  opterr = 0;
+  int c, bad = 0;
+  while (!bad && (c = getopt_long(argc, argv, ":p:n:q:h", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'p': bad = parse_num(optarg, "--prompt-tokens", &in->prompt_tokens, true, 0); o.have_p = true; break;
+      case 'n': bad = parse_num(optarg, "--output-tokens", &in->output_tokens, true, 1); o.have_n = true; break;
+      case 'q': bad = parse_num(optarg, "--requests-per-day", &in->requests_per_day, false, 1e-9); break;
+      case O_RESULTS: o.results = optarg; break;
+      case O_MATCH: o.match = optarg; break;
+      case O_DPRE: bad = parse_rate(optarg, "--device-prefill", &in->dev_prefill_tok_s); break;
+      case O_DDEC: bad = parse_rate(optarg, "--device-decode", &in->dev_decode_tok_s); break;
+      case O_DOVER: bad = parse_dur(optarg, "--device-overhead", &in->dev_overhead_s); break;
+      case O_DLOAD: bad = parse_dur(optarg, "--device-load", &in->dev_load_s); break;
+      case O_DWARM:
+        if (strcmp(optarg, "yes") == 0) in->dev_stays_warm = true;
+        else if (strcmp(optarg, "no") == 0) in->dev_stays_warm = false;
+        else bad = cli_usage_error(CMD, "--device-warm: '%s' is neither yes nor no", optarg);
+        break;
+      case O_WATTS: bad = parse_num(optarg, "--device-watts", &in->dev_watts, false, 0); break;
+      case O_KWH: bad = parse_num(optarg, "--kwh-price", &in->kwh_price, false, 0); break;
+      case O_DPRICE: bad = parse_num(optarg, "--device-price", &in->dev_hw_price, false, 0); break;
+      case O_DLIFE: bad = parse_num(optarg, "--device-lifetime-days", &in->dev_lifetime_days, false, 1e-9); break;
+      case O_ATTFT: bad = parse_dur(optarg, "--api-ttft", &in->api_ttft_s); o.have_ttft = true; break;
+      case O_ARTT: bad = parse_dur(optarg, "--api-rtt", &in->api_rtt_s); break;
+      case O_APRE: bad = parse_rate(optarg, "--api-prefill", &in->api_prefill_tok_s); break;
+      case O_ADEC: bad = parse_rate(optarg, "--api-decode", &in->api_decode_tok_s); o.have_api_decode = true; break;
+      case O_PIN: bad = parse_num(optarg, "--price-in", &in->price_in_per_m, false, 0); break;
+      case O_POUT: bad = parse_num(optarg, "--price-out", &in->price_out_per_m, false, 0); break;
+      case O_CUR: cur = optarg; break;
+      case O_JSON: o.json = true; break;
+      case 'h': usage(stdout); return TM_EXIT_OK;
+      case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
+      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (bad) return TM_EXIT_USAGE;
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (!o.have_p || !o.have_n)
+    return cli_usage_error(CMD, "give --prompt-tokens and --output-tokens (per request)");
+  if (!o.have_ttft || !o.have_api_decode)
+    return cli_usage_error(CMD, "give --api-ttft and --api-decode (the API's time to first token "
+                                "and decode rate)");
+  if (o.results && (!(in->dev_prefill_tok_s > 0) || !(in->dev_decode_tok_s > 0))) {
+    int rc = rates_from_results(&o);
+    if (rc != 0) return rc;
+  }
+  if (!(in->dev_decode_tok_s > 0) || (in->prompt_tokens > 0 && !(in->dev_prefill_tok_s > 0)))
+    return cli_usage_error(CMD, "device rates unknown: give --results FILE.jsonl or "
+                                "--device-prefill and --device-decode");
+  struct decide_result r, rr;
+  struct tm_err err;
+  if (decide_eval(in, &r, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  /* The other scenario, for "what changes when the model is reloaded". */
+  struct decide_inputs alt = *in;
+  alt.dev_stays_warm = false;
+  if (decide_eval(&alt, &rr, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  if (o.json) return print_json(&o, &r, &rr);
+  print_table(&o, &r, &rr);
+  return TM_EXIT_OK;
 }

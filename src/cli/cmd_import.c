@@ -1,6 +1,274 @@
-/* PLACEHOLDER (being written this session): replaced by its owner. */
+/* cmd_import: `tokmeter import FILE...`, llama.cpp's llama-bench output
+ * (-o json or -o jsonl) -> tokmeter records (src/analysis/import_llamabench.h)
+ * appended to a results file, so runs made elsewhere join `report`,
+ * `compare` and the TTFT fit. With -m FILE.gguf the runs get ceilings: the
+ * bandwidth / compute given, else this machine's cached probe (never a fresh
+ * probe: importing must stay instant; `tokmeter probe` makes one).
+ *
+ * Every input is parsed before anything is written: a corrupt file (exit 2)
+ * leaves the results file untouched. Exit codes: 0 ok; 1 the results file
+ * cannot be written; 2 bad flag, unreadable / corrupt / empty input, model
+ * file that cannot be analysed. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/import_llamabench.h"
 #include "cli/cli.h"
+#include "gguf/ggml_types.h"
+#include "gguf/gguf.h"
+#include "machine/probe.h"
+#include "model/analysis.h"
+#include "record/record.h"
+#include "util/units.h"
+
+static const char *const CMD = "import";
+#define MAX_INPUT_BYTES (256u << 20) /* llama-bench output is kilobytes */
+
+static void usage(void) {
+  printf("Usage: tokmeter import [options] FILE...\n"
+         "\n"
+         "Reads llama.cpp's llama-bench output (-o json or -o jsonl; '-' = stdin) and\n"
+         "appends it as tokmeter records (backend \"llama-bench\"): one run per sample,\n"
+         "one summary per test, so 'tokmeter report' and 'tokmeter compare' treat the\n"
+         "runs like 'tokmeter bench' ones. Combined pp+tg tests are skipped (their rate\n"
+         "blends prefill and decode). Each FILE is one invocation.\n"
+         "\n"
+         "Options:\n"
+         "  -o, --out FILE        results file to append to; '-' = stdout (the table\n"
+         "                        then goes to stderr) (default: tokmeter-results.jsonl)\n"
+         "  -m, --gguf FILE       the model file the runs used: adds ceilings (decode:\n"
+         "                        bandwidth / bytes per token; prefill: compute / FLOPs\n"
+         "                        per token) (default: none, ceilings blank)\n"
+         "      --bandwidth RATE  memory read bandwidth of the machine the runs were\n"
+         "                        made on, e.g. 28.6GB/s (default: this machine's cached\n"
+         "                        probe at the run's thread count)\n"
+         "      --compute RATE    compute rate for the prefill ceiling, e.g. 1.2TOPS\n"
+         "                        (default: this machine's cached probe, int8 path for\n"
+         "                        a quantized model where the CPU has one)\n"
+         "      --no-probe        never use the cached probe (default: use it when the\n"
+         "                        runs are CPU runs and a figure is not given)\n"
+         "  -h, --help            show this help and exit\n");
+}
+
+static char *read_input(const char *path, size_t *len, char *why, size_t why_n) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f) {
+    snprintf(why, why_n, "cannot read %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+    if (n == cap) {
+      if (cap >= MAX_INPUT_BYTES) {
+        snprintf(why, why_n, "%s is larger than %u MiB: not llama-bench output", path,
+                 MAX_INPUT_BYTES >> 20);
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      char *g = realloc(buf, cap * 2);
+      if (!g) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = g;
+      cap *= 2;
+    }
+  }
+  if (!buf && !why[0]) snprintf(why, why_n, "out of memory reading %s", path);
+  if (buf && ferror(f)) {
+    snprintf(why, why_n, "cannot read %s: %s", path, strerror(errno));
+    free(buf);
+    buf = NULL;
+  }
+  if (f != stdin) fclose(f);
+  *len = n;
+  return buf;
+}
+
+static int analyse_gguf(const char *path, struct model_cost *cost) {
+  struct tm_err err;
+  struct gguf_file *f = gguf_open(path, &err);
+  if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  struct model_desc d;
+  struct model_analyze_options ao = {.kv_type = GGML_TYPE_F16};
+  int rc = model_desc_from_gguf(f, &d, &err);
+  if (rc == 0) {
+    rc = model_analyze(&d, &ao, cost, &err);
+    model_desc_free(&d);
+  }
+  gguf_close(f);
+  if (rc != 0)
+    return strstr(err.msg, path) ? cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg)
+                                 : cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
+  return 0;
+}
+
+/* The summaries of one import as a table (quantity named per row). */
+static void print_table(FILE *o, const char *path, const struct import_out *im,
+                        const char *dest) {
+  fprintf(o, "%s: llama-bench %s, %zu test%s, %zu run%s -> %s\n", path, im->format, im->n_tests,
+          im->n_tests == 1 ? "" : "s", im->n_runs, im->n_runs == 1 ? "" : "s", dest);
+  fprintf(o, "  %-28s %-8s %7s %6s %-3s %13s %14s %7s\n", "model", "test", "threads", "depth",
+          "", "median tok/s", "ceiling tok/s", "% ceil");
+  for (size_t i = 0; i < im->n_lines; i++) {
+    json_t *s = im->lines[i];
+    if (strcmp(json_string_value(json_object_get(s, "record")), "summary")) continue;
+    json_t *m = json_object_get(s, "model");
+    const char *phase = json_string_value(json_object_get(s, "phase"));
+    double med = json_number_value(json_object_get(json_object_get(s, "rate_tok_s"), "median"));
+    json_t *c = json_object_get(s, "ceiling");
+    double ceil = c && json_is_object(c) ? json_number_value(json_object_get(c, "ceiling_tok_s"))
+                                         : NAN;
+    json_t *pc = json_object_get(s, "percent_of_ceiling");
+    char a[32], b[32] = "", p[16] = "";
+    tm_fmt_rate(med, a, sizeof a);
+    if (isfinite(ceil) && ceil > 0) tm_fmt_rate(ceil, b, sizeof b);
+    if (pc && json_is_number(pc)) snprintf(p, sizeof p, "%.0f%%", json_number_value(pc));
+    fprintf(o, "  %-28.28s %-8s %7lld %6lld %-3s %13s %14s %7s\n",
+            json_string_value(json_object_get(m, "name")),
+            json_string_value(json_object_get(s, "test")),
+            (long long)json_integer_value(json_object_get(s, "threads")),
+            (long long)json_integer_value(json_object_get(s, "depth")),
+            phase && !strcmp(phase, "prefill") ? "PF" : "DC", a, b, p);
+  }
+  fprintf(o, "  PF = prefill rate (prompt tok/s), DC = decode rate (generated tok/s, one "
+             "stream); ceiling blank = not known\n");
+}
+
 int cmd_import(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return cli_fail("import", TM_EXIT_RUNTIME, "not built yet");
+  static const struct option opts[] = {
+      {"out", required_argument, NULL, 'o'},      {"gguf", required_argument, NULL, 'm'},
+      {"bandwidth", required_argument, NULL, 'B'}, {"compute", required_argument, NULL, 'C'},
+      {"no-probe", no_argument, NULL, 'P'},        {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *out_path = RECORD_DEFAULT_FILE, *gguf = NULL;
+  double bw = NAN, compute = NAN;
+  bool no_probe = false;
+  struct tm_err err = {{0}};
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":o:m:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': out_path = optarg; break;
+    case 'm': gguf = optarg; break;
+    case 'B':
+      if (tm_parse_bandwidth(optarg, &bw, &err) != 0 || !(bw > 0))
+        return cli_usage_error(CMD, "--bandwidth: %s", err.msg[0] ? err.msg : "must be > 0");
+      break;
+    case 'C':
+      if (tm_parse_ops_rate(optarg, &compute, &err) != 0 || !(compute > 0))
+        return cli_usage_error(CMD, "--compute: %s", err.msg[0] ? err.msg : "must be > 0");
+      break;
+    case 'P': no_probe = true; break;
+    case 'h': usage(); return TM_EXIT_OK;
+    case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
+    default: return cli_usage_error(CMD, "unknown option %s", argv[optind - 1]);
+    }
+  }
+  size_t n_in = (size_t)(argc - optind);
+  if (n_in == 0) return cli_usage_error(CMD, "no input file (llama-bench -o json / -o jsonl output)");
+  if (!gguf && (isfinite(bw) || isfinite(compute)))
+    cli_warn(CMD, "--bandwidth / --compute without -m FILE.gguf: no ceilings (bytes and FLOPs "
+                  "per token come from the model file)");
+
+  static struct model_cost cost;
+  static struct machine_probe probe;
+  struct import_opts io = {.command = NULL, .bandwidth_bytes_s = bw, .compute_ops_s = compute};
+  char command[2048] = "tokmeter";
+  for (int i = 0; i < argc; i++) {
+    size_t len = strlen(command);
+    snprintf(command + len, sizeof command - len, " %s", argv[i]);
+  }
+  io.command = command;
+  if (gguf) {
+    int rc = analyse_gguf(gguf, &cost);
+    if (rc) return rc;
+    io.cost = &cost;
+    io.model_file = gguf;
+    if (!no_probe && (!isfinite(bw) || !isfinite(compute))) {
+      struct tm_err perr = {{0}};
+      int r = probe_load_cached(&probe, &perr);
+      if (r == 1 && probe.quick && !probe_quick_from_env()) {
+        cli_warn(CMD, "the cached probe is a quick one (not memory bandwidth): not used; run "
+                      "'tokmeter probe' or give --bandwidth");
+      } else if (r == 1) {
+        io.probe = &probe;
+      } else if (r == 0) {
+        cli_warn(CMD, "no cached probe of this machine: ceilings without a given figure stay "
+                      "blank (run 'tokmeter probe', or give --bandwidth / --compute)");
+      } else {
+        cli_warn(CMD, "%s: not used", perr.msg);
+      }
+    }
+  }
+
+  /* Parse everything first: a bad file must not leave half an import. */
+  struct import_out *ims = calloc(n_in, sizeof *ims);
+  if (!ims) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  int rc = TM_EXIT_OK;
+  size_t done = 0;
+  for (; done < n_in && rc == TM_EXIT_OK; done++) {
+    const char *path = argv[optind + (int)done];
+    char why[600] = "";
+    size_t len = 0;
+    char *text = read_input(path, &len, why, sizeof why);
+    if (!text) {
+      rc = cli_fail(CMD, TM_EXIT_USAGE, "%s", why);
+      break;
+    }
+    io.source = path;
+    if (import_llamabench(text, len, &io, &ims[done], &err) != 0) {
+      rc = cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
+    } else if (ims[done].n_tests == 0) {
+      rc = ims[done].n_skipped_combined
+               ? cli_fail(CMD, TM_EXIT_USAGE, "no pp or tg tests in %s (only combined pp+tg)", path)
+               : cli_fail(CMD, TM_EXIT_USAGE, "no records in %s", path);
+    }
+    free(text);
+  }
+  if (rc == TM_EXIT_OK) {
+    bool to_stdout = !strcmp(out_path, "-");
+    struct record_file *rf = to_stdout ? NULL : record_open(out_path, &err);
+    if (!to_stdout && !rf) rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+    for (size_t i = 0; i < n_in && rc == TM_EXIT_OK; i++) {
+      for (size_t k = 0; k < ims[i].n_lines && rc == TM_EXIT_OK; k++) {
+        if (to_stdout) {
+          char *line = record_dump(ims[i].lines[k]);
+          if (!line) rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+          else printf("%s\n", line);
+          free(line);
+        } else if (record_write(rf, json_incref(ims[i].lines[k]), &err) != 0) {
+          rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s: %s", out_path, err.msg);
+        }
+      }
+      for (size_t w = 0; w < ims[i].n_warnings; w++)
+        cli_warn(CMD, "%s: %s", argv[optind + (int)i], ims[i].warnings[w]);
+      if (rc == TM_EXIT_OK)
+        print_table(to_stdout ? stderr : stdout, argv[optind + (int)i], &ims[i],
+                    to_stdout ? "stdout" : out_path);
+    }
+    if (io.probe) {
+      char b[32];
+      fprintf(to_stdout ? stderr : stdout,
+              "ceilings from this machine's cached probe (%s, best read bandwidth %s): "
+              "right only if the runs were made here\n",
+              probe.info.cpu_model, tm_fmt_bandwidth(probe_best_read_bw(&probe, NULL), b, 32));
+    }
+    record_close(rf);
+  }
+  for (size_t i = 0; i < n_in; i++) import_out_free(&ims[i]);
+  free(ims);
+  return rc;
 }

@@ -1,6 +1,520 @@
-/* PLACEHOLDER (being written this session): replaced by its owner. */
+/* cmd_whatif: `tokmeter whatif` - Amdahl for token jobs (src/analysis/whatif.h):
+ * what a faster generator would really change in a job that also reads
+ * prompts and waits on fixed serial steps; and `--claim FIGURE`: one
+ * published number read as each of DESIGN.md's quantities.
+ *
+ * Output: a table on stdout (durations via tm_fmt_duration), or one JSON object
+ * with --json (keys: docs/whatif.md); --html FILE writes a page with the plot
+ * (the report module's svg layer). Exit codes: 0 ok; 2 bad flag or value; 1 the
+ * HTML file could not be written. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/whatif.h"
 #include "cli/cli.h"
+#include "report/sbuf.h"
+#include "report/svg.h"
+#include "util/units.h"
+
+static const char *const CMD = "whatif";
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: tokmeter whatif --gen-tokens N --rate RATES [options]\n"
+          "       tokmeter whatif --claim FIGURE [options]\n"
+          "\n"
+          "Amdahl for token jobs: a job of ITEMS pieces, each reading some prompt tokens\n"
+          "(prefill) and writing some tokens (decode), plus fixed serial steps (a test\n"
+          "run, a human review). Prints, per generation rate, the time of each phase, the\n"
+          "end-to-end time, the speedup against a baseline rate, and the share of the\n"
+          "wait that is fixed steps: the part a faster generator cannot remove.\n"
+          "\n"
+          "Job:\n"
+          "  -g, --gen-tokens N       tokens written per item (required without --claim)\n"
+          "  --read-tokens N          prompt tokens read per item (default 0)\n"
+          "  --items N                pieces of work in the job (default 1)\n"
+          "  -c, --concurrency N      items run side by side, one stream each; the rate\n"
+          "                           is per stream and assumed to hold at N streams\n"
+          "                           (default 1)\n"
+          "  --step NAME=DURATION[/item|/job]\n"
+          "                           a fixed serial step, repeatable: 'review=600' (once\n"
+          "                           per job, seconds), 'test=30s/item' (once per item);\n"
+          "                           units ms, s, m, h, d (default: none)\n"
+          "\n"
+          "Rates:\n"
+          "  -r, --rate RATES         generation (decode) rate of one stream, tok/s: a value\n"
+          "                           (75, 1M), a list (100,1k,10k), a log sweep A..B (A, B\n"
+          "                           and the 1-2-5 values between: 100..1M) or A..B:N (N\n"
+          "                           log-spaced points) (required without --claim)\n"
+          "  --prefill-rate RATE      prompt reading rate, tok/s, kept fixed across the\n"
+          "                           sweep (required when --read-tokens > 0, unless\n"
+          "                           --prefill-ratio)\n"
+          "  --prefill-ratio X        prefill = X times the generation rate, so reading\n"
+          "                           speeds up too (default: off)\n"
+          "  --baseline RATE          the rate speedups are against (default: the lowest\n"
+          "                           rate given)\n"
+          "\n"
+          "Claim (--claim): a figure read as context size, prefill rate, single-stream\n"
+          "decode rate and aggregate over N streams, with what each would mean:\n"
+          "  --claim FIGURE           e.g. '1M tok/s', '250k'\n"
+          "  --claim-prompt N         prompt used for the consequences (default 100000)\n"
+          "  --claim-answer N         answer used for the consequences (default 1000)\n"
+          "  --streams LIST           stream counts for the aggregate reading\n"
+          "                           (default 1,100,10000)\n"
+          "  --bytes-per-token BYTES  bytes a model reads per generated token (e.g. 4GB):\n"
+          "                           the memory bandwidth a single stream would need\n"
+          "                           (default: not shown)\n"
+          "  --prefill-rate RATE      also: how long filling the context takes (default:\n"
+          "                           not shown)\n"
+          "\n"
+          "Output:\n"
+          "  --json                   one JSON object on stdout (keys: docs/whatif.md)\n"
+          "  --html FILE              also write an HTML page with the plot (default: none)\n"
+          "  -h, --help               this help\n"
+          "\n"
+          "Exit codes: 0 ok, 1 the HTML file could not be written, 2 bad usage or value.\n");
+}
+
+/* Prints s left-aligned in `width` columns, counting UTF-8 characters (so
+ * "µs" is two columns, not three). */
+static void put_cell(const char *s, int width) {
+  int cols = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if ((*p & 0xc0) != 0x80) cols++;
+  fputs(s, stdout);
+  for (; cols < width; cols++) putchar(' ');
+}
+
+/* "1M", "250k", "75.0": rates read at a glance. */
+static char *fmt_tok_s(double v, char *buf, size_t n) {
+  if (v >= 10000) return tm_fmt_count(v, buf, n);
+  return tm_fmt_rate(v, buf, n);
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+struct whatif_opts {
+  struct whatif_job job;
+  struct whatif_step steps[WHATIF_MAX_STEPS];
+  double rates[WHATIF_MAX_RATES];
+  size_t n_rates;
+  double baseline;
+  bool have_gen;
+  const char *claim, *html;
+  double claim_prompt, claim_answer, bytes_per_token;
+  double streams[WHATIF_MAX_RATES];
+  size_t n_streams;
+  bool json;
+};
+
+static int parse_count(const char *s, const char *flag, double *out, bool allow_zero) {
+  struct tm_err err;
+  double v;
+  if (tm_parse_tokens(s, &v, &err) != 0 || v != floor(v) || (!allow_zero && v < 1))
+    return cli_usage_error(CMD, "%s: '%s' is not a %s whole number", flag, s,
+                           allow_zero ? "non-negative" : "positive");
+  *out = v;
+  return 0;
+}
+
+static int parse_streams(const char *s, struct whatif_opts *o) {
+  char buf[256];
+  if (strlen(s) >= sizeof buf) return cli_usage_error(CMD, "--streams: too long");
+  strcpy(buf, s);
+  o->n_streams = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (o->n_streams == WHATIF_MAX_RATES) return cli_usage_error(CMD, "--streams: too many");
+    if (parse_count(t, "--streams", &o->streams[o->n_streams], false) != 0) return TM_EXIT_USAGE;
+    o->n_streams++;
+  }
+  if (o->n_streams == 0) return cli_usage_error(CMD, "--streams: empty list");
+  return 0;
+}
+
+/* ------------------------------------------------------------------ claim */
+
+static int run_claim(const struct whatif_opts *o) {
+  struct tm_err err;
+  struct whatif_claim_in in = {.prompt_tokens = o->claim_prompt,
+                               .answer_tokens = o->claim_answer,
+                               .prefill_tok_s = o->job.prefill_tok_s,
+                               .bytes_per_token = o->bytes_per_token,
+                               .streams = o->streams,
+                               .n_streams = o->n_streams};
+  if (tm_parse_tokens(o->claim, &in.value, &err) != 0)
+    return cli_usage_error(CMD, "--claim: %s", err.msg);
+  struct whatif_claim_out c;
+  if (whatif_claim(&in, &c, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  char v[32], a[32], b[32], d[32];
+  fmt_tok_s(in.value, v, sizeof v);
+  if (o->json) {
+    json_t *root = json_object(), *at = json_array();
+    json_object_set_new(root, "claim", json_string(o->claim));
+    json_object_set_new(root, "value", json_real(in.value));
+    json_object_set_new(root, "context", json_pack("{s:f,s:f,s:f,s:o,s:o}", "tokens",
+                                                   c.context_tokens, "prompt_tokens",
+                                                   in.prompt_tokens, "prompts", c.context_prompts,
+                                                   "prefill_tok_s", num_or_null(in.prefill_tok_s),
+                                                   "fill_s", num_or_null(c.context_fill_s)));
+    json_object_set_new(root, "prefill", json_pack("{s:f,s:f}", "prompt_tokens", in.prompt_tokens,
+                                                   "prompt_s", c.prefill_prompt_s));
+    json_object_set_new(root, "decode",
+                        json_pack("{s:f,s:f,s:f,s:o,s:o}", "answer_tokens", in.answer_tokens,
+                                  "answer_s", c.decode_answer_s, "token_s", c.decode_token_s,
+                                  "bytes_per_token", num_or_null(in.bytes_per_token),
+                                  "bandwidth_bytes_s", num_or_null(c.decode_bandwidth_bytes_s)));
+    for (size_t i = 0; i < c.n_at; i++)
+      json_array_append_new(at, json_pack("{s:f,s:f,s:f}", "streams", c.at[i].streams,
+                                          "per_stream_tok_s", c.at[i].per_stream_tok_s,
+                                          "answer_s", c.at[i].answer_s));
+    json_object_set_new(root, "aggregate", at);
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    puts(s);
+    free(s);
+    return TM_EXIT_OK;
+  }
+  char pt[32], at_[32];
+  fmt_tok_s(in.prompt_tokens, pt, sizeof pt);
+  fmt_tok_s(in.answer_tokens, at_, sizeof at_);
+  printf("\"%s\" read as each of the five quantities (DESIGN.md): they are not one number.\n\n",
+         o->claim);
+  printf("context capacity (CC): a request can hold %s tokens.\n", v);
+  printf("  a size, not a speed: it holds %.3g prompts of %s tokens", c.context_prompts, pt);
+  if (isfinite(c.context_fill_s))
+    printf("; reading all of it at %s tok/s takes %s.\n", fmt_tok_s(in.prefill_tok_s, a, sizeof a),
+           tm_fmt_duration(c.context_fill_s, b, sizeof b));
+  else
+    printf(".\n  (give --prefill-rate to see how long reading a full context takes)\n");
+  printf("\nprefill rate (PF): prompts are read at %s tok/s.\n", v);
+  printf("  a %s-token prompt is read in %s: time to first token is at least that plus the\n"
+         "  fixed costs (round trip, queueing).\n", pt,
+         tm_fmt_duration(c.prefill_prompt_s, a, sizeof a));
+  printf("\nsingle-stream decode rate (DC): one answer is written at %s tok/s.\n", v);
+  printf("  a %s-token answer takes %s, %s per token.\n", at_,
+         tm_fmt_duration(c.decode_answer_s, a, sizeof a),
+         tm_fmt_duration(c.decode_token_s, b, sizeof b));
+  if (isfinite(c.decode_bandwidth_bytes_s))
+    printf("  a model reading %s per token would need %s of memory bandwidth: decode reads\n"
+           "  every active weight per token (compare `tokmeter ceiling`).\n",
+           tm_fmt_bytes_si(in.bytes_per_token, a, sizeof a),
+           tm_fmt_bandwidth(c.decode_bandwidth_bytes_s, d, sizeof d));
+  else
+    printf("  (give --bytes-per-token to see the memory bandwidth one stream would need)\n");
+  printf("\naggregate throughput (AT): %s tok/s summed over concurrent streams.\n", v);
+  printf("  %-12s %-18s %s\n", "streams", "per stream (DC)", "one answer");
+  for (size_t i = 0; i < c.n_at; i++) {
+    char s1[32], s2[32];
+    tm_fmt_count(c.at[i].streams, s1, sizeof s1);
+    snprintf(s2, sizeof s2, "%s tok/s", fmt_tok_s(c.at[i].per_stream_tok_s, a, sizeof a));
+    printf("  %-12s %-18s %s\n", s1, s2, tm_fmt_duration(c.at[i].answer_s, b, sizeof b));
+  }
+  printf("  what one user waits for depends on the per-stream rate, not the sum.\n");
+  return TM_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------- html */
+
+static int write_html(const struct whatif_opts *o, const struct whatif_row *rows, size_t n) {
+  double *x = malloc(n * sizeof *x), *tot = malloc(n * sizeof *tot),
+         *gen = malloc(n * sizeof *gen), *fix = malloc(n * sizeof *fix),
+         *rd = malloc(n * sizeof *rd);
+  int rc = TM_EXIT_OK;
+  struct sbuf b;
+  sbuf_init(&b);
+  if (!x || !tot || !gen || !fix || !rd) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    goto done;
+  }
+  bool any_read = false;
+  for (size_t i = 0; i < n; i++) {
+    x[i] = rows[i].rate_tok_s;
+    tot[i] = rows[i].total_s;
+    gen[i] = rows[i].generate_s;
+    fix[i] = rows[i].item_steps_s + rows[i].job_steps_s;
+    rd[i] = rows[i].read_s;
+    any_read |= rows[i].read_s > 0;
+  }
+  struct svg_series ser[4] = {
+      {.name = "end-to-end", .x = x, .y = tot, .n = n, .line = true, .shape = SVG_CIRCLE,
+       .color = 0},
+      {.name = "generate (decode)", .x = x, .y = gen, .n = n, .line = true, .shape = SVG_SQUARE,
+       .color = 1},
+      {.name = "fixed steps", .x = x, .y = fix, .n = n, .line = true, .shape = SVG_TRIANGLE,
+       .color = 2, .dashed = true},
+      {.name = "read (prefill)", .x = x, .y = rd, .n = n, .line = true, .shape = SVG_DIAMOND,
+       .color = 3},
+  };
+  double limit = whatif_limit_s(&o->job);
+  struct svg_refline ref = {.vertical = false, .value = limit,
+                            .label = "floor: infinitely fast generation"};
+  struct svg_chart ch = {.kind = SVG_XY, .id = "whatif-time", .title = "Job time against generation rate",
+                         .x_label = "generation rate, one stream", .x_unit = "tok/s",
+                         .y_label = "time", .y_unit = "s", .x_log = n > 1, .y_zero = true,
+                         .series = ser, .n_series = any_read ? 4 : 3, .refs = &ref,
+                         .n_refs = 1};
+  struct tm_err err;
+  sbuf_puts(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tokmeter whatif"
+                "</title><style>body{font-family:sans-serif;margin:2em}</style></head><body>\n"
+                "<h1>tokmeter whatif</h1>\n<p>");
+  char d[32], e[32];
+  sbuf_printf(&b, "%.0f items, %.0f tokens written and %.0f read per item, %.0f stream(s); "
+                  "fixed steps total %s; floor %s.",
+              o->job.items, o->job.gen_tokens, o->job.read_tokens, o->job.concurrency,
+              tm_fmt_duration(rows[0].item_steps_s + rows[0].job_steps_s, d, sizeof d),
+              tm_fmt_duration(limit, e, sizeof e));
+  sbuf_puts(&b, "</p>\n");
+  if (svg_render(&ch, &b, &err) != 0) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "plot: %s", err.msg);
+    goto done;
+  }
+  sbuf_puts(&b, "\n</body></html>\n");
+  if (!sbuf_ok(&b)) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    goto done;
+  }
+  FILE *f = fopen(o->html, "w");
+  if (!f || fputs(sbuf_str(&b), f) == EOF || fclose(f) != 0) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "cannot write %s", o->html);
+    goto done;
+  }
+done:
+  sbuf_free(&b);
+  free(x), free(tot), free(gen), free(fix), free(rd);
+  return rc;
+}
+
+/* -------------------------------------------------------------- the sweep */
+
+static int run_sweep(struct whatif_opts *o) {
+  struct tm_err err;
+  struct whatif_row rows[WHATIF_MAX_RATES], base;
+  if (whatif_check(&o->job, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  double b = o->baseline > 0 ? o->baseline : o->rates[0];
+  if (whatif_eval(&o->job, b, NAN, &base, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  for (size_t i = 0; i < o->n_rates; i++)
+    if (whatif_eval(&o->job, o->rates[i], base.total_s, &rows[i], &err) != 0)
+      return cli_usage_error(CMD, "%s", err.msg);
+  double limit = whatif_limit_s(&o->job);
+  double max_speedup = limit > 0 ? base.total_s / limit : INFINITY;
+  if (o->html) {
+    int rc = write_html(o, rows, o->n_rates);
+    if (rc != TM_EXIT_OK) return rc;
+  }
+  if (o->json) {
+    json_t *root = json_object(), *in = json_object(), *steps = json_array(),
+           *arr = json_array();
+    json_object_set_new(in, "gen_tokens", json_real(o->job.gen_tokens));
+    json_object_set_new(in, "read_tokens", json_real(o->job.read_tokens));
+    json_object_set_new(in, "items", json_real(o->job.items));
+    json_object_set_new(in, "concurrency", json_real(o->job.concurrency));
+    json_object_set_new(in, "prefill_tok_s", num_or_null(o->job.prefill_tok_s));
+    json_object_set_new(in, "prefill_ratio",
+                        o->job.prefill_ratio > 0 ? json_real(o->job.prefill_ratio) : json_null());
+    json_object_set_new(in, "baseline_tok_s", json_real(b));
+    for (size_t i = 0; i < o->job.n_steps; i++)
+      json_array_append_new(steps, json_pack("{s:s,s:f,s:s}", "name", o->steps[i].name,
+                                             "seconds", o->steps[i].seconds, "per",
+                                             o->steps[i].per_item ? "item" : "job"));
+    json_object_set_new(in, "steps", steps);
+    json_object_set_new(root, "inputs", in);
+    for (size_t i = 0; i < o->n_rates; i++) {
+      const struct whatif_row *r = &rows[i];
+      json_t *row = json_object();
+      json_object_set_new(row, "rate_tok_s", json_real(r->rate_tok_s));
+      json_object_set_new(row, "aggregate_tok_s", json_real(r->aggregate_tok_s));
+      json_object_set_new(row, "prefill_tok_s", num_or_null(r->prefill_tok_s));
+      json_object_set_new(row, "waves", json_real(r->waves));
+      json_object_set_new(row, "read_s", json_real(r->read_s));
+      json_object_set_new(row, "generate_s", json_real(r->generate_s));
+      json_object_set_new(row, "item_steps_s", json_real(r->item_steps_s));
+      json_object_set_new(row, "job_steps_s", json_real(r->job_steps_s));
+      json_object_set_new(row, "total_s", json_real(r->total_s));
+      json_object_set_new(row, "speedup", num_or_null(r->speedup));
+      json_object_set_new(row, "fixed_share", num_or_null(r->fixed_share));
+      json_object_set_new(row, "generate_share", num_or_null(r->generate_share));
+      json_array_append_new(arr, row);
+    }
+    json_object_set_new(root, "rows", arr);
+    json_object_set_new(root, "limit_s", json_real(limit));
+    json_object_set_new(root, "max_speedup", num_or_null(max_speedup));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    puts(s);
+    free(s);
+    return TM_EXIT_OK;
+  }
+
+  char a[32], c[32], d[32];
+  printf("job: %.0f item%s, each reads %.0f and writes %.0f tokens; %.0f stream%s side by side "
+         "(%.0f wave%s)\n",
+         o->job.items, o->job.items == 1 ? "" : "s", o->job.read_tokens, o->job.gen_tokens,
+         o->job.concurrency, o->job.concurrency == 1 ? "" : "s", rows[0].waves,
+         rows[0].waves == 1 ? "" : "s");
+  if (o->job.read_tokens > 0) {
+    if (o->job.prefill_ratio > 0)
+      printf("prefill (PF): %.3g x the generation rate\n", o->job.prefill_ratio);
+    else
+      printf("prefill (PF): %s tok/s, the same at every generation rate\n",
+             fmt_tok_s(o->job.prefill_tok_s, a, sizeof a));
+  }
+  for (size_t i = 0; i < o->job.n_steps; i++)
+    printf("fixed step (FX): %s %s per %s\n", o->steps[i].name,
+           tm_fmt_duration(o->steps[i].seconds, a, sizeof a), o->steps[i].per_item ? "item" : "job");
+  printf("\n");
+  static const char *const head[] = {"rate (DC)", "aggregate (AT)", "read", "generate",
+                                     "fixed steps", "end-to-end", "speedup", "fixed share"};
+  static const int w[] = {12, 16, 10, 10, 12, 12, 9, 11};
+  for (int k = 0; k < 8; k++) put_cell(head[k], w[k]);
+  printf("\n");
+  for (size_t i = 0; i < o->n_rates; i++) {
+    const struct whatif_row *r = &rows[i];
+    char cell[48];
+    snprintf(cell, sizeof cell, "%s tok/s", fmt_tok_s(r->rate_tok_s, a, sizeof a));
+    put_cell(cell, w[0]);
+    snprintf(cell, sizeof cell, "%s tok/s", fmt_tok_s(r->aggregate_tok_s, a, sizeof a));
+    put_cell(cell, w[1]);
+    put_cell(o->job.read_tokens > 0 ? tm_fmt_duration(r->read_s, a, sizeof a) : "-", w[2]);
+    put_cell(tm_fmt_duration(r->generate_s, a, sizeof a), w[3]);
+    put_cell(tm_fmt_duration(r->item_steps_s + r->job_steps_s, a, sizeof a), w[4]);
+    put_cell(tm_fmt_duration(r->total_s, a, sizeof a), w[5]);
+    snprintf(cell, sizeof cell, "%.*fx", r->speedup < 10 ? 2 : r->speedup < 100 ? 1 : 0,
+             r->speedup);
+    put_cell(isfinite(r->speedup) ? cell : "", w[6]);
+    snprintf(cell, sizeof cell, "%.1f%%", 100 * r->fixed_share);
+    fputs(isfinite(r->fixed_share) ? cell : "", stdout); /* last column: no padding */
+    printf("\n");
+  }
+  printf("\nbaseline: %s tok/s, %s end to end.\n", fmt_tok_s(b, a, sizeof a),
+         tm_fmt_duration(base.total_s, c, sizeof c));
+  if (limit > 0)
+    printf("floor (infinitely fast generation): %s; no generation rate makes this job more "
+           "than %.3gx faster than the baseline.\n",
+           tm_fmt_duration(limit, a, sizeof a), max_speedup);
+  else
+    printf("floor (infinitely fast generation): 0 s; nothing else bounds the speedup.\n");
+  const struct whatif_row *last = &rows[o->n_rates - 1];
+  if (last->total_s > 0)
+    printf("at %s tok/s, generation is %s%.1f%% of the wait; the fixed steps are %.1f%%%s.\n",
+           fmt_tok_s(last->rate_tok_s, d, sizeof d),
+           last->generate_share < 0.001 ? "under " : "",
+           last->generate_share < 0.001 ? 0.1 : 100 * last->generate_share,
+           100 * last->fixed_share,
+           last->generate_share < 0.1 ? ": a faster generator no longer changes the job" : "");
+  return TM_EXIT_OK;
+}
+
 int cmd_whatif(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return cli_fail("whatif", TM_EXIT_RUNTIME, "not built yet");
+  enum { O_READ = 256, O_ITEMS, O_STEP, O_PREFILL, O_RATIO, O_BASE, O_CLAIM, O_CPROMPT,
+         O_CANSWER, O_STREAMS, O_BPT, O_JSON, O_HTML };
+  static const struct option longopts[] = {
+      {"gen-tokens", required_argument, 0, 'g'}, {"read-tokens", required_argument, 0, O_READ},
+      {"items", required_argument, 0, O_ITEMS},  {"concurrency", required_argument, 0, 'c'},
+      {"step", required_argument, 0, O_STEP},    {"rate", required_argument, 0, 'r'},
+      {"prefill-rate", required_argument, 0, O_PREFILL},
+      {"prefill-ratio", required_argument, 0, O_RATIO},
+      {"baseline", required_argument, 0, O_BASE}, {"claim", required_argument, 0, O_CLAIM},
+      {"claim-prompt", required_argument, 0, O_CPROMPT},
+      {"claim-answer", required_argument, 0, O_CANSWER},
+      {"streams", required_argument, 0, O_STREAMS},
+      {"bytes-per-token", required_argument, 0, O_BPT}, {"json", no_argument, 0, O_JSON},
+      {"html", required_argument, 0, O_HTML},    {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  struct whatif_opts o;
+  memset(&o, 0, sizeof o);
+  o.job.items = 1;
+  o.job.concurrency = 1;
+  o.job.prefill_tok_s = NAN;
+  o.job.steps = o.steps;
+  o.claim_prompt = 100000;
+  o.claim_answer = 1000;
+  o.bytes_per_token = NAN;
+  o.streams[0] = 1, o.streams[1] = 100, o.streams[2] = 10000;
+  o.n_streams = 3;
+  struct tm_err err;
+  bool have_rate = false;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":g:c:r:h", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'g':
+        if (parse_count(optarg, "--gen-tokens", &o.job.gen_tokens, true)) return TM_EXIT_USAGE;
+        o.have_gen = true;
+        break;
+      case O_READ:
+        if (parse_count(optarg, "--read-tokens", &o.job.read_tokens, true)) return TM_EXIT_USAGE;
+        break;
+      case O_ITEMS:
+        if (parse_count(optarg, "--items", &o.job.items, false)) return TM_EXIT_USAGE;
+        break;
+      case 'c':
+        if (parse_count(optarg, "--concurrency", &o.job.concurrency, false)) return TM_EXIT_USAGE;
+        break;
+      case O_STEP:
+        if (o.job.n_steps == WHATIF_MAX_STEPS)
+          return cli_usage_error(CMD, "--step: at most %d steps", WHATIF_MAX_STEPS);
+        if (whatif_parse_step(optarg, &o.steps[o.job.n_steps], &err) != 0)
+          return cli_usage_error(CMD, "--step: %s", err.msg);
+        o.job.n_steps++;
+        break;
+      case 'r':
+        if (whatif_parse_rates(optarg, o.rates, WHATIF_MAX_RATES, &o.n_rates, &err) != 0)
+          return cli_usage_error(CMD, "--rate: %s", err.msg);
+        have_rate = true;
+        break;
+      case O_PREFILL:
+        if (tm_parse_tokens(optarg, &o.job.prefill_tok_s, &err) != 0 || !(o.job.prefill_tok_s > 0))
+          return cli_usage_error(CMD, "--prefill-rate: '%s' is not a rate above 0 tok/s", optarg);
+        break;
+      case O_RATIO: {
+        char *end;
+        o.job.prefill_ratio = strtod(optarg, &end);
+        if (*end || !(o.job.prefill_ratio > 0) || !isfinite(o.job.prefill_ratio))
+          return cli_usage_error(CMD, "--prefill-ratio: '%s' is not a number above 0", optarg);
+        break;
+      }
+      case O_BASE:
+        if (tm_parse_tokens(optarg, &o.baseline, &err) != 0 || !(o.baseline > 0))
+          return cli_usage_error(CMD, "--baseline: '%s' is not a rate above 0 tok/s", optarg);
+        break;
+      case O_CLAIM: o.claim = optarg; break;
+      case O_CPROMPT:
+        if (parse_count(optarg, "--claim-prompt", &o.claim_prompt, false)) return TM_EXIT_USAGE;
+        break;
+      case O_CANSWER:
+        if (parse_count(optarg, "--claim-answer", &o.claim_answer, false)) return TM_EXIT_USAGE;
+        break;
+      case O_STREAMS:
+        if (parse_streams(optarg, &o)) return TM_EXIT_USAGE;
+        break;
+      case O_BPT:
+        if (tm_parse_bytes(optarg, &o.bytes_per_token, &err) != 0 || !(o.bytes_per_token > 0))
+          return cli_usage_error(CMD, "--bytes-per-token: '%s' is not a size above 0 "
+                                      "(e.g. 4GB)", optarg);
+        break;
+      case O_JSON: o.json = true; break;
+      case O_HTML: o.html = optarg; break;
+      case 'h': usage(stdout); return TM_EXIT_OK;
+      case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
+      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (o.claim) {
+    if (have_rate || o.have_gen)
+      return cli_usage_error(CMD, "--claim reads one figure; leave out --rate and --gen-tokens");
+    if (o.html) return cli_usage_error(CMD, "--html draws the sweep; it has no plot for --claim");
+    return run_claim(&o);
+  }
+  if (!o.have_gen) return cli_usage_error(CMD, "give --gen-tokens (tokens written per item)");
+  if (!have_rate) return cli_usage_error(CMD, "give --rate (e.g. 50, or a sweep 100..1M)");
+  return run_sweep(&o);
 }

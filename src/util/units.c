@@ -160,3 +160,40 @@ char *tm_fmt_rate(double tok_s, char *buf, size_t n) {
   snprintf(buf, n, "%.*f", decimals, tok_s);
   return buf;
 }
+
+/* Three significant digits: 350, 60.8, 9.50. */
+static void fmt_sig3(double v, const char *unit, char *buf, size_t n) {
+  int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+  snprintf(buf, n, "%.*f %s", decimals, v, unit);
+}
+
+char *tm_fmt_duration(double seconds, char *buf, size_t n) {
+  if (n == 0) return buf;
+  buf[0] = 0;
+  if (!isfinite(seconds) || seconds < 0) return buf;
+  double s = seconds;
+  if (s == 0) {
+    snprintf(buf, n, "0 s");
+  } else if (s < 999.5e-9) {
+    fmt_sig3(s * 1e9, "ns", buf, n);
+  } else if (s < 999.5e-6) {
+    fmt_sig3(s * 1e6, "\xc2\xb5s", buf, n);
+  } else if (s < 0.9995) {
+    fmt_sig3(s * 1e3, "ms", buf, n);
+  } else if (s < 99.95) {
+    fmt_sig3(s, "s", buf, n);
+  } else if (s < 3599.5) {
+    long long t = llround(s); /* whole seconds */
+    snprintf(buf, n, "%lldm %llds", t / 60, t % 60);
+  } else if (s < 86400.0 - 30.0) {
+    long long t = llround(s / 60); /* whole minutes */
+    snprintf(buf, n, "%lldh %lldm", t / 60, t % 60);
+  } else if (s < 1000.0 * 86400.0) {
+    long long t = llround(s / 3600); /* whole hours */
+    snprintf(buf, n, "%lldd %lldh", t / 24, t % 24);
+  } else {
+    fmt_sig3(s / (365.25 * 86400.0), "years", buf, n);
+    /* beyond 999 years three digits are still whole years */
+  }
+  return buf;
+}

@@ -34,4 +34,11 @@ char *tm_fmt_ops(double ops_per_s, const char *unit, char *buf, size_t n); /* "1
 char *tm_fmt_count(double count, char *buf, size_t n);          /* "596.0M", "3.05B" */
 char *tm_fmt_rate(double tok_s, char *buf, size_t n); /* tok/s with 3 significant digits */
 
+/* A duration the way people read it: "350 ms", "60.8 s", "2m 5s", "2h 14m",
+ * "3d 4h", "12.3 years"; below a millisecond "1.00 µs" / "250 ns" (UTF-8 µ).
+ * Three significant digits below 100 s; above, two whole units, rounded at the
+ * smaller one (so 3599.6 s is "1h 0m", never "59m 60s"). A non-finite or
+ * negative duration gives "" (a blank: unknown is never printed as a number). */
+char *tm_fmt_duration(double seconds, char *buf, size_t n);
+
 #endif

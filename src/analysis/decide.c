@@ -1,0 +1,199 @@
+/* decide: device or API for one job; see decide.h for the model and contracts. */
+#include "analysis/decide.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stats/stats.h"
+
+static int positive(double v) { return v > 0 && isfinite(v); }
+static int non_negative(double v) { return v >= 0 && isfinite(v); }
+static int known(double v) { return isfinite(v); }
+
+int decide_check(const struct decide_inputs *in, struct tm_err *err) {
+  if (!(in->prompt_tokens >= 0) || !isfinite(in->prompt_tokens))
+    return tm_errf(err, "prompt tokens must be >= 0");
+  if (!(in->output_tokens >= 1) || !isfinite(in->output_tokens))
+    return tm_errf(err, "output tokens must be at least 1");
+  if (!positive(in->requests_per_day)) return tm_errf(err, "requests per day must be above 0");
+  if (!positive(in->dev_prefill_tok_s) && in->prompt_tokens > 0)
+    return tm_errf(err, "device prefill rate unknown: give --device-prefill or --results");
+  if (!positive(in->dev_decode_tok_s))
+    return tm_errf(err, "device decode rate unknown: give --device-decode or --results");
+  if (!positive(in->api_decode_tok_s)) return tm_errf(err, "API decode rate must be above 0");
+  if (!non_negative(in->api_ttft_s)) return tm_errf(err, "API TTFT must be >= 0");
+  if (!non_negative(in->api_rtt_s)) return tm_errf(err, "API round trip must be >= 0");
+  if (!non_negative(in->dev_overhead_s)) return tm_errf(err, "device overhead must be >= 0");
+  if (known(in->api_prefill_tok_s) && !positive(in->api_prefill_tok_s))
+    return tm_errf(err, "API prefill rate must be above 0");
+  if (known(in->dev_load_s) && in->dev_load_s < 0) return tm_errf(err, "load time must be >= 0");
+  if (known(in->dev_watts) && in->dev_watts < 0) return tm_errf(err, "watts must be >= 0");
+  if (known(in->kwh_price) && in->kwh_price < 0) return tm_errf(err, "price per kWh must be >= 0");
+  if (known(in->price_in_per_m) && in->price_in_per_m < 0)
+    return tm_errf(err, "input price must be >= 0");
+  if (known(in->price_out_per_m) && in->price_out_per_m < 0)
+    return tm_errf(err, "output price must be >= 0");
+  if (known(in->dev_hw_price) && (in->dev_hw_price < 0 || !positive(in->dev_lifetime_days)))
+    return tm_errf(err, "hardware price must be >= 0 with a lifetime above 0 days");
+  return 0;
+}
+
+enum decide_winner decide_compare(double device, double api) {
+  if (!isfinite(device) || !isfinite(api)) return DECIDE_UNKNOWN;
+  double big = fabs(device) > fabs(api) ? fabs(device) : fabs(api);
+  if (fabs(device - api) <= DECIDE_TIE_FRACTION * big) return DECIDE_TIE;
+  return device < api ? DECIDE_DEVICE : DECIDE_API;
+}
+
+/* Fills money per day / month from per-request money and a fixed daily part. */
+static void money_totals(struct decide_side *s, double per_request_variable, double per_day_fixed,
+                         double q) {
+  if (!known(per_request_variable)) {
+    s->money_per_request = s->money_per_day = s->money_per_month = NAN;
+    return;
+  }
+  double fixed = known(per_day_fixed) ? per_day_fixed : 0;
+  s->money_per_day = per_request_variable * q + fixed;
+  s->money_per_request = s->money_per_day / q;
+  s->money_per_month = s->money_per_day * DECIDE_DAYS_PER_MONTH;
+}
+
+int decide_eval(const struct decide_inputs *in, struct decide_result *out, struct tm_err *err) {
+  if (decide_check(in, err) != 0) return -1;
+  memset(out, 0, sizeof *out);
+  double P = in->prompt_tokens, O = in->output_tokens, Q = in->requests_per_day;
+
+  /* Latency. */
+  double read_s = P > 0 ? P / in->dev_prefill_tok_s : 0;
+  out->warm.first_s = in->dev_overhead_s + read_s;
+  out->warm.complete_s = out->warm.first_s + (O - 1) / in->dev_decode_tok_s;
+  out->warm.busy_s = out->warm.complete_s;
+  out->reload.first_s = known(in->dev_load_s) ? out->warm.first_s + in->dev_load_s : NAN;
+  out->reload.complete_s = known(in->dev_load_s) ? out->warm.complete_s + in->dev_load_s : NAN;
+  out->reload.busy_s = out->reload.complete_s;
+  double api_ttft = in->api_ttft_s + (known(in->api_prefill_tok_s) ? P / in->api_prefill_tok_s : 0);
+  out->api.first_s = in->api_rtt_s + api_ttft;
+  out->api.complete_s = out->api.first_s + (O - 1) / in->api_decode_tok_s;
+  out->api.busy_s = out->api.complete_s;
+  out->warm.capacity_per_day = 86400.0 / out->warm.busy_s;
+  out->reload.capacity_per_day = known(out->reload.busy_s) ? 86400.0 / out->reload.busy_s : NAN;
+  out->api.capacity_per_day = NAN;
+
+  /* Money. */
+  double joules_per_kwh = 3.6e6;
+  double energy_price = (known(in->dev_watts) && known(in->kwh_price))
+                            ? in->dev_watts / joules_per_kwh * in->kwh_price : NAN; /* per second busy */
+  out->dev_energy_per_request = energy_price * out->warm.busy_s;
+  out->dev_hw_per_day = known(in->dev_hw_price) ? in->dev_hw_price / in->dev_lifetime_days : NAN;
+  money_totals(&out->warm, out->dev_energy_per_request, out->dev_hw_per_day, Q);
+  money_totals(&out->reload, energy_price * out->reload.busy_s, out->dev_hw_per_day, Q);
+  double api_req = (known(in->price_in_per_m) && known(in->price_out_per_m))
+                       ? P * in->price_in_per_m / 1e6 + O * in->price_out_per_m / 1e6 : NAN;
+  money_totals(&out->api, api_req, NAN, Q);
+
+  out->device = in->dev_stays_warm ? &out->warm : &out->reload;
+  const struct decide_side *d = out->device;
+
+  /* Break-even volume: hw_per_day + q * dev = q * api. */
+  out->breakeven_per_day = NAN;
+  out->breakeven_below = DECIDE_UNKNOWN;
+  double dev_var = in->dev_stays_warm ? out->dev_energy_per_request
+                                      : energy_price * out->reload.busy_s;
+  if (known(api_req) && known(dev_var)) {
+    double hw = known(out->dev_hw_per_day) ? out->dev_hw_per_day : 0;
+    if (api_req > dev_var && hw > 0) {
+      out->breakeven_per_day = hw / (api_req - dev_var);
+      out->breakeven_below = DECIDE_API; /* few requests: the hardware is not paid off */
+    } else if (api_req > dev_var) {
+      out->breakeven_below = DECIDE_DEVICE; /* no fixed cost: the device is cheaper at any volume */
+    } else if (api_req < dev_var) {
+      out->breakeven_below = DECIDE_API;    /* the API is cheaper per request: at any volume */
+    } else {
+      out->breakeven_below = hw > 0 ? DECIDE_API : DECIDE_TIE;
+    }
+  }
+
+  out->first_winner = decide_compare(d->first_s, out->api.first_s);
+  out->complete_winner = decide_compare(d->complete_s, out->api.complete_s);
+  out->cost_winner = decide_compare(d->money_per_day, out->api.money_per_day);
+  out->reload_first_winner = decide_compare(out->reload.first_s, out->api.first_s);
+  out->reload_complete_winner = decide_compare(out->reload.complete_s, out->api.complete_s);
+  return 0;
+}
+
+/* ------------------------------------------------------- rates from records */
+
+static void group_key(const struct series *s, char *buf, size_t n) {
+  snprintf(buf, n, "%s | %s | %s | %s | t%d | d%d", s->backend, s->target, s->model, s->type,
+           s->threads, s->depth);
+}
+
+static double median_of(const struct series *s) { return stats_percentile(s->values, s->n, 50); }
+
+/* The series of `metric` in group `g` whose length (prompt or gen) is closest to
+ * want; NULL when none has a finite median. */
+static const struct series *closest(const struct series_set *set, const char *match,
+                                    const char *g, const char *metric, int use_prompt,
+                                    double want) {
+  const struct series *best = NULL;
+  double best_d = INFINITY;
+  char k[400];
+  for (size_t i = 0; i < set->n; i++) {
+    const struct series *s = &set->s[i];
+    if (strcmp(s->metric, metric) != 0 || (match && !strstr(s->key, match))) continue;
+    group_key(s, k, sizeof k);
+    if (strcmp(k, g) != 0 || !isfinite(median_of(s))) continue;
+    int len = use_prompt ? s->prompt_tokens : s->gen_tokens;
+    /* An unknown length ranks after every known one. */
+    double d = len >= 0 ? fabs(log((len > 0 ? len : 1) / (want > 0 ? want : 1))) : 1e300;
+    if (!best || d < best_d) {
+      best = s;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+int decide_rates_from_series(const struct series_set *set, const char *match,
+                             double prompt_tokens, double output_tokens, double *prefill_tok_s,
+                             double *decode_tok_s, char *which_prefill, char *which_decode,
+                             size_t which_n, struct tm_err *err) {
+  /* Configurations (key without the test) that hold a decode series. */
+  char groups[8][400];
+  size_t ng = 0;
+  int more = 0;
+  for (size_t i = 0; i < set->n; i++) {
+    const struct series *s = &set->s[i];
+    if (strcmp(s->metric, "decode_tok_s") != 0 || (match && !strstr(s->key, match))) continue;
+    if (!isfinite(median_of(s))) continue;
+    char k[400];
+    group_key(s, k, sizeof k);
+    size_t j = 0;
+    while (j < ng && strcmp(groups[j], k) != 0) j++;
+    if (j < ng) continue;
+    if (ng == 8) {
+      more = 1;
+      continue;
+    }
+    snprintf(groups[ng++], sizeof groups[0], "%s", k);
+  }
+  if (ng == 0)
+    return tm_errf(err, "no decode runs%s%s%s in the results", match ? " matching '" : "",
+                   match ? match : "", match ? "'" : "");
+  if (ng > 1) {
+    char list[400];
+    size_t off = 0;
+    for (size_t j = 0; j < ng && off < sizeof list; j++)
+      off += (size_t)snprintf(list + off, sizeof list - off, "%s[%s]", j ? ", " : "", groups[j]);
+    return tm_errf(err, "%zu%s configurations in the results (%s); choose one with --match TEXT",
+                   ng, more ? "+" : "", list);
+  }
+  const struct series *dec = closest(set, match, groups[0], "decode_tok_s", 0, output_tokens);
+  const struct series *pre = closest(set, match, groups[0], "prefill_tok_s", 1, prompt_tokens);
+  *decode_tok_s = median_of(dec);
+  *prefill_tok_s = pre ? median_of(pre) : NAN;
+  if (which_decode) snprintf(which_decode, which_n, "%s", dec->key);
+  if (which_prefill) snprintf(which_prefill, which_n, "%s", pre ? pre->key : "");
+  return 0;
+}

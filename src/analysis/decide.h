@@ -1,0 +1,96 @@
+/* decide: device or API for one job (issue 5, part 5). Pure arithmetic on the
+ * inputs; docs/decide.md has every formula. In brief, for P prompt tokens and O
+ * output tokens per request, Q requests per day, a 30-day month:
+ *
+ *   device, warm:   first = overhead + P / dev_prefill
+ *                   complete = first + (O - 1) / dev_decode
+ *   device, reload: both + load_s (the model is loaded for every request)
+ *   API:            first = rtt + api_ttft (+ P / api_prefill when given: then
+ *                   api_ttft is the fixed part only)
+ *                   complete = first + (O - 1) / api_decode
+ * (decode rates count the tokens after the first, as DESIGN.md defines them.)
+ *
+ * Money: API per request = P * price_in / 1e6 + O * price_out / 1e6. Device per
+ * request = energy (watts x busy seconds / 3.6e6 kWh x price per kWh), busy =
+ * complete (+ load when reloading); hardware, when its price is given, adds
+ * price / lifetime_days per day, spread over the day's requests. A warm model
+ * is loaded once and stays resident: its load is counted in neither latency
+ * nor money. Unknown stays NAN (printed blank), never 0.
+ *
+ * Break-even volume (requests per day at which device and API cost the same
+ * per day): hw_per_day / (api_per_request - dev_energy_per_request), when the
+ * API costs more per request than the device's energy; otherwise none. The
+ * device's capacity (one request at a time) is 86400 / busy seconds. */
+#ifndef TM_DECIDE_H
+#define TM_DECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analysis/series.h"
+#include "util/err.h"
+
+#define DECIDE_DAYS_PER_MONTH 30.0
+
+struct decide_inputs {
+  double prompt_tokens, output_tokens, requests_per_day;
+  /* device */
+  double dev_prefill_tok_s, dev_decode_tok_s; /* PF, DC */
+  double dev_overhead_s;     /* FX per request (default 0) */
+  double dev_load_s;         /* FX model load / session warm-up; NAN unknown */
+  bool dev_stays_warm;       /* the scenario the verdicts speak for */
+  double dev_watts;          /* power while busy; NAN unknown */
+  double kwh_price;          /* money per kWh; NAN unknown */
+  double dev_hw_price;       /* hardware price; NAN not counted */
+  double dev_lifetime_days;  /* hardware written off over this many days */
+  /* API */
+  double api_rtt_s;          /* FX network round trip (0 when api_ttft was measured by a client) */
+  double api_ttft_s;         /* FX the API's time to first token */
+  double api_prefill_tok_s;  /* PF; NAN: api_ttft already covers this prompt */
+  double api_decode_tok_s;   /* DC */
+  double price_in_per_m, price_out_per_m; /* money per million tokens; NAN unknown */
+};
+
+struct decide_side {
+  double first_s, complete_s;   /* seconds until the user has the first token / the answer */
+  double busy_s;                /* device: time it works per request; API: complete_s */
+  double money_per_request, money_per_day, money_per_month; /* NAN unknown */
+  double capacity_per_day;      /* device: requests/day it can serve one at a time; API: NAN */
+};
+
+enum decide_winner { DECIDE_UNKNOWN = 0, DECIDE_DEVICE, DECIDE_API, DECIDE_TIE };
+
+struct decide_result {
+  struct decide_side warm, reload, api;
+  const struct decide_side *device;   /* warm or reload, per dev_stays_warm */
+  double dev_energy_per_request;      /* money; NAN unknown */
+  double dev_hw_per_day;              /* money; NAN not counted */
+  /* requests/day where device and API cost the same; NAN when there is none
+   * (breakeven_kind says why) */
+  double breakeven_per_day;
+  enum decide_winner breakeven_below; /* who is cheaper below the break-even */
+  enum decide_winner first_winner, complete_winner, cost_winner;
+  enum decide_winner reload_first_winner, reload_complete_winner;
+};
+
+/* Relative difference below which two figures are called the same. */
+#define DECIDE_TIE_FRACTION 0.01
+
+int decide_check(const struct decide_inputs *in, struct tm_err *err);
+int decide_eval(const struct decide_inputs *in, struct decide_result *out, struct tm_err *err);
+/* Who wins a "smaller is better" comparison (device a vs API b). */
+enum decide_winner decide_compare(double device, double api);
+
+/* Device rates from results: among series whose key contains `match` (NULL:
+ * all), prefill_tok_s and decode_tok_s series of ONE configuration (key
+ * without the test part); prefill from the series whose prompt length is
+ * closest to prompt_tokens, decode from the one whose output length is closest
+ * to output_tokens; the median of their runs. -1 with err when there is no
+ * such series or several configurations match (err lists them: choose with
+ * --match). which_prefill / which_decode receive the keys used. */
+int decide_rates_from_series(const struct series_set *set, const char *match,
+                             double prompt_tokens, double output_tokens, double *prefill_tok_s,
+                             double *decode_tok_s, char *which_prefill, char *which_decode,
+                             size_t which_n, struct tm_err *err);
+
+#endif

@@ -1,2 +1,0 @@
-/* placeholder until the report module lands; deleted by its owner. */
-typedef int tm_report_placeholder_t;

@@ -1,0 +1,28 @@
+/* report_internal: what the report writers share inside src/report/ (not a
+ * contract for other modules). */
+#ifndef TM_REPORT_INTERNAL_H
+#define TM_REPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "report/report.h"
+#include "report/sbuf.h"
+
+#define REPORT_MAX_COLUMNS 16
+#define REPORT_CELL 96
+
+/* The table columns that hold at least one value, as indices into the column
+ * list; returns the count. */
+size_t report_columns_used(const struct report *rep, size_t *idx);
+const char *report_column_head(size_t col);  /* "PF prefill (tok/s)" */
+bool report_column_right(size_t col);        /* numbers: align right */
+void report_column_cell(size_t col, const struct report_row *row, char *buf, size_t n);
+/* The legend of the five quantities and how cells are computed, as text. */
+extern const char *const report_legend_text;
+
+/* The plot sections of the HTML page: each appends its <h3>, figures (or a
+ * paragraph saying why there is none) to out. 0 or -1 with err. */
+int report_plots_html(const struct report *rep, struct sbuf *out, struct tm_err *err);
+
+#endif

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# test_decide: `tokmeter decide` end to end. Expected figures are worked out by
+# hand from docs/decide.md, or (for records) computed here in python3 from the
+# JSON Lines file, never copied from the tool's output.
+set -euo pipefail
+: "${TOKMETER:?binary path}" "${TOKMETER_FIXTURES:?fixtures dir}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TOKMETER_CACHE_DIR="$tmp/cache" TOKMETER_PROBE_QUICK=1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$TOKMETER" decide --help >"$tmp/help" || fail "--help exit code"
+for flag in --prompt-tokens --output-tokens --requests-per-day --results --match \
+            --device-prefill --device-decode --device-overhead --device-load --device-warm \
+            --device-watts --kwh-price --device-price --device-lifetime-days --api-ttft \
+            --api-rtt --api-prefill --api-decode --price-in --price-out --currency --json --help; do
+  grep -q -- "$flag" "$tmp/help" || fail "--help does not list $flag"
+done
+
+expect_usage() {
+  local what=$1; shift
+  set +e; "$TOKMETER" decide "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
+  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2 ($(cat "$tmp/err"))"
+  [ -s "$tmp/err" ] || fail "$what: nothing on stderr"
+  [ ! -s "$tmp/out" ] || fail "$what: output on stdout"
+}
+api=(--api-ttft 400ms --api-rtt 100ms --api-decode 50)
+dev=(--device-prefill 500 --device-decode 20)
+expect_usage "no arguments"
+expect_usage "unknown flag" -p 1000 -n 201 "${dev[@]}" "${api[@]}" --bogus
+expect_usage "no device rates" -p 1000 -n 201 "${api[@]}"
+expect_usage "no api" -p 1000 -n 201 "${dev[@]}"
+expect_usage "zero output" -p 1000 -n 0 "${dev[@]}" "${api[@]}"
+expect_usage "bad duration" -p 1000 -n 201 "${dev[@]}" --api-ttft 4parsecs --api-decode 50
+expect_usage "bad warm" -p 1000 -n 201 "${dev[@]}" "${api[@]}" --device-warm maybe
+expect_usage "missing results" -p 1000 -n 201 "${api[@]}" --results "$tmp/nope.jsonl"
+: >"$tmp/empty.jsonl"
+expect_usage "empty results" -p 1000 -n 201 "${api[@]}" --results "$tmp/empty.jsonl"
+grep -q "no records in $tmp/empty.jsonl" "$tmp/err" || fail "empty: $(cat "$tmp/err")"
+echo '{"record":"run", "truncated' >"$tmp/bad.jsonl"
+expect_usage "corrupt results" -p 1000 -n 201 "${api[@]}" --results "$tmp/bad.jsonl"
+[ "$(wc -l <"$tmp/err")" -le 2 ] || fail "corrupt: more than one message"
+
+# --- the worked example (docs/decide.md) ----------------------------------------
+# device: first 1000/500 = 2 s, complete 2 + 200/20 = 12 s; reload +5 s: 7 s, 17 s
+# API: first 0.1 + 0.4 = 0.5 s, complete 0.5 + 200/50 = 4.5 s
+# API money: 1000 x 1e-6 + 201 x 4e-6 = 0.001804 per request, 1.804 a day, 54.12 a month
+# device: 100 W x 12 s = 1200 J = 1/3000 kWh x 0.30 = 0.0001; hardware 1500/1095 a day
+# break-even: (1500/1095) / (0.001804 - 0.0001) = 803.9 requests a day
+full=(-p 1000 -n 201 -q 1000 "${dev[@]}" --device-load 5 --device-watts 100 --kwh-price 0.30
+      --device-price 1500 "${api[@]}" --price-in 1 --price-out 4)
+"$TOKMETER" decide "${full[@]}" >"$tmp/table" || fail "table run"
+grep -E "^first token +2.00 s +7.00 s +500 ms$" "$tmp/table" >/dev/null || fail "first token row: $(cat "$tmp/table")"
+grep -E "^complete answer +12.0 s +17.0 s +4.50 s$" "$tmp/table" >/dev/null || fail "complete row"
+grep -E "^money per request +\\\$0.00147 +\\\$0.00151 +\\\$0.00180$" "$tmp/table" >/dev/null || fail "money row"
+grep -E "^money per month \(30 days\) +\\\$44.10 +\\\$45.35 +\\\$54.12$" "$tmp/table" >/dev/null || fail "month row"
+grep -q "complete answer: the API is sooner (4.50 s vs 12.0 s on the device, 2.67x)" "$tmp/table" \
+  || fail "latency verdict"
+grep -q "at 1000 requests a day the device is cheaper" "$tmp/table" || fail "cost verdict"
+grep -q "break-even: 804 requests a day" "$tmp/table" || fail "break-even"
+grep -q "each answer waits 5.00 s more" "$tmp/table" || fail "reload line"
+
+"$TOKMETER" decide "${full[@]}" --json >"$tmp/json" || fail "json run"
+python3 - "$tmp/json" <<'PY' || fail "json values"
+import json, sys
+d = json.load(open(sys.argv[1]))
+close = lambda a, b, t=1e-9: abs(a - b) <= t
+w, r, a = d["device_warm"], d["device_reload"], d["api"]
+assert close(w["first_s"], 2) and close(w["complete_s"], 12), w
+assert close(r["first_s"], 7) and close(r["complete_s"], 17), r
+assert close(a["first_s"], 0.5) and close(a["complete_s"], 4.5), a
+assert close(a["money_per_request"], 0.001804, 1e-12) and close(a["money_per_month"], 54.12)
+assert close(d["device_energy_per_request"], 0.0001, 1e-12)
+assert close(w["money_per_day"], 0.1 + 1500 / 1095)
+assert close(d["breakeven_requests_per_day"], (1500 / 1095) / (0.001804 - 0.0001), 1e-6)
+assert d["winner"] == {"first_token": "api", "complete": "api", "cost": "device",
+                       "first_token_reload": "api", "complete_reload": "api"}, d["winner"]
+assert a["capacity_per_day"] is None and close(w["capacity_per_day"], 7200)
+PY
+
+# unknown stays blank: no power, no load -> null money on the device, null reload
+"$TOKMETER" decide -p 1000 -n 201 "${dev[@]}" "${api[@]}" --json >"$tmp/j2"
+python3 -c "
+import json; d=json.load(open('$tmp/j2'))
+assert d['device_warm']['money_per_day'] is None and d['api']['money_per_day'] is None
+assert d['device_reload']['first_s'] is None and d['winner']['cost'] is None
+" || fail "blanks"
+"$TOKMETER" decide -p 1000 -n 201 "${dev[@]}" "${api[@]}" >"$tmp/t2"
+grep -q "device: not known (give --device-watts" "$tmp/t2" || fail "no-power sentence"
+grep -q "not known: give --device-load" "$tmp/t2" || fail "no-load sentence"
+if grep -q '\$0' "$tmp/t2"; then fail "unknown money printed as zero"; fi
+
+# --- rates from real records ------------------------------------------------------
+"$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -p 16,64 -n 32 -t 1,2 -r 3 \
+  --out "$tmp/r.jsonl" >/dev/null 2>&1 || fail "bench for records"
+expect_usage "two configurations" -p 50 -n 32 "${api[@]}" --results "$tmp/r.jsonl"
+grep -q -- "--match" "$tmp/err" || fail "ambiguous: no --match hint"
+"$TOKMETER" decide -p 50 -n 32 "${api[@]}" --results "$tmp/r.jsonl" --match "| t2 |" --json \
+  >"$tmp/j3" || fail "decide from records"
+python3 - "$tmp/r.jsonl" "$tmp/j3" <<'PY' || fail "rates from records"
+import json, statistics, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+runs = [r for r in runs if r["record"] == "run" and not r.get("warmup") and r.get("ok")
+        and r.get("threads") == 2]
+pp64 = statistics.median(r["rate_tok_s"] for r in runs if r["test"] == "pp64")  # 50 is nearer 64 than 16
+tg32 = statistics.median(r["rate_tok_s"] for r in runs if r["test"] == "tg32")
+d = json.load(open(sys.argv[2]))
+i = d["inputs"]
+assert abs(i["device_prefill_tok_s"] - pp64) < 1e-6 * pp64, (i, pp64)
+assert abs(i["device_decode_tok_s"] - tg32) < 1e-6 * tg32, (i, tg32)
+assert "pp64" in i["device_prefill_from"] and "tg32" in i["device_decode_from"], i
+first = 50 / pp64
+assert abs(d["device_warm"]["first_s"] - first) < 1e-9
+assert abs(d["device_warm"]["complete_s"] - (first + 31 / tg32)) < 1e-9
+PY
+# a given rate wins over the file's
+"$TOKMETER" decide -p 50 -n 32 "${api[@]}" --results "$tmp/r.jsonl" --match "| t1 |" \
+  --device-decode 7 --json >"$tmp/j4"
+python3 -c "
+import json; d=json.load(open('$tmp/j4'))['inputs']
+assert d['device_decode_tok_s']==7 and d['device_decode_from'] is None and d['device_prefill_from']
+" || fail "given rate over the file's"
+echo "ok"

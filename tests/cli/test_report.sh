@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# test_report: `tokmeter report` end to end on hand-written records with known
+# values: the table, markdown, CSV and HTML outputs (values, quantity tags in
+# the column heads, -o and --html files), several files, and bad input: no
+# file, a bad flag, an unknown format, a missing / corrupt / empty file, a file
+# with no timed run (exit 2, one line), an unwritable output (exit 1).
+set -euo pipefail
+: "${TOKMETER:?}"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export TOKMETER_CACHE_DIR="$dir/cache"
+fail() { echo "test_report: FAIL: $*" >&2; exit 1; }
+expect_exit() { # expected_code, then the command
+  local want=$1; shift
+  set +e
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
+}
+
+run() { # test threads index warmup rate ms ceiling
+  printf '{"record":"run","schema":1,"identity":"e1","backend":"engine","target":"in-process","model":{"name":"m.gguf","type":"Q8_0"},"test":"%s","phase":"%s","threads":%s,"depth":0,"index":%s,"warmup":%s,"ok":true,"tokens":16,"ms":%s,"rate_tok_s":%s,"ceiling":{"ceiling_tok_s":%s},"decode_by_segment":%s}\n' \
+    "$1" "$([ "${1:0:2}" = pp ] && echo prefill || echo decode)" "$2" "$3" "$4" "$6" "$5" "$7" \
+    "$([ "${1:0:2}" = tg ] && echo '[{"from":1,"to":8,"tok_s":'"$5"'},{"from":9,"to":16,"tok_s":'"$5"'}]' || echo null)"
+}
+{
+  echo '{"record":"identity","schema":1,"id":"e1","backend":"engine","target":"in-process","command":"tokmeter bench -m m.gguf"}'
+  run pp16 1 null true 9999 1 2000
+  run pp16 1 0 false 1000 16 2000
+  run pp16 1 1 false 1200 13.3 2000
+  run pp16 1 2 false 1100 14.5 2000
+  run tg16 1 0 false 50 320 100
+  run tg16 1 1 false 40 400 100
+  run tg16 1 2 false 45 355 100
+  echo '{"record":"end","schema":1,"identity":"e1","runs":6,"n_failed":0}'
+} >"$dir/a.jsonl"
+
+# --- table (default) -----------------------------------------------------------
+expect_exit 0 "$TOKMETER" report "$dir/a.jsonl"
+grep -q '^engine | m.gguf | Q8_0$' "$dir/out" || fail "group heading: $(cat "$dir/out")"
+grep -q 'PF prefill (tok/s)' "$dir/out" && grep -q 'DC decode (tok/s)' "$dir/out" &&
+  grep -q 'CC prompt (tok)' "$dir/out" && grep -q 'FX TTFT (ms)' "$dir/out" ||
+  fail "column heads must name the quantity: $(head -3 "$dir/out")"
+grep -E '^  pp16 +1 +0 +16 +3 +1100 ± 100 +55%' "$dir/out" >/dev/null ||
+  fail "pp16 row (median 1100 ± 100 tok/s, 55% of 2000): $(cat "$dir/out")"
+grep -E '^  tg16 +1 +0 +3 +45.0 ± 5.0 +45%' "$dir/out" >/dev/null ||
+  fail "tg16 row (median 45 ± 5 tok/s, 45% of 100): $(cat "$dir/out")"
+grep -q 9999 "$dir/out" && fail "the warm-up entered a figure"
+
+# --- markdown, csv to -o, html -------------------------------------------------
+expect_exit 0 "$TOKMETER" report --format markdown "$dir/a.jsonl"
+grep -q '^| pp16 | 1 | 0 | 16 | 3 | 1100 ± 100 | 55% |' "$dir/out" || fail "markdown row: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" report --format csv -o "$dir/a.csv" "$dir/a.jsonl"
+[ ! -s "$dir/out" ] || fail "-o must keep stdout empty"
+grep -q '^configuration,backend,target,model,type,test,threads,depth,prompt_tokens,gen_tokens,metric,quantity,unit,n,median,mean,sd,min,max,ceiling_tok_s,percent_of_ceiling,source$' "$dir/a.csv" ||
+  fail "csv header: $(head -1 "$dir/a.csv")"
+grep -q ',decode_tok_s,DC,tok/s,3,45,45,5,40,50,100,45,' "$dir/a.csv" || fail "csv decode line: $(cat "$dir/a.csv")"
+[ "$(wc -l <"$dir/a.csv")" = 5 ] || fail "csv: header + 4 series expected: $(cat "$dir/a.csv")"
+expect_exit 0 "$TOKMETER" report --html "$dir/a.html" --title 'Run <A>' "$dir/a.jsonl"
+grep -q '^engine | m.gguf | Q8_0$' "$dir/out" || fail "--html keeps the table on stdout"
+grep -q "report: $dir/a.html" "$dir/err" || fail "--html names the file on stderr"
+grep -q '<title>Run &lt;A&gt;</title>' "$dir/a.html" || fail "html title"
+grep -q 'data-plot="decode-curve-1" data-marks="6"' "$dir/a.html" || fail "decode curve: 3 runs x 2 segments"
+grep -q 'data-plot="threads-prefill" data-marks="3"' "$dir/a.html" || fail "prefill vs threads: 3 runs"
+grep -q 'data-plot="ceiling" data-marks="2"' "$dir/a.html" || fail "ceiling: 2 bars"
+grep -Eq '<script|src=|href=|url\(|@import' "$dir/a.html" && fail "the HTML must be self-contained"
+expect_exit 0 "$TOKMETER" report --format html "$dir/a.jsonl"
+grep -q '^<!DOCTYPE html>' "$dir/out" || fail "--format html writes the page to stdout"
+# several files: the same configuration in two files is one row with all runs
+cp "$dir/a.jsonl" "$dir/b.jsonl"
+sed -i 's/"e1"/"e2"/g' "$dir/b.jsonl"
+expect_exit 0 "$TOKMETER" report --format csv "$dir/a.jsonl" "$dir/b.jsonl"
+grep -q ',decode_tok_s,DC,tok/s,6,45,45,' "$dir/out" || fail "two files: 6 decode runs: $(cat "$dir/out")"
+
+# --- help and bad input ----------------------------------------------------------
+expect_exit 0 "$TOKMETER" report --help
+for flag in --format -o --html --title --help; do
+  grep -q -- "$flag" "$dir/out" || fail "--help does not list $flag"
+done
+grep -q 'default' "$dir/out" || fail "--help gives defaults"
+expect_exit 2 "$TOKMETER" report
+expect_exit 2 "$TOKMETER" report --bogus "$dir/a.jsonl"
+expect_exit 2 "$TOKMETER" report --format pdf "$dir/a.jsonl"
+grep -q 'pdf' "$dir/err" || fail "unknown format named"
+expect_exit 2 "$TOKMETER" report "$dir/missing.jsonl"
+: >"$dir/empty.jsonl"
+expect_exit 2 "$TOKMETER" report "$dir/empty.jsonl"
+grep -q "no records in $dir/empty.jsonl" "$dir/err" || fail "empty file: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" report "$dir/a.jsonl" "$dir/empty.jsonl"
+grep -q "no records in $dir/empty.jsonl" "$dir/err" || fail "empty second file: $(cat "$dir/err")"
+printf '{"record":"run"\n' >"$dir/bad.jsonl"
+expect_exit 2 "$TOKMETER" report "$dir/bad.jsonl"
+[ "$(wc -l <"$dir/err")" = 1 ] || fail "one error line expected: $(cat "$dir/err")"
+head -2 "$dir/a.jsonl" | sed -n 1p >"$dir/ident.jsonl"
+expect_exit 2 "$TOKMETER" report "$dir/ident.jsonl"
+grep -q 'no timed runs' "$dir/err" || fail "identity only: $(cat "$dir/err")"
+expect_exit 1 "$TOKMETER" report --html "$dir/no/such/dir/x.html" "$dir/a.jsonl"
+echo "test_report: ok"

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# test_ttft_sweep: `tokmeter bench --ttft-sweep` over the paced fake server,
+# whose prefill is exactly a + b * (processed prompt tokens) ms: the fit must
+# recover b (the prefill rate 1000 / b) and a (plus the loopback's own small
+# cost); in-process on a tiny synthetic model: pp runs only, one per length,
+# and a fit printed; bad usage exits 2.
+set -euo pipefail
+: "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}"
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+unset OPENAI_API_KEY
+fail() { echo "test_ttft_sweep: FAIL: $*" >&2; exit 1; }
+expect_exit() {
+  local want=$1; shift
+  set +e
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
+}
+
+# --- server: a = 30 ms, b = 0.5 ms/token (2000 tok/s) -------------------------
+"$TOKMETER_FAKESERVER" --port-file "$dir/port" --mode paced --flavor llamacpp --a 30 --b 0.5 \
+  --c 1 >/dev/null 2>"$dir/fs.log" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
+PORT=$(cat "$dir/port") || fail "fake server did not start"
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --ttft-sweep -p 50,200,400,800 \
+  -r 3 --out "$dir/s.jsonl"
+grep -q "TTFT = " "$dir/out" || fail "no fit printed: $(cat "$dir/out")"
+python3 - "$dir/s.jsonl" "$dir/out" <<'PY' || fail "server sweep (see above)"
+import json, re, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+runs = [r for r in recs if r["record"] == "run" and r.get("workload") == "custom"
+        and not r["warmup"] and not r.get("calibration")]
+assert len(runs) == 4 * 3, len(runs)
+targets = sorted({r["settings"]["prompt_tokens_target"] for r in runs})
+assert targets == [50, 200, 400, 800], targets
+assert all(r["max_tokens"] == 16 for r in runs), [r["max_tokens"] for r in runs]
+out = open(sys.argv[2]).read()
+m = re.search(r"TTFT = (-?[\d.]+) \+- ([\d.]+) ms .* L / \((\d+) \+- (\d+) tok/s\)", out)
+assert m, out
+fixed, rate = float(m.group(1)), float(m.group(3))
+# loopback + client overhead adds a few ms to a; b is exact on the server side
+assert 25 <= fixed <= 60, fixed
+assert 1700 <= rate <= 2300, rate
+PY
+
+# --- bad usage -----------------------------------------------------------------
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --ttft-sweep -p 64
+grep -q "2 distinct prompt lengths" "$dir/err" || fail "one length: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --ttft-sweep -p 1,2,3,4,5,6,7,8,9
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --ttft-sweep -w classify
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -p 64,128
+expect_exit 0 "$TOKMETER" bench --help
+grep -q -- "--ttft-sweep" "$dir/out" || fail "--help does not list --ttft-sweep"
+
+# --- in-process: a tiny synthetic model ---------------------------------------
+"$TOKMETER" synth --preset tiny -o "$dir/tiny.gguf" >/dev/null 2>&1 || fail "synth"
+expect_exit 0 "$TOKMETER" bench -m "$dir/tiny.gguf" -t 1 -r 2 --ttft-sweep -p 16,32,64 \
+  --out "$dir/e.jsonl"
+grep -q "engine | .*tiny.gguf.* | t1 | d0" "$dir/out" || fail "no in-process fit: $(cat "$dir/out")"
+grep -q "fitted over 6 runs at 3 lengths" "$dir/out" || fail "fit counts: $(cat "$dir/out")"
+python3 - "$dir/e.jsonl" <<'PY' || fail "in-process sweep records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+runs = [r for r in recs if r["record"] == "run" and not r["warmup"]]
+assert sorted({r["test"] for r in runs}) == ["pp16", "pp32", "pp64"], {r["test"] for r in runs}
+assert all(r["depth"] == 0 and r["phase"] == "prefill" for r in runs)
+PY
+echo "test_ttft_sweep: ok"

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# test_whatif: `tokmeter whatif` end to end. Expected figures are worked out by
+# hand from docs/whatif.md (the arithmetic is in the comments), never copied
+# from the tool's output.
+set -euo pipefail
+: "${TOKMETER:?binary path}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TOKMETER_CACHE_DIR="$tmp/cache"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# --- help lists every flag ------------------------------------------------
+"$TOKMETER" whatif --help >"$tmp/help" || fail "--help exit code"
+for flag in --gen-tokens --read-tokens --items --concurrency --step --rate --prefill-rate \
+            --prefill-ratio --baseline --claim --claim-prompt --claim-answer --streams \
+            --bytes-per-token --json --html --help; do
+  grep -q -- "$flag" "$tmp/help" || fail "--help does not list $flag"
+done
+
+# --- bad usage: exit 2, one message on stderr, nothing on stdout -------------
+expect_usage() {
+  local what=$1; shift
+  set +e; "$TOKMETER" whatif "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
+  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2 ($(cat "$tmp/err"))"
+  [ -s "$tmp/err" ] || fail "$what: nothing on stderr"
+  [ ! -s "$tmp/out" ] || fail "$what: output on stdout"
+}
+expect_usage "no arguments"
+expect_usage "unknown flag" -g 100 --rate 50 --bogus
+expect_usage "no rate" -g 100
+expect_usage "no gen tokens" --rate 50
+expect_usage "zero rate" -g 100 --rate 0
+expect_usage "bad rate" -g 100 --rate fast
+expect_usage "downward sweep" -g 100 --rate 1000..10
+expect_usage "bad step" -g 100 --rate 50 --step review
+expect_usage "bad step unit" -g 100 --rate 50 --step review=5parsecs
+expect_usage "read without prefill" -g 100 --read-tokens 500 --rate 50
+grep -q -- "--prefill-rate" "$tmp/err" || fail "read without prefill: does not name --prefill-rate"
+expect_usage "zero items" -g 100 --rate 50 --items 0
+expect_usage "claim with rate" --claim 1M --rate 50
+expect_usage "bad claim" --claim lots
+
+# --- the worked example -------------------------------------------------------
+# 10 items, 4 streams -> 3 waves; per item read 2000 at 4000 tok/s, write 1000.
+# steps: test 30 s per item (3 waves x 30 = 90 s), review 600 s per job.
+# at 100 tok/s: 1.5 + 30 + 90 + 600 = 721.5 s = "12m 2s"; fixed share 690/721.5 = 95.6%
+# at 1000 tok/s: 1.5 + 3 + 690 = 694.5 s = "11m 35s"; speedup 721.5/694.5 = 1.04x
+# floor: 691.5 s = "11m 32s"; at most 721.5/691.5 = 1.04x
+args=(-g 1000 --read-tokens 2000 --items 10 -c 4 --prefill-rate 4000 --step test=30/item
+      --step review=10m)
+"$TOKMETER" whatif "${args[@]}" --rate 100,1000 >"$tmp/table" || fail "table run"
+grep -E "^100 tok/s +400 tok/s +1.50 s +30.0 s +11m 30s +12m 2s +1.00x +95.6%$" "$tmp/table" \
+  >/dev/null || fail "row at 100 tok/s: $(cat "$tmp/table")"
+grep -E "^1000 tok/s +4000 tok/s +1.50 s +3.00 s +11m 30s +11m 35s +1.04x +99.4%$" "$tmp/table" \
+  >/dev/null || fail "row at 1000 tok/s: $(cat "$tmp/table")"
+grep -q "floor (infinitely fast generation): 11m 32s" "$tmp/table" || fail "floor line"
+
+"$TOKMETER" whatif "${args[@]}" --rate 100..1M --json >"$tmp/json" || fail "json run"
+python3 - "$tmp/json" <<'PY' || fail "json values"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["rows"]
+rates = [r["rate_tok_s"] for r in rows]
+want = [100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6]
+assert len(rates) == len(want), rates
+assert all(abs(a - b) < 1e-6 * b for a, b in zip(rates, want)), rates
+r0, rl = rows[0], rows[-1]
+assert abs(r0["total_s"] - 721.5) < 1e-9, r0
+assert abs(r0["read_s"] - 1.5) < 1e-12 and abs(r0["item_steps_s"] - 90) < 1e-12
+assert abs(r0["job_steps_s"] - 600) < 1e-12 and r0["waves"] == 3
+assert abs(rl["generate_s"] - 0.003) < 1e-12, rl
+assert abs(rl["speedup"] - 721.5 / 691.503) < 1e-9, rl
+assert abs(d["limit_s"] - 691.5) < 1e-9 and abs(d["max_speedup"] - 721.5 / 691.5) < 1e-9
+assert d["inputs"]["steps"][0] == {"name": "test", "seconds": 30.0, "per": "item"}
+assert d["inputs"]["baseline_tok_s"] == 100
+PY
+
+# a baseline other than the lowest rate: speedup 1.00x at the baseline itself
+"$TOKMETER" whatif -g 500 --rate 50,100 --baseline 100 --json >"$tmp/json2"
+python3 -c "
+import json,sys; d=json.load(open('$tmp/json2'))
+assert abs(d['rows'][0]['speedup']-0.5)<1e-12 and abs(d['rows'][1]['speedup']-1)<1e-12, d['rows']
+assert d['rows'][0]['prefill_tok_s'] is None   # nothing read: blank, not 0
+" || fail "baseline / blank prefill"
+
+# --- the claim ----------------------------------------------------------------
+"$TOKMETER" whatif --claim "1M tok/s" --bytes-per-token 4GB --prefill-rate 2000 >"$tmp/claim"
+grep -q "context capacity (CC)" "$tmp/claim" || fail "claim: no context reading"
+grep -q "100k-token prompt is read in 100 ms" "$tmp/claim" || fail "claim: prefill consequence"
+grep -q "1000-token answer takes 1.00 ms" "$tmp/claim" || fail "claim: decode consequence"
+grep -q "4 PB/s" "$tmp/claim" || fail "claim: bandwidth (1M x 4 GB = 4 PB/s)"
+grep -q "takes 8m 20s" "$tmp/claim" || fail "claim: 1M tokens at 2000 tok/s = 500 s"
+grep -E "^  10k +100 tok/s +10.0 s$" "$tmp/claim" >/dev/null || fail "claim: 10k streams row"
+"$TOKMETER" whatif --claim 1M --streams 1000 --json >"$tmp/cj"
+python3 -c "
+import json; d=json.load(open('$tmp/cj'))
+assert d['aggregate']==[{'streams':1000.0,'per_stream_tok_s':1000.0,'answer_s':1.0}], d['aggregate']
+assert d['decode']['bandwidth_bytes_s'] is None and d['context']['fill_s'] is None
+assert abs(d['prefill']['prompt_s']-0.1)<1e-15
+" || fail "claim json"
+
+# --- the HTML plot: one mark per rate for each drawn series --------------------
+"$TOKMETER" whatif "${args[@]}" --rate 100..1000 --html "$tmp/w.html" >/dev/null || fail "html"
+grep -q '<svg class="tm-plot"' "$tmp/w.html" || fail "html: no plot"
+# 4 rates (100 200 500 1000) x 4 series (end-to-end, generate, fixed, read) = 16 marks
+grep -q 'data-marks="16"' "$tmp/w.html" || fail "html: want 16 marks: $(grep -o 'data-marks="[0-9]*"' "$tmp/w.html")"
+grep -q "(tok/s)" "$tmp/w.html" || fail "html: x axis unit"
+set +e; "$TOKMETER" whatif -g 10 --rate 5 --html "$tmp/no/such/dir.html" >/dev/null 2>"$tmp/err"; rc=$?; set -e
+[ "$rc" = 1 ] || fail "unwritable html: exit $rc, want 1"
+echo "ok"

@@ -1,0 +1,171 @@
+/* test_compare: pairing (exact keys, then by position), the verdict's
+ * direction (rates vs times), rule 12's example not ranked, the ratio the
+ * ceilings predict only when a modelled part differs, and drift flags. */
+#include <stdlib.h>
+
+#include "analysis/compare.h"
+#include "tm_test.h"
+
+static struct series mk(const char *key, const char *metric, const char *model, const char *type,
+                        const double *v, size_t n) {
+  struct series s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.key, sizeof s.key, "%s", key);
+  snprintf(s.metric, sizeof s.metric, "%s", metric);
+  snprintf(s.quantity, sizeof s.quantity, "%s", strstr(metric, "_ms") ? "FX" : "DC");
+  snprintf(s.unit, sizeof s.unit, "%s", strstr(metric, "_ms") ? "ms" : "tok/s");
+  snprintf(s.backend, sizeof s.backend, "engine");
+  snprintf(s.target, sizeof s.target, "in-process");
+  snprintf(s.model, sizeof s.model, "%s", model);
+  snprintf(s.type, sizeof s.type, "%s", type);
+  snprintf(s.test, sizeof s.test, "tg128");
+  s.threads = 2;
+  s.depth = 0;
+  s.prompt_tokens = -1;
+  s.gen_tokens = 128;
+  s.values = (double *)v;
+  s.n = n;
+  s.ceiling = s.bytes_per_token = s.read_bandwidth_bytes_s = NAN;
+  s.flops_per_token = s.compute_ops_s = NAN;
+  return s;
+}
+
+static const double noisy[] = {13.49, 15.66, 17.83}, tight[] = {16.69, 17.43, 18.17};
+static const double slow[] = {40.1, 39.8, 40.3, 40.0}, fast[] = {55.2, 54.9, 55.6, 55.0};
+static const double slow_ms[] = {3192, 3216, 3176, 3200}, fast_ms[] = {2319, 2331, 2302, 2327};
+
+static void test_verdicts_and_direction(void) {
+  struct series a[3] = {mk("k1", "decode_tok_s", "m", "Q8_0", noisy, 3),
+                        mk("k2", "decode_tok_s", "m", "Q8_0", slow, 4),
+                        mk("k2", "decode_ms", "m", "Q8_0", slow_ms, 4)};
+  struct series b[3] = {mk("k2", "decode_ms", "m", "Q8_0", fast_ms, 4),
+                        mk("k1", "decode_tok_s", "m", "Q8_0", tight, 3),
+                        mk("k2", "decode_tok_s", "m", "Q8_0", fast, 4)};
+  struct series_set sa = {a, 3}, sb = {b, 3};
+  struct compare_opts o;
+  compare_opts_default(&o);
+  struct compare_result r;
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(compare_series(&sa, &sb, &o, &r, &err), 0);
+  CHECK_EQ_INT(r.n, 3);
+  CHECK_EQ_INT(r.only_a, 0);
+  CHECK_EQ_INT(r.only_b, 0);
+  if (r.n == 3) {
+    /* rows follow A; partners found by key, not by position in B */
+    CHECK(r.rows[0].a == &a[0] && r.rows[0].b == &b[1]);
+    CHECK_EQ_INT(r.rows[0].verdict, COMPARE_NOT_DISTINGUISHABLE); /* 15.66+-2.17 vs 17.43+-0.74 */
+    CHECK_STR(compare_verdict_name(r.rows[0].verdict), "not distinguishable");
+    CHECK_NEAR(r.rows[0].sa.median, 15.66, 1e-12);
+    CHECK_NEAR(r.rows[0].sb.median, 17.43, 1e-12);
+    CHECK_EQ_INT(r.rows[1].verdict, COMPARE_FASTER); /* tok/s up */
+    CHECK(!r.rows[1].lower_is_better);
+    CHECK(r.rows[2].b == &b[0]);
+    CHECK(r.rows[2].lower_is_better);
+    CHECK(r.rows[2].ci.hi < 1);
+    CHECK_EQ_INT(r.rows[2].verdict, COMPARE_FASTER); /* ms down = faster */
+    CHECK_STR(r.rows[1].differs, "");
+    CHECK(isnan(r.rows[1].predicted_ratio)); /* nothing modelled differs */
+    CHECK(r.rows[1].drift_a_ok && !r.rows[1].drift_a.slower);
+  }
+  compare_result_free(&r);
+  /* swapped sides: slower */
+  CHECK_EQ_INT(compare_series(&sb, &sa, &o, &r, &err), 0);
+  CHECK(r.n == 3 && r.rows[2].verdict == COMPARE_SLOWER);  /* B tok/s lower */
+  CHECK(r.n == 3 && r.rows[0].verdict == COMPARE_SLOWER);  /* B ms higher */
+  compare_result_free(&r);
+  /* one run a side: no interval, no ranking */
+  struct series one_a = mk("k", "decode_tok_s", "m", "Q8_0", slow, 1);
+  struct series one_b = mk("k", "decode_tok_s", "m", "Q8_0", fast, 1);
+  struct series_set s1 = {&one_a, 1}, s2 = {&one_b, 1};
+  CHECK_EQ_INT(compare_series(&s1, &s2, &o, &r, &err), 0);
+  CHECK(r.n == 1 && r.rows[0].verdict == COMPARE_TOO_FEW && !r.rows[0].ci_ok);
+  compare_result_free(&r);
+}
+
+/* The real case: a smaller file predicted to decode faster. */
+static void test_pair_by_position_and_prediction(void) {
+  struct series a[2] = {mk("engine | q8.gguf | Q8_0 | tg128 | t2 | d0", "decode_tok_s", "q8.gguf",
+                           "Q8_0", slow, 4),
+                        mk("engine | q8.gguf | Q8_0 | tg128 | t2 | d0", "decode_ms", "q8.gguf",
+                           "Q8_0", slow_ms, 4)};
+  struct series b[2] = {mk("engine | q4.gguf | Q4_0 | tg128 | t2 | d0", "decode_tok_s", "q4.gguf",
+                           "Q4_0", fast, 4),
+                        mk("engine | q4.gguf | Q4_0 | tg128 | t2 | d0", "decode_ms", "q4.gguf",
+                           "Q4_0", fast_ms, 4)};
+  for (int i = 0; i < 2; i++) {
+    a[i].bytes_per_token = 1.0e9;
+    b[i].bytes_per_token = 0.61e9; /* 39% smaller */
+    a[i].read_bandwidth_bytes_s = 30e9;
+    b[i].read_bandwidth_bytes_s = 31e9; /* probe noise on one machine: ignored */
+  }
+  struct series_set sa = {a, 2}, sb = {b, 2};
+  struct compare_opts o;
+  compare_opts_default(&o);
+  struct compare_result r;
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(compare_series(&sa, &sb, &o, &r, &err), 0);
+  CHECK_EQ_INT(r.n, 2);
+  if (r.n == 2) {
+    CHECK_STR(r.rows[0].differs, "model, type");
+    CHECK_NEAR(r.rows[0].predicted_ratio, 1 / 0.61, 1e-12); /* +64% */
+    CHECK_STR(r.rows[0].predicted_from, "bytes/token");
+    CHECK_NEAR(r.rows[1].predicted_ratio, 0.61, 1e-12);     /* time: reciprocal */
+    CHECK_EQ_INT(r.rows[0].verdict, COMPARE_FASTER);
+  }
+  compare_result_free(&r);
+  /* another machine: bandwidth 2x, same file */
+  for (int i = 0; i < 2; i++) {
+    b[i].bytes_per_token = 1.0e9;
+    b[i].read_bandwidth_bytes_s = 60e9;
+  }
+  CHECK_EQ_INT(compare_series(&sa, &sb, &o, &r, &err), 0);
+  CHECK(r.n == 2 && fabs(r.rows[0].predicted_ratio - 2) < 1e-12 &&
+        !strcmp(r.rows[0].predicted_from, "bandwidth"));
+  compare_result_free(&r);
+  /* ambiguous: two candidates in B at the same position -> not paired */
+  struct series b2[2] = {mk("x1", "decode_tok_s", "x1", "Q4_0", fast, 4),
+                         mk("x2", "decode_tok_s", "x2", "Q4_0", fast, 4)};
+  struct series_set sb2 = {b2, 2}, sa1 = {a, 1};
+  CHECK_EQ_INT(compare_series(&sa1, &sb2, &o, &r, &err), 0);
+  CHECK_EQ_INT(r.n, 0);
+  CHECK_EQ_INT(r.only_a, 1);
+  CHECK_EQ_INT(r.only_b, 2);
+  compare_result_free(&r);
+  /* another thread count is another position: not paired */
+  struct series b3 = mk("y", "decode_tok_s", "y", "Q4_0", fast, 4);
+  b3.threads = 1;
+  struct series_set sb3 = {&b3, 1};
+  CHECK_EQ_INT(compare_series(&sa1, &sb3, &o, &r, &err), 0);
+  CHECK_EQ_INT(r.n, 0);
+  compare_result_free(&r);
+}
+
+static void test_drift_flag(void) {
+  static const double slowing[] = {45.0, 44.6, 44.1, 43.9, 43.2, 42.9, 42.5, 42.0};
+  static const double flat[] = {44.0, 46.1, 43.2, 45.8, 44.4, 43.9, 46.0, 44.1};
+  struct series a = mk("k", "decode_tok_s", "m", "Q8_0", flat, 8);
+  struct series b = mk("k", "decode_tok_s", "m", "Q8_0", slowing, 8);
+  struct series_set sa = {&a, 1}, sb = {&b, 1};
+  struct compare_opts o;
+  compare_opts_default(&o);
+  struct compare_result r;
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(compare_series(&sa, &sb, &o, &r, &err), 0);
+  CHECK(r.n == 1 && r.rows[0].drift_a_ok && !r.rows[0].drift_a.slower);
+  CHECK(r.n == 1 && r.rows[0].drift_b_ok && r.rows[0].drift_b.slower);
+  compare_result_free(&r);
+  /* bootstrap path gives the same verdicts on clear data */
+  o.method = STATS_CI_BOOTSTRAP;
+  struct series c = mk("k", "decode_tok_s", "m", "Q8_0", slow, 4);
+  struct series d = mk("k", "decode_tok_s", "m", "Q8_0", fast, 4);
+  struct series_set sc = {&c, 1}, sd = {&d, 1};
+  CHECK_EQ_INT(compare_series(&sc, &sd, &o, &r, &err), 0);
+  CHECK(r.n == 1 && r.rows[0].verdict == COMPARE_FASTER && isnan(r.rows[0].ci.df));
+  compare_result_free(&r);
+}
+
+void tm_run_tests(void) {
+  TM_RUN(test_verdicts_and_direction);
+  TM_RUN(test_pair_by_position_and_prediction);
+  TM_RUN(test_drift_flag);
+}

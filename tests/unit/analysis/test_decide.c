@@ -1,0 +1,182 @@
+/* decide: device or API. Expected values are worked out by hand from the
+ * formulas in decide.h; the arithmetic is in the comments. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "analysis/decide.h"
+#include "tm_test.h"
+
+/* 1000-token prompt, 201-token answer, 1000 requests a day. Device: 500 tok/s
+ * prefill, 20 tok/s decode, 5 s load, 100 W at 0.30 per kWh, 1500 of hardware
+ * over 1095 days. API: 0.1 s round trip + 0.4 s TTFT, 50 tok/s, 1 / 4 per
+ * million input / output tokens. */
+static struct decide_inputs example(void) {
+  struct decide_inputs in = {
+      .prompt_tokens = 1000, .output_tokens = 201, .requests_per_day = 1000,
+      .dev_prefill_tok_s = 500, .dev_decode_tok_s = 20, .dev_overhead_s = 0,
+      .dev_load_s = 5, .dev_stays_warm = true, .dev_watts = 100, .kwh_price = 0.30,
+      .dev_hw_price = 1500, .dev_lifetime_days = 1095,
+      .api_rtt_s = 0.1, .api_ttft_s = 0.4, .api_prefill_tok_s = NAN, .api_decode_tok_s = 50,
+      .price_in_per_m = 1.0, .price_out_per_m = 4.0};
+  return in;
+}
+
+static void latency_each_side(void) {
+  struct decide_inputs in = example();
+  struct decide_result r;
+  struct tm_err err;
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  CHECK_NEAR(r.warm.first_s, 2, 1e-12);       /* 1000 / 500 */
+  CHECK_NEAR(r.warm.complete_s, 12, 1e-12);   /* 2 + 200 / 20 */
+  CHECK_NEAR(r.reload.first_s, 7, 1e-12);     /* + 5 s load */
+  CHECK_NEAR(r.reload.complete_s, 17, 1e-12);
+  CHECK_NEAR(r.api.first_s, 0.5, 1e-12);      /* 0.1 + 0.4 */
+  CHECK_NEAR(r.api.complete_s, 4.5, 1e-12);   /* 0.5 + 200 / 50 */
+  CHECK_NEAR(r.warm.capacity_per_day, 7200, 1e-9); /* 86400 / 12 */
+  CHECK(r.first_winner == DECIDE_API);
+  CHECK(r.complete_winner == DECIDE_API);
+  /* API prefill given: TTFT = fixed 0.2 + 1000 / 5000 */
+  in.api_ttft_s = 0.2;
+  in.api_prefill_tok_s = 5000;
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  CHECK_NEAR(r.api.first_s, 0.5, 1e-12);
+}
+
+static void money_and_breakeven(void) {
+  struct decide_inputs in = example();
+  struct decide_result r;
+  struct tm_err err;
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  /* API: 1000 x 1e-6 + 201 x 4e-6 = 0.001804 per request */
+  CHECK_NEAR(r.api.money_per_request, 0.001804, 1e-12);
+  CHECK_NEAR(r.api.money_per_day, 1.804, 1e-9);
+  CHECK_NEAR(r.api.money_per_month, 54.12, 1e-9);
+  /* device energy: 100 W x 12 s = 1200 J = 1/3000 kWh x 0.30 = 0.0001 */
+  CHECK_NEAR(r.dev_energy_per_request, 0.0001, 1e-12);
+  CHECK_NEAR(r.dev_hw_per_day, 1500.0 / 1095, 1e-12);
+  CHECK_NEAR(r.warm.money_per_day, 0.1 + 1500.0 / 1095, 1e-9);
+  CHECK_NEAR(r.warm.money_per_request, (0.1 + 1500.0 / 1095) / 1000, 1e-12);
+  /* break-even: 1.369863 / (0.001804 - 0.0001) = 803.91 requests per day */
+  CHECK_NEAR(r.breakeven_per_day, (1500.0 / 1095) / 0.001704, 1e-6);
+  CHECK_NEAR(r.breakeven_per_day, 803.91, 0.01);
+  CHECK(r.breakeven_below == DECIDE_API);
+  CHECK(r.cost_winner == DECIDE_DEVICE); /* 1000 a day is above the break-even */
+  /* reload: 17 s busy -> 1700 J -> 0.000141667 per request */
+  CHECK_NEAR(r.reload.money_per_day, 1700.0 / 3.6e6 * 0.3 * 1000 + 1500.0 / 1095, 1e-9);
+  in.requests_per_day = 500; /* below the break-even: the API is cheaper */
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  CHECK(r.cost_winner == DECIDE_API);
+  /* reloaded for every request: the break-even moves up (more energy each) */
+  in.dev_stays_warm = false;
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  CHECK_NEAR(r.breakeven_per_day, (1500.0 / 1095) / (0.001804 - 1700.0 / 3.6e6 * 0.3), 1e-6);
+  CHECK(r.device == &r.reload);
+}
+
+static void unknown_stays_blank(void) {
+  struct decide_inputs in = example();
+  in.dev_watts = NAN;
+  in.dev_hw_price = NAN;
+  in.dev_load_s = NAN;
+  struct decide_result r;
+  struct tm_err err;
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  CHECK(isnan(r.warm.money_per_request));
+  CHECK(isnan(r.reload.first_s)); /* no load time given: the reload case is unknown */
+  CHECK(isnan(r.breakeven_per_day));
+  CHECK(r.cost_winner == DECIDE_UNKNOWN);
+  CHECK(r.reload_first_winner == DECIDE_UNKNOWN);
+  /* energy known, no hardware price: cheaper at any volume, no break-even */
+  in = example();
+  in.dev_hw_price = NAN;
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  CHECK(isnan(r.breakeven_per_day));
+  CHECK(r.breakeven_below == DECIDE_DEVICE);
+  in.price_in_per_m = NAN;
+  CHECK(decide_eval(&in, &r, &err) == 0);
+  CHECK(isnan(r.api.money_per_day));
+}
+
+static void ties_and_refusals(void) {
+  CHECK(decide_compare(1.0, 1.005) == DECIDE_TIE);
+  CHECK(decide_compare(1.0, 1.5) == DECIDE_DEVICE);
+  CHECK(decide_compare(2.0, 1.5) == DECIDE_API);
+  CHECK(decide_compare(NAN, 1.5) == DECIDE_UNKNOWN);
+  struct decide_inputs in = example();
+  struct decide_result r;
+  struct tm_err err;
+  in.output_tokens = 0;
+  CHECK(decide_eval(&in, &r, &err) == -1);
+  CHECK_CONTAINS(err.msg, "output tokens");
+  in = example();
+  in.dev_decode_tok_s = NAN;
+  CHECK(decide_eval(&in, &r, &err) == -1);
+  CHECK_CONTAINS(err.msg, "--device-decode");
+  in = example();
+  in.api_decode_tok_s = 0;
+  CHECK(decide_eval(&in, &r, &err) == -1);
+  in = example();
+  in.requests_per_day = -1;
+  CHECK(decide_eval(&in, &r, &err) == -1);
+}
+
+/* A series by hand (only the fields decide reads). */
+static double vals[8][3] = {{90, 100, 110}, {190, 200, 210}, {9, 10, 11}, {19, 20, 21},
+                            {1, 2, 3},      {50, 60, 70}};
+static struct series mk(int i, const char *model, const char *test, const char *metric,
+                        int pp, int tg) {
+  struct series s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.key, sizeof s.key, "engine | %s | %s | t1 | d0", model, test);
+  snprintf(s.metric, sizeof s.metric, "%s", metric);
+  snprintf(s.backend, sizeof s.backend, "engine");
+  snprintf(s.target, sizeof s.target, "in-process");
+  snprintf(s.model, sizeof s.model, "%s", model);
+  snprintf(s.test, sizeof s.test, "%s", test);
+  s.threads = 1;
+  s.depth = 0;
+  s.prompt_tokens = pp;
+  s.gen_tokens = tg;
+  s.values = vals[i];
+  s.n = 3;
+  return s;
+}
+
+static void rates_from_series(void) {
+  struct series arr[6] = {
+      mk(0, "tiny", "pp16", "prefill_tok_s", 16, -1),
+      mk(1, "tiny", "pp512", "prefill_tok_s", 512, -1),
+      mk(2, "tiny", "tg32", "decode_tok_s", -1, 32),
+      mk(3, "tiny", "tg256", "decode_tok_s", -1, 256),
+      mk(4, "big", "tg32", "decode_tok_s", -1, 32),
+      mk(5, "big", "pp512", "prefill_tok_s", 512, -1),
+  };
+  struct series_set set = {arr, 6};
+  double pf = 0, dc = 0;
+  char wp[320], wd[320];
+  struct tm_err err;
+  /* two models: refused, both named */
+  CHECK(decide_rates_from_series(&set, NULL, 400, 200, &pf, &dc, wp, wd, 320, &err) == -1);
+  CHECK_CONTAINS(err.msg, "--match");
+  CHECK_CONTAINS(err.msg, "tiny");
+  CHECK_CONTAINS(err.msg, "big");
+  /* prompt 400 is closest to 512 (log distance), answer 200 closest to 256 */
+  CHECK(decide_rates_from_series(&set, "tiny", 400, 200, &pf, &dc, wp, wd, 320, &err) == 0);
+  CHECK_NEAR(pf, 200, 1e-12);
+  CHECK_NEAR(dc, 20, 1e-12);
+  CHECK_CONTAINS(wp, "pp512");
+  CHECK_CONTAINS(wd, "tg256");
+  CHECK(decide_rates_from_series(&set, "tiny", 20, 40, &pf, &dc, wp, wd, 320, &err) == 0);
+  CHECK_NEAR(pf, 100, 1e-12);
+  CHECK_NEAR(dc, 10, 1e-12);
+  CHECK(decide_rates_from_series(&set, "nothing", 20, 40, &pf, &dc, wp, wd, 320, &err) == -1);
+  CHECK_CONTAINS(err.msg, "no decode runs");
+}
+
+void tm_run_tests(void) {
+  TM_RUN(latency_each_side);
+  TM_RUN(money_and_breakeven);
+  TM_RUN(unknown_stays_blank);
+  TM_RUN(ties_and_refusals);
+  TM_RUN(rates_from_series);
+}

@@ -1,0 +1,222 @@
+/* Unit tests of the report writers (src/report/): hand-written records with
+ * known values -> rows, cells (median ± sd, % of ceiling), table / markdown
+ * column heads naming the quantity, CSV figures, and the HTML page: one mark
+ * per data point in every plot, warm-ups / failed / cache-hit runs left out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/results.h"
+#include "report/report.h"
+#include "tm_test.h"
+
+/* Engine: pp16 and pp32 at 1 thread (3 timed runs each, one warm-up), tg32 at
+ * 1 thread (3 runs, 2 segments each) and at 2 threads (2 runs + one failed).
+ * Server: classify (2 runs), generate (2 runs, 3 segments each; one more run
+ * a cache hit whose prefill is excluded). */
+static const char *const records =
+    "{\"record\":\"identity\",\"schema\":1,\"id\":\"e1\",\"backend\":\"engine\",\"target\":\"in-process\",\"model\":{\"name\":null,\"file\":\"m.gguf\",\"type\":\"Q4_0\"},\"machine\":{\"cpu\":\"CPU X\",\"cores\":2},\"thermal_before\":{\"readable\":false}}\n"
+#define ENG(test, ph, t, w, idx, ok, tok, ms, rate, ceil, seg)                                  \
+  "{\"record\":\"run\",\"schema\":1,\"identity\":\"e1\",\"backend\":\"engine\",\"target\":\"in-process\",\"model\":{\"name\":\"m.gguf\",\"file\":\"m.gguf\",\"type\":\"Q4_0\"},\"test\":\"" test \
+  "\",\"phase\":\"" ph "\",\"threads\":" #t ",\"depth\":0,\"index\":" #idx ",\"warmup\":" #w    \
+  ",\"ok\":" #ok ",\"tokens\":" #tok ",\"ms\":" #ms ",\"rate_tok_s\":" #rate                       \
+  ",\"ceiling\":{\"ceiling_tok_s\":" #ceil "},\"decode_by_segment\":" seg "}\n"
+    ENG("pp16", "prefill", 1, true, null, true, 16, 0.5, 32000, 32000, "null")
+    ENG("pp16", "prefill", 1, false, 0, true, 16, 1.0, 16000, 32000, "null")
+    ENG("pp16", "prefill", 1, false, 1, true, 16, 2.0, 8000, 32000, "null")
+    ENG("pp16", "prefill", 1, false, 2, true, 16, 4.0, 4000, 32000, "null")
+    ENG("pp32", "prefill", 1, false, 0, true, 32, 2.0, 16000, 32000, "null")
+    ENG("pp32", "prefill", 1, false, 1, true, 32, 4.0, 8000, 32000, "null")
+    ENG("pp32", "prefill", 1, false, 2, true, 32, 8.0, 4000, 32000, "null")
+    ENG("tg32", "decode", 1, true, null, true, 32, 300, 106, 200, "[{\"from\":1,\"to\":16,\"tok_s\":1},{\"from\":17,\"to\":32,\"tok_s\":1}]")
+    ENG("tg32", "decode", 1, false, 0, true, 32, 320, 100, 200, "[{\"from\":1,\"to\":16,\"tok_s\":104},{\"from\":17,\"to\":32,\"tok_s\":96}]")
+    ENG("tg32", "decode", 1, false, 1, true, 32, 290, 110, 200, "[{\"from\":1,\"to\":16,\"tok_s\":114},{\"from\":17,\"to\":32,\"tok_s\":106}]")
+    ENG("tg32", "decode", 1, false, 2, true, 32, 266, 120, 200, "[{\"from\":1,\"to\":16,\"tok_s\":124},{\"from\":17,\"to\":32,\"tok_s\":116}]")
+    ENG("tg32", "decode", 2, false, 0, true, 32, 213, 150, 400, "[{\"from\":1,\"to\":16,\"tok_s\":155},{\"from\":17,\"to\":32,\"tok_s\":145}]")
+    ENG("tg32", "decode", 2, false, 1, false, 32, 188, 170, 400, "[{\"from\":1,\"to\":16,\"tok_s\":175},{\"from\":17,\"to\":32,\"tok_s\":165}]")
+    ENG("tg32", "decode", 2, false, 2, true, 32, 188, 170, 400, "[{\"from\":1,\"to\":16,\"tok_s\":175},{\"from\":17,\"to\":32,\"tok_s\":165}]")
+    "{\"record\":\"end\",\"schema\":1,\"identity\":\"e1\",\"runs\":12,\"n_failed\":1,\"thermal_after\":{\"readable\":false}}\n"
+    "{\"record\":\"identity\",\"schema\":1,\"id\":\"s1\",\"backend\":\"llamacpp\",\"target\":\"http://127.0.0.1:8080\",\"model\":{\"name\":\"q\",\"type\":null}}\n"
+#define SRV(wl, w, cal, ttft, proc, pf, dc, excl, seg)                                           \
+  "{\"record\":\"run\",\"schema\":1,\"identity\":\"s1\",\"workload\":\"" wl "\",\"warmup\":" #w \
+  ",\"cold\":false,\"calibration\":" #cal ",\"backend\":\"llamacpp\",\"target\":\"http://127.0.0.1:8080\",\"model\":\"q\",\"max_tokens\":400,\"ok\":true," \
+  "\"tokens\":{\"prompt\":" #proc ",\"processed\":" #proc "},\"client\":{\"ttft_ms\":" #ttft "}," \
+  "\"rates\":{\"prefill_tok_s\":{\"headline\":" #pf "},\"decode_tok_s\":{\"headline\":" #dc      \
+  ",\"client\":" #dc "},\"decode_by_segment\":" seg "},\"cache\":{\"prefill_excluded\":" #excl "}}\n"
+    SRV("classify", false, true, 5, 20, 4000, null, false, "[]")
+    SRV("classify", true, false, 50, 50, 1000, null, false, "[]")
+    SRV("classify", false, false, 10, 50, 5000, null, false, "[]")
+    SRV("classify", false, false, 12, 50, 4000, null, false, "[]")
+    SRV("generate", false, false, 20, 100, 5000, 30, false, "[{\"from\":1,\"to\":50,\"tok_s\":31},{\"from\":51,\"to\":200,\"tok_s\":30},{\"from\":201,\"to\":400,\"tok_s\":29}]")
+    SRV("generate", false, false, 22, 100, 4545, 32, false, "[{\"from\":1,\"to\":50,\"tok_s\":33},{\"from\":51,\"to\":200,\"tok_s\":32},{\"from\":201,\"to\":400,\"tok_s\":31}]")
+    SRV("generate", false, false, 2, 100, null, 31, true, "[]");
+
+static const char *write_records(void) {
+  const char *path = tm_tmpfile("r.jsonl");
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (f) {
+    fputs(records, f);
+    fclose(f);
+  }
+  return path;
+}
+
+static const struct report_row *row_of(const struct report *rep, const char *test, int threads) {
+  for (size_t i = 0; i < rep->n_rows; i++)
+    if (!strcmp(rep->rows[i].test, test) && rep->rows[i].threads == threads) return &rep->rows[i];
+  return NULL;
+}
+
+/* Marks of class cls inside the plot with this id ("" count when absent: -1). */
+static long marks_in(const char *html, const char *id, const char *cls) {
+  char pat[96];
+  snprintf(pat, sizeof pat, "data-plot=\"%s\"", id);
+  const char *p = strstr(html, pat);
+  if (!p) return -1;
+  const char *end = strstr(p, "</svg>");
+  char cpat[64];
+  snprintf(cpat, sizeof cpat, "class=\"%s\"", cls);
+  long n = 0;
+  for (const char *q = strstr(p, cpat); q && q < end; q = strstr(q + 1, cpat)) n++;
+  return n;
+}
+
+static int load(struct results *r, struct report *rep) {
+  const char *path = write_records();
+  struct tm_err err = {{0}};
+  const char *paths[] = {path};
+  if (results_load(paths, 1, r, &err) < 0) {
+    CHECK_MSG(0, "results_load: %s", err.msg);
+    return -1;
+  }
+  if (report_build(r, rep, &err) < 0) {
+    CHECK_MSG(0, "report_build: %s", err.msg);
+    results_free(r);
+    return -1;
+  }
+  return 0;
+}
+
+static void test_rows_and_cells(void) {
+  struct results r;
+  struct report rep;
+  if (load(&r, &rep)) return;
+  CHECK_EQ_INT(rep.n_rows, 6); /* pp16 t1, pp32 t1, tg32 t1, tg32 t2, classify, generate */
+  const struct report_row *pp16 = row_of(&rep, "pp16", 1), *tg1 = row_of(&rep, "tg32", 1);
+  const struct report_row *tg2 = row_of(&rep, "tg32", 2), *gen = row_of(&rep, "generate", -1);
+  CHECK(pp16 && tg1 && tg2 && gen);
+  if (!pp16 || !tg1 || !tg2 || !gen) goto out;
+  char b[96];
+  report_cell_figure(pp16->prefill, b, sizeof b); /* 16000, 8000, 4000: warm-up left out */
+  CHECK_STR(b, "8000 \xc2\xb1 6110");
+  report_cell_percent(pp16->prefill, b, sizeof b);
+  CHECK_STR(b, "25%");
+  report_cell_figure(pp16->ttft, b, sizeof b); /* in-process: the pp test's ms */
+  CHECK_STR(b, "2.00 \xc2\xb1 1.53");
+  report_cell_figure(tg1->decode, b, sizeof b);
+  CHECK_STR(b, "110 \xc2\xb1 10");
+  report_cell_percent(tg1->decode, b, sizeof b);
+  CHECK_STR(b, "55%");
+  CHECK_EQ_INT(tg2->decode->n, 2); /* the failed run is not a measurement */
+  report_cell_figure(gen->prefill, b, sizeof b); /* the cache hit's prefill is excluded */
+  CHECK_EQ_INT(gen->prefill->n, 2);
+  CHECK_EQ_INT(gen->decode->n, 3);
+  report_cell_percent(gen->decode, b, sizeof b);
+  CHECK_STR(b, ""); /* no ceiling: blank, not 0 */
+  report_cell_figure(NULL, b, sizeof b);
+  CHECK_STR(b, "");
+out:
+  report_free(&rep);
+  results_free(&r);
+}
+
+static void test_text_writers(void) {
+  struct results r;
+  struct report rep;
+  if (load(&r, &rep)) return;
+  struct sbuf t, md, csv;
+  sbuf_init(&t);
+  sbuf_init(&md);
+  sbuf_init(&csv);
+  CHECK_EQ_INT(report_write_table(&rep, &t, NULL), 0);
+  CHECK_EQ_INT(report_write_markdown(&rep, &md, NULL), 0);
+  CHECK_EQ_INT(report_write_csv(&rep, &csv, NULL), 0);
+  const char *heads[] = {"CC prompt (tok)", "PF prefill (tok/s)", "DC decode (tok/s)", "FX TTFT (ms)",
+                         "PF % of ceiling", "DC % of ceiling"};
+  for (size_t i = 0; i < 6; i++) {
+    CHECK_CONTAINS(sbuf_str(&t), heads[i]);
+    CHECK_CONTAINS(sbuf_str(&md), heads[i]);
+  }
+  CHECK_CONTAINS(sbuf_str(&t), "engine | m.gguf | Q4_0\n");
+  CHECK_CONTAINS(sbuf_str(&t), "llamacpp | http://127.0.0.1:8080 | q\n");
+  CHECK_CONTAINS(sbuf_str(&md), "### engine | m.gguf | Q4_0\n\n| test |");
+  CHECK_CONTAINS(sbuf_str(&md), "| pp16 | 1 | 0 | 16 | 3 | 8000 \xc2\xb1 6110 | 25% |");
+  /* the table lines up: every row of a group as wide as its header */
+  const char *h = strstr(sbuf_str(&t), "  test");
+  CHECK(h != NULL);
+  CHECK_CONTAINS(sbuf_str(&csv), "configuration,backend,target,model,type,test,threads,depth,");
+  CHECK_CONTAINS(sbuf_str(&csv), ",tg32,1,0,,32,decode_tok_s,DC,tok/s,3,110,110,10,100,120,200,55,");
+  CHECK_CONTAINS(sbuf_str(&csv), ",classify,,,50,400,ttft_ms,FX,ms,2,11,11,");
+  /* a header line + one line per series */
+  size_t lines = 0;
+  for (const char *p = sbuf_str(&csv); *p; p++) lines += *p == '\n';
+  CHECK_EQ_INT(lines, 1 + rep.set.n);
+  sbuf_free(&t);
+  sbuf_free(&md);
+  sbuf_free(&csv);
+  report_free(&rep);
+  results_free(&r);
+}
+
+static void test_html_plots(void) {
+  struct results r;
+  struct report rep;
+  if (load(&r, &rep)) return;
+  struct sbuf h;
+  sbuf_init(&h);
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(report_write_html(&rep, "T <1>", &h, &err), 0);
+  const char *html = sbuf_str(&h);
+  CHECK_CONTAINS(html, "<title>T &lt;1&gt;</title>");
+  /* decode curves: engine tg32 t1 (3 runs x 2), tg32 t2 (2 x 2), server generate (2 x 3) */
+  CHECK_EQ_INT(marks_in(html, "decode-curve-1", "tm-mark"), 6);
+  CHECK_EQ_INT(marks_in(html, "decode-curve-2", "tm-mark"), 4);
+  CHECK_EQ_INT(marks_in(html, "decode-curve-3", "tm-mark"), 6);
+  CHECK_EQ_INT(marks_in(html, "decode-curve-1", "tm-derived"), 2); /* median per segment */
+  CHECK_EQ_INT(marks_in(html, "decode-curve-4", "tm-mark"), -1);
+  /* TTFT: engine t1 d0 (pp16 + pp32: 6 runs), server (classify 2 + generate 2) */
+  CHECK_EQ_INT(marks_in(html, "ttft-1", "tm-mark"), 6);
+  CHECK_EQ_INT(marks_in(html, "ttft-2", "tm-mark"), 4);
+  CHECK_EQ_INT(marks_in(html, "threads-prefill", "tm-mark"), 6);
+  CHECK_EQ_INT(marks_in(html, "threads-decode", "tm-mark"), 5);
+  CHECK_EQ_INT(marks_in(html, "ceiling", "tm-mark"), 4);
+  CHECK_CONTAINS(html, "100% of ceiling");
+  CHECK_CONTAINS(html, "No record carries load data");
+  CHECK_CONTAINS(html, "FX time to first token (ms)</text>");
+  CHECK_CONTAINS(html, "DC decode rate (tok/s)</text>");
+  /* self-contained: no script, no external reference */
+  CHECK(!strstr(html, "<script"));
+  CHECK(!strstr(html, "src="));
+  CHECK(!strstr(html, "href="));
+  CHECK(!strstr(html, "url("));
+  sbuf_free(&h);
+  report_free(&rep);
+  results_free(&r);
+}
+
+static void test_formats(void) {
+  enum report_format f;
+  CHECK_EQ_INT(report_format_parse("md", &f), 0);
+  CHECK_EQ_INT(f, REPORT_MARKDOWN);
+  CHECK_EQ_INT(report_format_parse("html", &f), 0);
+  CHECK_EQ_INT(f, REPORT_HTML);
+  CHECK_EQ_INT(report_format_parse("pdf", &f), -1);
+}
+
+void tm_run_tests(void) {
+  TM_RUN(test_rows_and_cells);
+  TM_RUN(test_text_writers);
+  TM_RUN(test_html_plots);
+  TM_RUN(test_formats);
+}
