@@ -93,10 +93,13 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
   printf("\nmodel: %s (%s %s, %s file, %s read per token at depth 0)\n", m->label, m->arch,
          m->type, tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
          tm_fmt_bytes_si(m->cost.weight_bytes_per_token + m->cost.state_bytes, b, sizeof b));
+  char pages[64] = "";
+  if (!m->info.hugepages && m->info.huge_share >= 0)
+    snprintf(pages, sizeof pages, ", %.0f%% through 2 MiB pages", 100.0 * m->info.huge_share);
   printf("loaded in %.0f ms (map + first touch of every page; not in any rate); kernels: %s; "
-         "weights: %s\n",
+         "weights: %s%s\n",
          m->info.load_ms, m->kernel_path,
-         m->info.hugepages ? "copied into huge pages (--hugepages)" : "memory-mapped");
+         m->info.hugepages ? "copied into huge pages (--hugepages)" : "memory-mapped", pages);
 }
 
 /* One row per thread count, prefill and decode side by side: for one -p, one
@@ -269,14 +272,18 @@ void bench_engine_print_json(struct eb_state *s) {
   json_t *models = json_array();
   for (size_t i = 0; i < s->n_models; i++) {
     const struct eb_model *m = &s->models[i];
-    json_array_append_new(
-        models,
+    json_t *mo =
         json_pack("{s:s, s:s, s:s, s:s, s:I, s:f, s:f, s:s, s:s, s:s}", "model", m->label,
                   "file", m->path, "arch", m->arch, "type", m->type, "file_bytes",
                   (json_int_t)m->file_bytes, "bytes_per_token",
                   m->cost.weight_bytes_per_token + m->cost.state_bytes, "load_ms",
                   m->info.load_ms, "kernel_path", m->kernel_path, "best_cpu_path", m->best_path,
-                  "prefill_compute_path", m->int8 ? "int8" : "f32"));
+                  "prefill_compute_path", m->int8 ? "int8" : "f32");
+    /* share of the weights read through 2 MiB pages; null when unknown */
+    if (mo) json_object_set_new(mo, "huge_page_share", m->info.huge_share >= 0
+                                                          ? json_real(m->info.huge_share)
+                                                          : json_null());
+    json_array_append_new(models, mo);
   }
   json_t *root = json_pack("{s:s, s:s, s:s, s:b, s:i, s:o, s:O, s:O}", "tokmeter",
                            TOKMETER_VERSION, "identity", s->identity, "records_file",

@@ -52,6 +52,10 @@ struct engine_info {
   uint64_t file_bytes, kv_bytes;
   double load_ms;              /* map + first touch of every weight page */
   bool hugepages;              /* weights were copied into huge pages */
+  double huge_share;           /* share (0..1) of the weights read through 2 MiB
+                                  pages: memory-mapped, the page cache's 2 MiB
+                                  folios (hugemap.c); 1 with hugepages; -1 when
+                                  the kernel does not say */
 };
 void engine_get_info(const struct engine *e, struct engine_info *out);
 

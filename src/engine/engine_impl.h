@@ -37,8 +37,10 @@ struct engine {
   uint32_t n_ctx, max_batch, n_past;
   double load_ms;
   bool hugepages; /* weights copied into huge pages (engine_options.hugepages) */
+  double huge_share; /* engine_info.huge_share */
 
-  /* KV cache, F16: (n_layer, n_ctx, KV) each for K and V. */
+  /* KV cache, F16: (n_layer, n_head_kv, n_ctx, head_dim) each for K and V
+   * (one head's positions contiguous: forward.c qkv_row). */
   uint16_t *k_cache, *v_cache;
   uint64_t kv_bytes;
 

@@ -265,9 +265,15 @@ static void qkv_row(struct engine *e, int64_t t, void *ctx) {
   const float *cs = e->rope_cs + t * hd; /* (hd/2) pairs of cos, sin */
   for (uint32_t h = 0; h < m->n_head; h++) rope_head(q + h * hd, cs, hd, m->rope_neox);
   for (uint32_t h = 0; h < m->n_head_kv; h++) rope_head(k + h * hd, cs, hd, m->rope_neox);
-  size_t slot = ((size_t)c->layer * e->n_ctx + c->pos0 + (size_t)t) * KV;
-  e->ops->f32_to_f16(k, e->k_cache + slot, KV);
-  e->ops->f32_to_f16(v, e->v_cache + slot, KV);
+  /* Cache layout (layer, kv head, position, hd): one head's rows are
+   * contiguous, so attention streams them in address order (with all heads
+   * of a position side by side, the 256-byte rows sat 2 KiB apart and
+   * arrived from DRAM one miss at a time). */
+  for (uint32_t h = 0; h < m->n_head_kv; h++) {
+    size_t slot = (((size_t)c->layer * m->n_head_kv + h) * e->n_ctx + c->pos0 + (size_t)t) * hd;
+    e->ops->f32_to_f16(k + h * hd, e->k_cache + slot, hd);
+    e->ops->f32_to_f16(v + h * hd, e->v_cache + slot, hd);
+  }
 }
 
 /* hb = silu(hb) * hb2 over F columns. */
@@ -298,18 +304,19 @@ static void attn_worker(void *ctx, int ith, int nth) {
   struct attn_job *j = ctx;
   struct engine *e = j->e;
   const struct model *m = &e->m;
-  const uint32_t hd = m->head_dim, Q = m->n_head * hd, KV = m->n_head_kv * hd;
+  const uint32_t hd = m->head_dim, Q = m->n_head * hd;
   const uint32_t group = m->n_head / m->n_head_kv;
   const float scale = 1.0f / sqrtf((float)hd);
-  const uint16_t *kc = e->k_cache + (size_t)j->layer * e->n_ctx * KV;
-  const uint16_t *vc = e->v_cache + (size_t)j->layer * e->n_ctx * KV;
+  const size_t head_cells = (size_t)e->n_ctx * hd; /* one kv head's cache */
+  const uint16_t *kc = e->k_cache + (size_t)j->layer * m->n_head_kv * head_cells;
+  const uint16_t *vc = e->v_cache + (size_t)j->layer * m->n_head_kv * head_cells;
   for (;;) {
     long item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
     if (item >= j->n_items) return;
     uint32_t t = (uint32_t)(item / m->n_head), h = (uint32_t)(item % m->n_head);
     uint32_t n_pos = j->pos0 + t + 1;
-    size_t off = (size_t)(h / group) * hd;
-    e->ops->attn_row(e->q + (size_t)t * Q + (size_t)h * hd, kc + off, vc + off, KV, n_pos, hd,
+    size_t off = (size_t)(h / group) * head_cells;
+    e->ops->attn_row(e->q + (size_t)t * Q + (size_t)h * hd, kc + off, vc + off, hd, n_pos, hd,
                      scale, e->att + (size_t)t * Q + (size_t)h * hd);
   }
 }

@@ -218,7 +218,12 @@ static void test_scalar_vs_float64(void) {
 /* Every path's gemm vs the scalar gemm, ncols 1, 3, 5, 8, 13. */
 static void test_paths_vs_scalar(void) {
   const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
-  static const int64_t ncols_list[] = {1, 3, 5, 8, 13};
+  /* (ncols, blocks per row): odd widths, and widths of whole 8-block groups
+   * for the decode kernels that need them (kernels_vbmi.c: n % 256 == 0). */
+  static const struct {
+    int64_t ncols;
+    int mult;
+  } shapes[] = {{1, 7}, {3, 3}, {5, 7}, {8, 3}, {13, 7}, {1, 8}, {1, 16}, {1, 40}, {2, 8}};
   int paths_run = 0;
   for (size_t p = 1; p < N_PATHS; p++) {
     const struct kernel_ops *ops = kernels_get(paths[p]);
@@ -227,10 +232,9 @@ static void test_paths_vs_scalar(void) {
     CHECK_STR(ops->name, kernel_path_name(paths[p]));
     CHECK_EQ_INT(ops->path, paths[p]);
     for (size_t t = 0; t < N_TYPES; t++)
-      for (size_t k = 0; k < sizeof ncols_list / sizeof ncols_list[0]; k++) {
+      for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         struct gemm_case gc;
-        int mult = k % 2 ? 3 : 7;
-        if (case_make(&gc, gemm_types[t], mult, ncols_list[k]) != 0) {
+        if (case_make(&gc, gemm_types[t], shapes[k].mult, shapes[k].ncols) != 0) {
           CHECK_MSG(0, "case_make");
           continue;
         }
