@@ -17,9 +17,10 @@
  *   1. madvise(MADV_HUGEPAGE) on the weight mapping, then touch every page;
  *   2. read this mapping's FilePmdMapped from /proc/self/smaps;
  *   3. if under 98% of the file: drop this process's page table entries
- *      (MADV_DONTNEED: the mapping stays, pointers stay valid), ask the
- *      kernel to drop the file's cached pages (POSIX_FADV_DONTNEED: only
- *      clean pages nobody maps; another process's mapping keeps its pages),
+ *      (MADV_DONTNEED: the mapping stays, pointers stay valid), write back
+ *      any dirty pages (a file just written), ask the kernel to drop the
+ *      file's cached pages (POSIX_FADV_DONTNEED: only clean pages nobody
+ *      maps; another process's mapping keeps its pages),
  *      and touch again: the pages are read back through the advised mapping,
  *      in 2 MiB folios;
  *   4. read FilePmdMapped again: what engine_info reports.
@@ -88,7 +89,8 @@ double hugemap_prepare(const char *path, const uint8_t *base, size_t size, unsig
   if ((double)pmd >= 0.98 * whole) return (double)pmd / whole;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    if (madvise((void *)base, size, MADV_DONTNEED) == 0)
+    /* Dirty pages (a file just written) are not dropped: write them first. */
+    if (madvise((void *)base, size, MADV_DONTNEED) == 0 && fdatasync(fd) == 0)
       (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
   }
