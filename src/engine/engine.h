@@ -29,8 +29,10 @@ struct engine_options {
                                 load instead of reading them through the file
                                 mapping (off by default: weights then are NOT
                                 memory-mapped; one copy of the file, resident
-                                memory stays the file size). On 4 KiB pages the
-                                TLB limits streaming reads here (bench/RESULTS.md) */
+                                memory stays the file size). Without it the
+                                mapping is read through 2 MiB page-cache folios
+                                where the kernel has them (hugemap.c), which
+                                gives the same speed without the copy */
 };
 void engine_options_init(struct engine_options *o);
 
