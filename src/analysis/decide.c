@@ -133,7 +133,7 @@ static double median_of(const struct series *s) { return stats_percentile(s->val
 
 /* The series of `metric` in group `g` whose length (prompt or gen) is closest to
  * want; NULL when none has a finite median. */
-static const struct series *closest(const struct series_set *set, const char *match,
+static const struct series *closest(const struct series_set *set,
                                     const char *g, const char *metric, int use_prompt,
                                     double want) {
   const struct series *best = NULL;
@@ -141,7 +141,7 @@ static const struct series *closest(const struct series_set *set, const char *ma
   char k[400];
   for (size_t i = 0; i < set->n; i++) {
     const struct series *s = &set->s[i];
-    if (strcmp(s->metric, metric) != 0 || (match && !strstr(s->key, match))) continue;
+    if (strcmp(s->metric, metric) != 0) continue;
     group_key(s, k, sizeof k);
     if (strcmp(k, g) != 0 || !isfinite(median_of(s))) continue;
     int len = use_prompt ? s->prompt_tokens : s->gen_tokens;
@@ -165,10 +165,12 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
   int more = 0;
   for (size_t i = 0; i < set->n; i++) {
     const struct series *s = &set->s[i];
-    if (strcmp(s->metric, "decode_tok_s") != 0 || (match && !strstr(s->key, match))) continue;
-    if (!isfinite(median_of(s))) continue;
+    if (strcmp(s->metric, "decode_tok_s") != 0 || !isfinite(median_of(s))) continue;
+    /* --match applies to the configuration as listed to the user (the key
+     * without the test), so any text of a listed configuration selects it. */
     char k[400];
     group_key(s, k, sizeof k);
+    if (match && !strstr(k, match)) continue;
     size_t j = 0;
     while (j < ng && strcmp(groups[j], k) != 0) j++;
     if (j < ng) continue;
@@ -189,8 +191,8 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
     return tm_errf(err, "%zu%s configurations in the results (%s); choose one with --match TEXT",
                    ng, more ? "+" : "", list);
   }
-  const struct series *dec = closest(set, match, groups[0], "decode_tok_s", 0, output_tokens);
-  const struct series *pre = closest(set, match, groups[0], "prefill_tok_s", 1, prompt_tokens);
+  const struct series *dec = closest(set, groups[0], "decode_tok_s", 0, output_tokens);
+  const struct series *pre = closest(set, groups[0], "prefill_tok_s", 1, prompt_tokens);
   *decode_tok_s = median_of(dec);
   *prefill_tok_s = pre ? median_of(pre) : NAN;
   if (which_decode) snprintf(which_decode, which_n, "%s", dec->key);
