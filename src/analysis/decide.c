@@ -2,6 +2,7 @@
 #include "analysis/decide.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,8 +126,11 @@ int decide_eval(const struct decide_inputs *in, struct decide_result *out, struc
 /* ------------------------------------------------------- rates from records */
 
 static void group_key(const struct series *s, char *buf, size_t n) {
-  snprintf(buf, n, "%s | %s | %s | %s | t%d | d%d", s->backend, s->target, s->model, s->type,
-           s->threads, s->depth);
+  /* The type only when the model label does not already name it. */
+  bool type_in_label = s->type[0] && strstr(s->model, s->type);
+  snprintf(buf, n, "%s | %s | %s%s%s | t%d | d%d", s->backend, s->target, s->model,
+           type_in_label || !s->type[0] ? "" : " | ", type_in_label ? "" : s->type, s->threads,
+           s->depth);
 }
 
 static double median_of(const struct series *s) { return stats_percentile(s->values, s->n, 50); }
