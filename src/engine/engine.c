@@ -51,6 +51,28 @@ static void *xcalloc(size_t n, size_t size, bool *ok) {
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
+/* The K and V caches in one anonymous mapping at a 2 MiB-aligned address,
+ * advised MADV_HUGEPAGE: attention reads n_layer x n_head_kv separate runs
+ * of rows every token, and through 4 KiB pages each run cost TLB misses on
+ * top of its memory latency (measured: attention 2.4-2.9 ms of a 1-thread
+ * tg128 step on Qwen3-0.6B). Zeroed by the kernel (the cache starts empty). */
+static int kv_map(struct engine *e) {
+  const size_t align = (size_t)2 << 20;
+  const size_t half = (size_t)(e->kv_bytes / 2);
+  const size_t len = (size_t)e->kv_bytes + align;
+  uint8_t *res = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (res == MAP_FAILED) return -1;
+  uint8_t *base = (uint8_t *)(((uintptr_t)res + align - 1) & ~(uintptr_t)(align - 1));
+#if defined(MADV_HUGEPAGE)
+  madvise(base, (size_t)e->kv_bytes, MADV_HUGEPAGE);
+#endif
+  e->kv_map = res;
+  e->kv_map_bytes = len;
+  e->k_cache = (uint16_t *)base;
+  e->v_cache = (uint16_t *)(base + half);
+  return 0;
+}
+
 static int alloc_buffers(struct engine *e, struct tm_err *err) {
   const struct model *m = &e->m;
   const size_t B = e->max_batch, E = m->n_embd, hd = m->head_dim;
@@ -62,8 +84,7 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
   bool ok = true;
 
   e->kv_bytes = 2ull * m->n_layer * e->n_ctx * KV * sizeof(uint16_t);
-  e->k_cache = xcalloc((size_t)m->n_layer * e->n_ctx * KV, sizeof(uint16_t), &ok);
-  e->v_cache = xcalloc((size_t)m->n_layer * e->n_ctx * KV, sizeof(uint16_t), &ok);
+  if (kv_map(e) != 0) ok = false;
   e->inv_freq = xcalloc(hd / 2, sizeof(float), &ok);
   e->rope_cs = xcalloc(B * hd, sizeof(float), &ok);
   e->x = xcalloc(B * E, sizeof(float), &ok);
@@ -200,7 +221,8 @@ void engine_free(struct engine *e) {
   tpool_free(e->pool);
   model_free(&e->m);
   gguf_close(e->file);
-  void *bufs[] = {e->k_cache, e->v_cache, e->inv_freq, e->rope_cs, e->x, e->xb, e->q,
+  if (e->kv_map) munmap(e->kv_map, e->kv_map_bytes);
+  void *bufs[] = {e->inv_freq, e->rope_cs, e->x, e->xb, e->q,
                   e->k, e->v, e->att, e->hb, e->hb2, e->ffn_out, e->logits_tmp,
                   e->act[0], e->act[1], e->act[2], e->router, e->top_e, e->top_w, e->moe_x,
                   e->moe_o, e->moe_tok, e->moe_w, e->items};

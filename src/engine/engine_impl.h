@@ -42,6 +42,8 @@ struct engine {
   /* KV cache, F16: (n_layer, n_head_kv, n_ctx, head_dim) each for K and V
    * (one head's positions contiguous: forward.c qkv_row). */
   uint16_t *k_cache, *v_cache;
+  void *kv_map;          /* the mapping holding both (engine.c kv_map) */
+  size_t kv_map_bytes;
   uint64_t kv_bytes;
 
   float *inv_freq;   /* (head_dim / 2): rope_base^(-2i/head_dim) */
