@@ -241,39 +241,49 @@ static void rope_head(float *h, const float *cs, uint32_t d, bool neox) {
 }
 
 /* Per token after the Q/K/V projections: biases (qwen2), per-head RMSNorm of
- * Q and K (qwen3), RoPE, and K, V stored into the F16 cache at pos0 + t. */
+ * Q and K (qwen3), RoPE, and K, V stored into the F16 cache at pos0 + t;
+ * per head, so a decode step can do each KV head's share inside its
+ * attention item (attn_worker) instead of on one thread before it. */
 struct qkv_ctx {
   const struct layer_weights *L;
   uint32_t layer, pos0;
 };
+
+/* KV head kvh of token t: bias, norm, RoPE of k; bias of v; both stored.
+ * Cache layout (layer, kv head, position, hd): one head's rows are
+ * contiguous, so attention streams them in address order (with all heads
+ * of a position side by side, the 256-byte rows sat 2 KiB apart and arrived
+ * from DRAM one miss at a time). */
+static void qkv_kv_head(struct engine *e, const struct qkv_ctx *c, int64_t t, uint32_t kvh) {
+  const struct model *m = &e->m;
+  const uint32_t hd = m->head_dim, KV = m->n_head_kv * hd;
+  float *k = e->k + t * KV + (size_t)kvh * hd, *v = e->v + t * KV + (size_t)kvh * hd;
+  if (c->L->bk) {
+    for (uint32_t i = 0; i < hd; i++) k[i] += c->L->bk[(size_t)kvh * hd + i];
+    for (uint32_t i = 0; i < hd; i++) v[i] += c->L->bv[(size_t)kvh * hd + i];
+  }
+  if (c->L->k_norm) rmsnorm(e->ops, k, k, c->L->k_norm, hd, m->rms_eps);
+  rope_head(k, e->rope_cs + t * hd, hd, m->rope_neox);
+  size_t slot = (((size_t)c->layer * m->n_head_kv + kvh) * e->n_ctx + c->pos0 + (size_t)t) * hd;
+  e->ops->f32_to_f16(k, e->k_cache + slot, hd);
+  e->ops->f32_to_f16(v, e->v_cache + slot, hd);
+}
+
+/* Query head h of token t: bias, norm, RoPE. */
+static void qkv_q_head(struct engine *e, const struct qkv_ctx *c, int64_t t, uint32_t h) {
+  const struct model *m = &e->m;
+  const uint32_t hd = m->head_dim, Q = m->n_head * hd;
+  float *q = e->q + t * Q + (size_t)h * hd;
+  if (c->L->bq)
+    for (uint32_t i = 0; i < hd; i++) q[i] += c->L->bq[(size_t)h * hd + i];
+  if (c->L->q_norm) rmsnorm(e->ops, q, q, c->L->q_norm, hd, m->rms_eps);
+  rope_head(q, e->rope_cs + t * hd, hd, m->rope_neox);
+}
+
 static void qkv_row(struct engine *e, int64_t t, void *ctx) {
   const struct qkv_ctx *c = ctx;
-  const struct model *m = &e->m;
-  const uint32_t hd = m->head_dim, Q = m->n_head * hd, KV = m->n_head_kv * hd;
-  float *q = e->q + t * Q, *k = e->k + t * KV, *v = e->v + t * KV;
-  if (c->L->bq) {
-    for (uint32_t i = 0; i < Q; i++) q[i] += c->L->bq[i];
-    for (uint32_t i = 0; i < KV; i++) k[i] += c->L->bk[i];
-    for (uint32_t i = 0; i < KV; i++) v[i] += c->L->bv[i];
-  }
-  if (c->L->q_norm) {
-    for (uint32_t h = 0; h < m->n_head; h++) 
-      rmsnorm(e->ops, q + h * hd, q + h * hd, c->L->q_norm, hd, m->rms_eps);
-    for (uint32_t h = 0; h < m->n_head_kv; h++)
-      rmsnorm(e->ops, k + h * hd, k + h * hd, c->L->k_norm, hd, m->rms_eps);
-  }
-  const float *cs = e->rope_cs + t * hd; /* (hd/2) pairs of cos, sin */
-  for (uint32_t h = 0; h < m->n_head; h++) rope_head(q + h * hd, cs, hd, m->rope_neox);
-  for (uint32_t h = 0; h < m->n_head_kv; h++) rope_head(k + h * hd, cs, hd, m->rope_neox);
-  /* Cache layout (layer, kv head, position, hd): one head's rows are
-   * contiguous, so attention streams them in address order (with all heads
-   * of a position side by side, the 256-byte rows sat 2 KiB apart and
-   * arrived from DRAM one miss at a time). */
-  for (uint32_t h = 0; h < m->n_head_kv; h++) {
-    size_t slot = (((size_t)c->layer * m->n_head_kv + h) * e->n_ctx + c->pos0 + (size_t)t) * hd;
-    e->ops->f32_to_f16(k + h * hd, e->k_cache + slot, hd);
-    e->ops->f32_to_f16(v + h * hd, e->v_cache + slot, hd);
-  }
+  for (uint32_t h = 0; h < e->m.n_head; h++) qkv_q_head(e, c, t, h);
+  for (uint32_t h = 0; h < e->m.n_head_kv; h++) qkv_kv_head(e, c, t, h);
 }
 
 /* hb = silu(hb) * hb2 over F columns. */
@@ -294,6 +304,10 @@ struct attn_job {
   alignas(64) struct engine *e;
   uint32_t layer, pos0;
   long n_items; /* tokens x KV heads */
+  /* Single-token step: each item first does its heads' qkv work (a KV
+   * head's cache row is written and read by the same item, so no item
+   * waits for another). NULL when qkv_row already ran for every token. */
+  const struct qkv_ctx *qkv;
 };
 
 /* Causal grouped-query attention of token t, head h over cache positions
@@ -320,6 +334,10 @@ static void attn_worker(void *ctx, int ith, int nth) {
     uint32_t t = (uint32_t)(item / m->n_head_kv), kvh = (uint32_t)(item % m->n_head_kv);
     uint32_t n_pos = j->pos0 + t + 1;
     size_t off = (size_t)kvh * head_cells;
+    if (j->qkv) {
+      qkv_kv_head(e, j->qkv, t, kvh);
+      for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++) qkv_q_head(e, j->qkv, t, h);
+    }
     for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++)
       e->ops->attn_row(e->q + (size_t)t * Q + (size_t)h * hd, kc + off, vc + off, hd, n_pos,
                        hd, scale, e->att + (size_t)t * Q + (size_t)h * hd);
@@ -464,7 +482,10 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     float *oqkv[3] = {e->q, e->k, e->v};
     matmul_shared(e, e->xb, B, 3, wqkv, oqkv);           /* q (B, Q), k, v (B, KV) */
     struct qkv_ctx qc = {L, l, pos0};
-    for_rows(e, B, qkv_row, &qc);                        /* bias, q/k norm, RoPE, cache */
+    /* bias, q/k norm, RoPE, cache: per head inside the attention items for
+     * one token (decode); for a batch, every token first, because token t's
+     * attention reads the K/V rows of tokens before it. */
+    if (B > 1) for_rows(e, B, qkv_row, &qc);
 
     struct attn_job aj;
     atomic_init(&aj.next, 0);
@@ -472,6 +493,7 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     aj.layer = l;
     aj.pos0 = pos0;
     aj.n_items = (long)B * m->n_head_kv;
+    aj.qkv = B == 1 ? &qc : NULL;
     tpool_run(e->pool, attn_worker, &aj);                /* att (B, Q) */
 
     matmul(e, &L->wo, e->att, B, e->xb);                 /* xb (B, E) */
