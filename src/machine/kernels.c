@@ -67,16 +67,30 @@ __attribute__((unused)) static double fma_scalar(uint64_t iters, float mul, floa
 #define TM_AVX512VNNI __attribute__((target("avx512f,avx512vnni")))
 #define TM_AVXVNNI __attribute__((target("avx2,avxvnni")))
 
+/* The read loops stream two halves of the buffer at once, each with software
+ * prefetch PROBE_PF_BYTES ahead: a plain sequential loop (hardware prefetch
+ * only) read 14.2 GB/s on one core of the team's Xeon where this form reads
+ * 16.5 (2026-11-29, 1.9 GiB on huge pages), and the engine's decode kernels,
+ * which prefetch, had outrun the plain loop's figure (107% "of the
+ * ceiling"). The ceiling is what the memory gives a core that asks well. */
+#define PROBE_PF_BYTES 1024
+
 TM_AVX512 static uint64_t read_avx512(const void *buf, size_t n_bytes) {
   const __m512i *p = buf;
-  size_t n = n_bytes / 64;
+  size_t n = n_bytes / 64, h = n / 2 / 4 * 4; /* lines per half, a multiple of 4 */
+  const __m512i *q = p + h;
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < n; i += 4) {
+  for (size_t i = 0; i < h; i += 2) {
+    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
+    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
     a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
     a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 1));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 2));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 3));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512(q + i));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512(q + i + 1));
   }
+  for (size_t i = 2 * h; i < n; i++) a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
   a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3));
   /* Not _mm512_reduce_add_epi64: GCC implements it with signed scalar adds,
    * which overflow (undefined behaviour) on arbitrary data. */
@@ -101,19 +115,26 @@ TM_AVX512 static uint64_t copy_avx512(void *dst, const void *src, size_t n_bytes
 }
 
 TM_AVX2 static uint64_t read_avx2(const void *buf, size_t n_bytes) {
+  /* Two halves with prefetch, as read_avx512 (64-byte lines, two loads each). */
   const __m256i *p = buf;
-  size_t n = n_bytes / 32;
+  size_t n = n_bytes / 32, h = n / 2 / 8 * 8;
+  const __m256i *q = p + h;
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < n; i += 8) {
+  for (size_t i = 0; i < h; i += 4) {
+    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
+    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
     a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
     a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
-    a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 2));
-    a3 = _mm256_add_epi64(a3, _mm256_load_si256(p + i + 3));
-    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i + 4));
-    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 5));
-    a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 6));
-    a3 = _mm256_add_epi64(a3, _mm256_load_si256(p + i + 7));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(q + i));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(q + i + 1));
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i + 2));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 3));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(q + i + 2));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(q + i + 3));
   }
+  for (size_t i = 2 * h; i < n; i++) a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
   a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
   uint64_t w[4];
   _mm256_storeu_si256((__m256i *)w, a0);
