@@ -174,6 +174,25 @@ RO_AVX2 static void avx2_attn_row(const float *q32, const uint16_t *k, const uin
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_load_ps(acc + i), inv));
 }
 
+/* The end of a SIMD argmax: the lane with the largest value (among equals
+ * the smallest index), then the scalar tail x[i..n). */
+static int64_t argmax_finish(const float *bv, const int32_t *bi, int lanes, const float *x,
+                             int64_t i, int64_t n) {
+  int64_t b = bi[0];
+  float m = bv[0];
+  for (int j = 1; j < lanes; j++)
+    if (bv[j] > m || (bv[j] == m && bi[j] < b)) {
+      m = bv[j];
+      b = bi[j];
+    }
+  for (; i < n; i++)
+    if (x[i] > m) {
+      m = x[i];
+      b = i;
+    }
+  return b;
+}
+
 /* First index of the maximum: per-lane running maxima with their indices
  * (strictly greater wins, so each lane keeps its first), then the lane with
  * the largest value and, among equals, the smallest index. NaN never wins
@@ -197,19 +216,7 @@ RO_AVX2 static int64_t avx2_argmax(const float *x, int64_t n) {
   alignas(32) int32_t bi[8];
   _mm256_store_ps(bv, best);
   _mm256_store_si256((__m256i *)bi, besti);
-  int64_t b = bi[0];
-  float m = bv[0];
-  for (int j = 1; j < 8; j++)
-    if (bv[j] > m || (bv[j] == m && bi[j] < b)) {
-      m = bv[j];
-      b = bi[j];
-    }
-  for (; i < n; i++)
-    if (x[i] > m) {
-      m = x[i];
-      b = i;
-    }
-  return b;
+  return argmax_finish(bv, bi, 8, x, i, n);
 }
 
 RO_AVX2 static double avx2_sumsq(const float *x, int64_t n) {
@@ -384,19 +391,7 @@ RO_AVX512 static int64_t avx512_argmax(const float *x, int64_t n) {
   alignas(64) int32_t bi[16];
   _mm512_store_ps(bv, best);
   _mm512_store_si512(bi, besti);
-  int64_t b = bi[0];
-  float m = bv[0];
-  for (int j = 1; j < 16; j++)
-    if (bv[j] > m || (bv[j] == m && bi[j] < b)) {
-      m = bv[j];
-      b = bi[j];
-    }
-  for (; i < n; i++)
-    if (x[i] > m) {
-      m = x[i];
-      b = i;
-    }
-  return b;
+  return argmax_finish(bv, bi, 16, x, i, n);
 }
 
 RO_AVX512 static inline __m512 ro_exp16(__m512 x) {
