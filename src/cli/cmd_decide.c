@@ -43,7 +43,7 @@ static void usage(FILE *out) {
           "  --results FILE.jsonl       take the device's prefill and decode rates from\n"
           "                             tokmeter records (median of the timed runs; the\n"
           "                             prompt / output lengths closest to -p / -n)\n"
-          "  --match TEXT               use only configurations whose key contains TEXT\n"
+          "  --match TEXT               use only the configuration whose label contains TEXT\n"
           "                             (needed when the file holds several) (default: all)\n"
           "  --device-prefill RATE      prefill rate, tok/s (default: from --results)\n"
           "  --device-decode RATE       decode rate, tok/s (default: from --results)\n"
