@@ -48,13 +48,17 @@ struct mm_job {
   struct mm_region region[MM_MAX_REGIONS];
 };
 
-/* About 32 KiB of weights per chunk (a multiple of 16 rows): big enough that
- * the atomic hand-out is noise, small enough to balance two threads on a
- * 128-row matrix. Depends on the matrix only (determinism across threads). */
-/* -DMM_CHUNK_BYTES=... for experiments: 128 KiB was within the noise of
- * 32 KiB for decode (2026-11-29, Q4_0 0.6B), and coarser chunks balance worse. */
+/* About 128 KiB of weights per chunk (a multiple of 16 rows): big enough
+ * that the decode kernels' two row streams (rows r and r + half of a chunk)
+ * run 64 KiB apart and a thread changes chunk rarely, small enough to balance
+ * two threads on the smallest matrices. Depends on the matrix only
+ * (determinism across threads). -DMM_CHUNK_BYTES=... for experiments.
+ * Measured (2026-11-29, Qwen3-0.6B Q4_0 tg128, weights through 2 MiB pages,
+ * same minutes): 32 KiB 36.6 / 69.7 tok/s at 1 / 2 threads, 128 KiB 40.1 /
+ * 76.8, 256 KiB 40.4 / 75.6, 512 KiB 75.7 at 2; pp512 at 2 threads 398 / 396
+ * / 370. (On 4 KiB pages, earlier, 128 KiB was within the noise of 32.) */
 #ifndef MM_CHUNK_BYTES
-#define MM_CHUNK_BYTES 32768
+#define MM_CHUNK_BYTES 131072
 #endif
 static int64_t chunk_rows_for(const struct mat *w) {
   int64_t r = (int64_t)(MM_CHUNK_BYTES / (w->row_bytes ? w->row_bytes : 1));
