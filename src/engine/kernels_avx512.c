@@ -219,60 +219,73 @@ AVX512_INLINE void tile_q6_k_512(int64_t n, const uint8_t *wr, const uint8_t *a,
 /* Decode (ncols = 1) Q6_K: the same per-block operations as tile_q6_k_512
  * with nc = 1 (same bits), rows in two interleaved streams as the VNNI
  * decode kernels (see gemv_q4_0_vnni): this is the output head's kernel. */
-AVX512_INLINE void q6_block(const struct block_q6_k *wb, const struct act_q8k *x, __m256 *acc) {
-  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-  const __m512i idx = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
-                                       1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  PREFETCH_W(wb, sizeof *wb);
-  float d = _cvtsh_ss(wb->d);
-  __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wb->scales));
-  __m512i sc512 = _mm512_castsi256_si512(sc16);
-  __m512i sumi = _mm512_setzero_si512();
-  for (int h = 0; h < 2; h++) {
-    __m512i ql = _mm512_loadu_si512(wb->ql + 64 * h);
-    __m256i qh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
-    __m512i qha = join256(_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2));
-    __m512i qhb = join256(qh, _mm256_srli_epi16(qh, 2));
-    __m512i q0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(qha, m30));
-    __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                 _mm512_and_si512(qhb, m30));
-    __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h))), sc512);
-    __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h + 4))), sc512);
-    sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(_mm512_maddubs_epi16(q0, _mm512_loadu_si512(x->q + 128 * h)), s0));
-    sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(_mm512_maddubs_epi16(q1, _mm512_loadu_si512(x->q + 128 * h + 64)), s1));
-  }
-  __m256i s256 = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
-  __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), sc16);
-  s256 = _mm256_sub_epi32(s256, _mm256_slli_epi32(off, 5));
+/* The body of one Q6_K block against its Q8_K activations; Q6_ACCUM(sumi,
+ * p, s) adds the i16 products p times the sub-block scales s to sumi: madd +
+ * add on AVX-512, one vpdpwssd with VNNI (the same exact int32 sums). */
+#define Q6_BLOCK_BODY(Q6_ACCUM)                                                                \
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);                      \
+  const __m512i idx = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,         \
+                                       1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);        \
+  PREFETCH_W(wb, sizeof *wb);                                                                 \
+  float d = _cvtsh_ss(wb->d);                                                                 \
+  __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wb->scales));          \
+  __m512i sc512 = _mm512_castsi256_si512(sc16);                                               \
+  __m512i sumi = _mm512_setzero_si512();                                                      \
+  for (int h = 0; h < 2; h++) {                                                               \
+    __m512i ql = _mm512_loadu_si512(wb->ql + 64 * h);                                         \
+    __m256i qh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));                      \
+    __m512i qha = join256(_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2));                \
+    __m512i qhb = join256(qh, _mm256_srli_epi16(qh, 2));                                      \
+    __m512i q0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(qha, m30));       \
+    __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),              \
+                                 _mm512_and_si512(qhb, m30));                                 \
+    __m512i s0 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h))), sc512); \
+    __m512i s1 = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h + 4))), sc512); \
+    sumi = Q6_ACCUM(sumi, _mm512_maddubs_epi16(q0, _mm512_loadu_si512(x->q + 128 * h)), s0);  \
+    sumi = Q6_ACCUM(sumi, _mm512_maddubs_epi16(q1, _mm512_loadu_si512(x->q + 128 * h + 64)), s1); \
+  }                                                                                           \
+  __m256i s256 = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1)); \
+  __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), sc16);       \
+  s256 = _mm256_sub_epi32(s256, _mm256_slli_epi32(off, 5));                                   \
   *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s256), _mm256_set1_ps(d * x->d), *acc);
+
+#define Q6_MADD_ADD(sumi, p, s) _mm512_add_epi32((sumi), _mm512_madd_epi16((p), (s)))
+#define Q6_DPWSSD(sumi, p, s) _mm512_dpwssd_epi32((sumi), (p), (s))
+
+AVX512_INLINE void q6_block(const struct block_q6_k *wb, const struct act_q8k *x, __m256 *acc) {
+  Q6_BLOCK_BODY(Q6_MADD_ADD)
+}
+VNNI_INLINE void q6_block_vnni(const struct block_q6_k *wb, const struct act_q8k *x,
+                               __m256 *acc) {
+  Q6_BLOCK_BODY(Q6_DPWSSD)
 }
 
-AVX512 static void gemv_q6_k_512(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
-                                 int64_t r1, const struct act_q8k *x, float *out) {
-  const int64_t nb = n / QK_K;
-#ifdef KERNEL_ONE_STREAM
-  const int64_t half = 0;
-#else
-  const int64_t half = (r1 - r0) / 2;
-#endif
-  for (int64_t i = 0; i < half; i++) {
-    const struct block_q6_k *wa = (const struct block_q6_k *)(w + (size_t)(r0 + i) * w_stride);
-    const struct block_q6_k *wb = (const struct block_q6_k *)(w + (size_t)(r0 + half + i) * w_stride);
-    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
-    for (int64_t k = 0; k < nb; k++) {
-      q6_block(&wa[k], &x[k], &a);
-      q6_block(&wb[k], &x[k], &b);
-    }
-    out[r0 + i] = hsum256(a);
-    out[r0 + half + i] = hsum256(b);
+/* Rows in two interleaved streams; BLOCK is q6_block or q6_block_vnni. */
+#define DEFINE_GEMV_Q6_K(ATTR, name, BLOCK)                                                     \
+  ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
+                        const struct act_q8k *x, float *out) {                                  \
+    const int64_t nb = n / QK_K, half = (r1 - r0) / 2;                                          \
+    for (int64_t i = 0; i < half; i++) {                                                        \
+      const struct block_q6_k *wa = (const struct block_q6_k *)(w + (size_t)(r0 + i) * w_stride); \
+      const struct block_q6_k *wb = (const struct block_q6_k *)(w + (size_t)(r0 + half + i) * w_stride); \
+      __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();                                  \
+      for (int64_t k = 0; k < nb; k++) {                                                        \
+        BLOCK(&wa[k], &x[k], &a);                                                               \
+        BLOCK(&wb[k], &x[k], &b);                                                               \
+      }                                                                                         \
+      out[r0 + i] = hsum256(a);                                                                 \
+      out[r0 + half + i] = hsum256(b);                                                          \
+    }                                                                                           \
+    for (int64_t r = r0 + 2 * half; r < r1; r++) {                                              \
+      const struct block_q6_k *wr = (const struct block_q6_k *)(w + (size_t)r * w_stride);      \
+      __m256 a = _mm256_setzero_ps();                                                           \
+      for (int64_t k = 0; k < nb; k++) BLOCK(&wr[k], &x[k], &a);                                \
+      out[r] = hsum256(a);                                                                      \
+    }                                                                                           \
   }
-  for (int64_t r = r0 + 2 * half; r < r1; r++) {
-    const struct block_q6_k *wr = (const struct block_q6_k *)(w + (size_t)r * w_stride);
-    __m256 a = _mm256_setzero_ps();
-    for (int64_t k = 0; k < nb; k++) q6_block(&wr[k], &x[k], &a);
-    out[r] = hsum256(a);
-  }
-}
+
+DEFINE_GEMV_Q6_K(AVX512, gemv_q6_k_512, q6_block)
+DEFINE_GEMV_Q6_K(VNNI, gemv_q6_k_vnni, q6_block_vnni)
 
 DEFINE_X86_GEMM(AVX512, gemm_f32_512, tile_f32_512)
 DEFINE_X86_GEMM(AVX512, gemm_f16_512, tile_f16_512)
@@ -284,6 +297,15 @@ AVX512 static void gemm_q6_k_512_fast(int64_t n, const void *w, size_t w_stride,
                                       float *out, int64_t out_stride) {
   if (ncols == 1)
     gemv_q6_k_512(n, w, w_stride, r0, r1, a, out);
+  else
+    gemm_q6_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
+
+VNNI static void gemm_q6_k_vnni_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                     int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                     float *out, int64_t out_stride) {
+  if (ncols == 1)
+    gemv_q6_k_vnni(n, w, w_stride, r0, r1, a, out);
   else
     gemm_q6_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
 }
@@ -723,5 +745,6 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_vnni;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
+  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
 }
 #endif
