@@ -292,23 +292,19 @@ DEFINE_X86_GEMM(AVX512, gemm_f16_512, tile_f16_512)
 DEFINE_X86_GEMM(AVX512, gemm_q4_k_512, tile_q4_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
 
-AVX512 static void gemm_q6_k_512_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                      int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                      float *out, int64_t out_stride) {
-  if (ncols == 1)
-    gemv_q6_k_512(n, w, w_stride, r0, r1, a, out);
-  else
-    gemm_q6_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
+/* Q6_K: the decode kernel for one column, the tile kernels otherwise. */
+#define DEFINE_Q6_K_FAST(ATTR, name, gemv)                                                     \
+  ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,             \
+                        int64_t out_stride) {                                                  \
+    if (ncols == 1)                                                                            \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                    \
+    else                                                                                       \
+      gemm_q6_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
+  }
 
-VNNI static void gemm_q6_k_vnni_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                     int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                     float *out, int64_t out_stride) {
-  if (ncols == 1)
-    gemv_q6_k_vnni(n, w, w_stride, r0, r1, a, out);
-  else
-    gemm_q6_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
+DEFINE_Q6_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512)
+DEFINE_Q6_K_FAST(VNNI, gemm_q6_k_vnni_fast, gemv_q6_k_vnni)
 
 /* ---- VNNI: 32-element blocks -------------------------------------------- */
 
@@ -696,33 +692,23 @@ VNNI static void panel_gemm(int q4, int64_t n, const uint8_t *w, size_t w_stride
 /* The table entries: decode and prefill kernels above where they apply, the
  * per-block tile kernels otherwise (rows wider than the decode buffer, or a
  * w_stride too large for 32-bit gather offsets). */
-VNNI static void gemm_q4_0_vnni_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                     int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                     float *out, int64_t out_stride) {
-  if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {
-    gemv_q4_0_vnni(n, w, w_stride, r0, r1, a, out);
-    return;
+#define DEFINE_VNNI_FAST(name, gemv, q4, tiles)                                                \
+  VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,             \
+                        int64_t out_stride) {                                                  \
+    if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {                             \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                    \
+      return;                                                                                  \
+    }                                                                                          \
+    if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 16)) {                                   \
+      panel_gemm(q4, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);             \
+      return;                                                                                  \
+    }                                                                                          \
+    tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                        \
   }
-  if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 16)) {
-    panel_gemm(1, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-    return;
-  }
-  gemm_q4_0_vnni(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
 
-VNNI static void gemm_q8_0_vnni_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                     int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                     float *out, int64_t out_stride) {
-  if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {
-    gemv_q8_0_vnni(n, w, w_stride, r0, r1, a, out);
-    return;
-  }
-  if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 16)) {
-    panel_gemm(0, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-    return;
-  }
-  gemm_q8_0_vnni(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
+DEFINE_VNNI_FAST(gemm_q4_0_vnni_fast, gemv_q4_0_vnni, 1, gemm_q4_0_vnni)
+DEFINE_VNNI_FAST(gemm_q8_0_vnni_fast, gemv_q8_0_vnni, 0, gemm_q8_0_vnni)
 
 void kernels_fill_avx512(struct kernel_ops *ops) {
   ops->path = KERNEL_AVX512;
