@@ -124,10 +124,21 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
 
 int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
   if (n_threads <= 0) n_threads = online_cpus();
+  struct warm_cursor *w = aligned_alloc(64, (size_t)n_threads * sizeof *w);
+  if (!w) {
+    tm_errf(err, "out of memory for %d threads", n_threads);
+    return -1;
+  }
+  memset(w, 0, (size_t)n_threads * sizeof *w);
   struct tpool *p = tpool_new(n_threads, err);
-  if (!p) return -1;
+  if (!p) {
+    free(w);
+    return -1;
+  }
   tpool_free(e->pool);
+  free(e->warm);
   e->pool = p;
+  e->warm = w;
   e->n_threads = n_threads;
   return 0;
 }
@@ -219,6 +230,7 @@ struct engine *engine_load(const char *path, const struct engine_options *opt,
 void engine_free(struct engine *e) {
   if (!e) return;
   tpool_free(e->pool);
+  free(e->warm);
   model_free(&e->m);
   gguf_close(e->file);
   if (e->kv_map) munmap(e->kv_map, e->kv_map_bytes);

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/model.h"
 #include "engine/threadpool.h"
+#include "engine/warm.h"
 #include "gguf/gguf.h"
 
 /* One matrix product of a parallel job (forward.c): out[c * out_stride + r] =
@@ -34,6 +35,9 @@ struct engine {
   const struct kernel_ops *ops;
   struct tpool *pool;
   int n_threads;
+  struct warm_cursor *warm; /* (n_threads): warm.h, decode's idle prefetch */
+  uintptr_t warm_next;      /* the tpool_run_idle argument of the next job, 0: none */
+  uint32_t n_steps;         /* forward_batch calls so far (names warm targets) */
   uint32_t n_ctx, max_batch, n_past;
   double load_ms;
   bool hugepages; /* weights copied into huge pages (engine_options.hugepages) */

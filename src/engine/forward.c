@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "engine/engine_impl.h"
+#include "engine/mm_layout.h"
+#include "engine/warm.h"
 #include "util/fp16.h"
 
 /* ----------------------------------------------------- matrix products -- */
@@ -32,8 +34,6 @@
  * taken exactly once (fetch_add on the region's counter, checked against the
  * region's end) and computed the same way whoever takes it, so results do not
  * depend on the thread count. */
-#define MM_MAX_REGIONS 64
-
 struct mm_region {
   alignas(64) atomic_long next; /* next chunk of this region: alone on its cache line */
   long end;
@@ -47,25 +47,6 @@ struct mm_job {
   int64_t total_chunks;
   struct mm_region region[MM_MAX_REGIONS];
 };
-
-/* About 128 KiB of weights per chunk (a multiple of 16 rows): big enough
- * that the decode kernels' two row streams (rows r and r + half of a chunk)
- * run 64 KiB apart and a thread changes chunk rarely, small enough to balance
- * two threads on the smallest matrices. Depends on the matrix only
- * (determinism across threads). -DMM_CHUNK_BYTES=... for experiments.
- * Measured (2026-11-29, Qwen3-0.6B Q4_0 tg128, weights through 2 MiB pages,
- * same minutes): 32 KiB 36.6 / 69.7 tok/s at 1 / 2 threads, 128 KiB 40.1 /
- * 76.8, 256 KiB 40.4 / 75.6, 512 KiB 75.7 at 2; pp512 at 2 threads 398 / 396
- * / 370. (On 4 KiB pages, earlier, 128 KiB was within the noise of 32.) */
-#ifndef MM_CHUNK_BYTES
-#define MM_CHUNK_BYTES 131072
-#endif
-static int64_t chunk_rows_for(const struct mat *w) {
-  int64_t r = (int64_t)(MM_CHUNK_BYTES / (w->row_bytes ? w->row_bytes : 1));
-  r = (r + 15) / 16 * 16;
-  if (r < 16) r = 16;
-  return r;
-}
 
 static void mm_chunk(const struct mm_job *job, long c) {
   /* The item holding chunk c: items are few (<= 2 * n_expert), in chunk order. */
@@ -101,20 +82,18 @@ static void mm_run(struct engine *e, struct mm_item *items, int n) {
   job.n_items = n;
   int64_t total = 0;
   for (int i = 0; i < n; i++) {
-    items[i].chunk_rows = chunk_rows_for(items[i].w);
+    items[i].chunk_rows = mm_chunk_rows(items[i].w, items[i].ncols);
     items[i].first_chunk = total;
-    total += (items[i].w->rows + items[i].chunk_rows - 1) / items[i].chunk_rows;
+    total += mm_chunks(items[i].w, items[i].ncols);
   }
   job.total_chunks = total;
-  int nth = tpool_threads(e->pool);
-  int nr = nth < MM_MAX_REGIONS ? nth : MM_MAX_REGIONS;
-  if (nr > total) nr = (int)(total > 0 ? total : 1);
+  int nr = mm_regions(total, tpool_threads(e->pool));
   job.n_regions = nr;
   for (int k = 0; k < nr; k++) {
     atomic_init(&job.region[k].next, (long)(total * k / nr));
     job.region[k].end = (long)(total * (k + 1) / nr);
   }
-  tpool_run(e->pool, mm_worker, &job);
+  tpool_run_idle(e->pool, mm_worker, &job, e->warm_next ? warm_idle : NULL, e, e->warm_next);
 }
 
 struct quant_job {
@@ -476,6 +455,11 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
       e->rope_cs[(size_t)t * hd + 2 * i + 1] = sinf(th);
     }
 
+  /* Decode: what idle threads prefetch during each job (warm.h). */
+  const bool warm = B == 1;
+  const uint32_t step = e->n_steps++;
+#define WARM_NEXT(layer, stage) (e->warm_next = warm ? warm_target(step, layer, stage) : 0)
+
   for (uint32_t l = 0; l < m->n_layer; l++) {
     const struct layer_weights *L = &m->layers[l];
 
@@ -484,6 +468,7 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     for_rows(e, B, norm_row, &nc);                       /* xb (B, E) */
     const struct mat *wqkv[3] = {&L->wq, &L->wk, &L->wv};
     float *oqkv[3] = {e->q, e->k, e->v};
+    WARM_NEXT(l, WARM_WO); /* during qkv and attention */
     matmul_shared(e, e->xb, B, 3, wqkv, oqkv);           /* q (B, Q), k, v (B, KV) */
     struct qkv_ctx qc = {L, l, pos0};
     /* bias, q/k norm, RoPE, cache: per head inside the attention items for
@@ -498,8 +483,10 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     aj.pos0 = pos0;
     aj.n_items = (long)B * m->n_head_kv;
     aj.qkv = B == 1 ? &qc : NULL;
-    tpool_run(e->pool, attn_worker, &aj);                /* att (B, Q) */
+    tpool_run_idle(e->pool, attn_worker, &aj, e->warm_next ? warm_idle : NULL, e,
+                   e->warm_next);                        /* att (B, Q) */
 
+    WARM_NEXT(l, WARM_GATE_UP);
     matmul(e, &L->wo, e->att, B, e->xb);                 /* xb (B, E) */
     for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->xb[i];
 
@@ -507,20 +494,29 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     struct norm_ctx nf = {e->xb, e->x, L->ffn_norm};
     for_rows(e, B, norm_row, &nf);                       /* xb (B, E) */
     if (m->arch == ARCH_QWEN3MOE) {
+      e->warm_next = 0; /* no warm-up inside: the experts are chosen on the way */
       moe_ffn(e, L, B);                                  /* ffn_out (B, E) */
       for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->ffn_out[i];
     } else {
       const struct mat *wgu[2] = {&L->ffn_gate, &L->ffn_up};
       float *ogu[2] = {e->hb, e->hb2};
+      WARM_NEXT(l, WARM_DOWN);
       matmul_shared(e, e->xb, B, 2, wgu, ogu);           /* hb, hb2 (B, F) */
       struct swiglu_ctx sw = {m->n_ff};
       for_rows(e, B, swiglu_row, &sw);                   /* hb = silu(hb) * hb2 */
+      if (l + 1 < m->n_layer)
+        WARM_NEXT(l + 1, WARM_QKV);
+      else
+        WARM_NEXT(0, logits ? WARM_HEAD : WARM_QKV);
       matmul(e, &L->ffn_down, e->hb, B, e->xb);          /* xb (B, E) */
       for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->xb[i];
     }
   }
 
-  /* Final norm and the output head: every row, or the last one only. */
+  /* Final norm and the output head: every row, or the last one only;
+   * meanwhile idle threads warm the next step's first job. */
+  e->warm_next = warm ? warm_target(step + 1, 0, WARM_QKV) : 0;
+#undef WARM_NEXT
   if (!logits) {
     /* not the last batch of a prompt: no head */
   } else if (all_logits) {
@@ -531,5 +527,6 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     rmsnorm(e->ops, e->xb, e->x + (size_t)(B - 1) * E, m->output_norm, E, m->rms_eps);
     matmul(e, &m->output, e->xb, 1, logits);             /* logits (n_vocab) */
   }
+  e->warm_next = 0;
   e->n_past += B;
 }

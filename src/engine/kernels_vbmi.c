@@ -110,29 +110,59 @@ VBMI_INLINE void q4_octet(const uint8_t *g, const struct vnni_quad *qd, __m512 *
                    _mm512_permutexvar_ps(lanes1, d8), *acc1);
 }
 
-/* Rows in two interleaved streams (r and r + half), as the VNNI kernel. */
+/* The lane sums of four vectors at once (a transposing tree: 11 shuffles
+ * and adds instead of four separate reductions of ~8 each). */
+VBMI_INLINE __m256 hi256(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+VBMI_INLINE void reduce4(__m512 a, __m512 b, __m512 c, __m512 d, float *s4) {
+  __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(a), hi256(a));
+  __m256 b8 = _mm256_add_ps(_mm512_castps512_ps256(b), hi256(b));
+  __m256 c8 = _mm256_add_ps(_mm512_castps512_ps256(c), hi256(c));
+  __m256 d8 = _mm256_add_ps(_mm512_castps512_ps256(d), hi256(d));
+  __m256 ab = _mm256_hadd_ps(a8, b8), cd = _mm256_hadd_ps(c8, d8);
+  __m256 abcd = _mm256_hadd_ps(ab, cd); /* [a b c d | a b c d] partial sums */
+  _mm_storeu_ps(s4, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
+
+/* Rows in four interleaved streams (r, r + q, r + 2q, r + 3q). */
 VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const struct act_q8 *x, float *out) {
   const int64_t nb = n / 32, no = nb / 8;
   alignas(64) struct vnni_quad qd[VBMI_MAX_QUADS];
   quad_repack(x, nb, qd);
-  const int64_t half = (r1 - r0) / 2;
-  for (int64_t i = 0; i < half; i++) {
-    const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = w + (size_t)(r0 + half + i) * w_stride;
+  const int64_t q = (r1 - r0) / 4;
+  for (int64_t i = 0; i < q; i++) {
+    const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = wa + (size_t)q * w_stride;
+    const uint8_t *wc = wb + (size_t)q * w_stride, *wd = wc + (size_t)q * w_stride;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+    __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
     for (int64_t o = 0; o < no; o++) {
       q4_octet(wa + 144 * o, qd + 2 * o, &a0, &a1);
       q4_octet(wb + 144 * o, qd + 2 * o, &b0, &b1);
+      q4_octet(wc + 144 * o, qd + 2 * o, &c0, &c1);
+      q4_octet(wd + 144 * o, qd + 2 * o, &d0, &d1);
     }
-    out[r0 + i] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-    out[r0 + half + i] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+    float s4[4];
+    reduce4(_mm512_add_ps(a0, a1), _mm512_add_ps(b0, b1), _mm512_add_ps(c0, c1),
+            _mm512_add_ps(d0, d1), s4);
+    out[r0 + i] = s4[0];
+    out[r0 + q + i] = s4[1];
+    out[r0 + 2 * q + i] = s4[2];
+    out[r0 + 3 * q + i] = s4[3];
   }
-  for (int64_t r = r0 + 2 * half; r < r1; r++) {
+  for (int64_t r = r0 + 4 * q; r < r1; r++) {
     const uint8_t *wr = w + (size_t)r * w_stride;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     for (int64_t o = 0; o < no; o++) q4_octet(wr + 144 * o, qd + 2 * o, &a0, &a1);
-    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    /* the same reduction tree as above: a row's sum never depends on
+     * where the row falls in [r0, r1) (chunking is free to change) */
+    const __m512 z = _mm512_setzero_ps();
+    float s4[4];
+    reduce4(_mm512_add_ps(a0, a1), z, z, z, s4);
+    out[r] = s4[0];
   }
 }
 

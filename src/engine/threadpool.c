@@ -41,8 +41,9 @@
 #define TP_SPIN_NS 2000000ull
 
 struct tpool_worker {
-  struct tpool *pool;
+  alignas(64) struct tpool *pool;
   int ith;
+  atomic_uint seen; /* the generation this worker last took (its own line) */
   pthread_t thread;
 };
 
@@ -53,6 +54,9 @@ struct tpool {
   atomic_bool stop;
   tpool_fn fn;                     /* the current job: written before gen */
   void *ctx;
+  tpool_idle_fn idle;              /* its idle work, or NULL */
+  void *idle_ctx;
+  uintptr_t idle_arg;
   int n_threads;
   int n_started;                   /* workers actually created */
   pthread_mutex_t mu;
@@ -90,8 +94,15 @@ static void *worker_main(void *arg) {
     }
     if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
     seen = g;
+    atomic_store_explicit(&w->seen, g, memory_order_relaxed);
+    /* Copied before done is bumped: after that the caller may publish the
+     * next job over these fields while this thread is still idle. */
+    tpool_idle_fn idle = p->idle;
+    void *idle_ctx = p->idle_ctx;
+    uintptr_t idle_arg = p->idle_arg;
     p->fn(p->ctx, w->ith, p->n_threads);
     atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel);
+    if (idle) idle(idle_ctx, idle_arg, p, w->ith, p->n_threads);
   }
 }
 
@@ -114,7 +125,9 @@ struct tpool *tpool_new(int n_threads, struct tm_err *err) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   if (n_threads > 1) {
-    p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
+    size_t bytes = ((size_t)n_threads - 1) * sizeof *p->workers; /* a multiple of 64 */
+    p->workers = aligned_alloc(64, bytes);
+    if (p->workers) memset(p->workers, 0, bytes);
     if (!p->workers) {
       tpool_free(p);
       tm_errf(err, "out of memory creating the thread pool");
@@ -124,6 +137,7 @@ struct tpool *tpool_new(int n_threads, struct tm_err *err) {
       struct tpool_worker *w = &p->workers[i - 1];
       w->pool = p;
       w->ith = i;
+      atomic_init(&w->seen, 0);
       int rc = pthread_create(&w->thread, NULL, worker_main, w);
       if (rc != 0) {
         tpool_free(p);
@@ -151,13 +165,29 @@ void tpool_free(struct tpool *p) {
 
 int tpool_threads(const struct tpool *p) { return p->n_threads; }
 
+bool tpool_idle_over(struct tpool *p, int ith) {
+  if (ith == 0)
+    return atomic_load_explicit(&p->done, memory_order_acquire) >= p->n_threads - 1;
+  return atomic_load_explicit(&p->gen, memory_order_acquire) !=
+             atomic_load_explicit(&p->workers[ith - 1].seen, memory_order_relaxed) ||
+         atomic_load_explicit(&p->stop, memory_order_acquire);
+}
+
 void tpool_run(struct tpool *p, tpool_fn fn, void *ctx) {
+  tpool_run_idle(p, fn, ctx, NULL, NULL, 0);
+}
+
+void tpool_run_idle(struct tpool *p, tpool_fn fn, void *ctx, tpool_idle_fn idle,
+                    void *idle_ctx, uintptr_t arg) {
   if (p->n_threads == 1) {
     fn(ctx, 0, 1);
     return;
   }
   p->fn = fn;
   p->ctx = ctx;
+  p->idle = idle;
+  p->idle_ctx = idle_ctx;
+  p->idle_arg = arg;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   atomic_fetch_add(&p->gen, 1); /* seq_cst: ordered before the n_sleeping read */
   if (atomic_load(&p->n_sleeping) > 0) {
@@ -166,6 +196,7 @@ void tpool_run(struct tpool *p, tpool_fn fn, void *ctx) {
     pthread_mutex_unlock(&p->mu);
   }
   fn(ctx, 0, p->n_threads);
+  if (idle) idle(idle_ctx, arg, p, 0, p->n_threads);
   int want = p->n_threads - 1;
   int iter = 0;
   while (atomic_load_explicit(&p->done, memory_order_acquire) < want) {

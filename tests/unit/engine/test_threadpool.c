@@ -1,6 +1,9 @@
 /* test_threadpool: every thread runs each job exactly once with its own index,
- * runs are ordered (a run sees the previous run's writes), and idle workers
- * sleep: after a burst of runs their CPU time stops growing within ~50 ms. */
+ * runs are ordered (a run sees the previous run's writes), idle workers
+ * sleep: after a burst of runs their CPU time stops growing within ~50 ms,
+ * and idle work (tpool_run_idle) runs once per thread and job with that
+ * job's argument, ends when the thread has work again, and never runs on a
+ * one-thread pool. */
 #include <dirent.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -113,7 +116,67 @@ static void test_idle_workers_sleep(void) {
   tpool_free(p);
 }
 
+struct idle_ctx {
+  atomic_int job_done;   /* shares of the current job finished */
+  atomic_int calls[4];   /* idle calls per thread */
+  atomic_int bad_arg;    /* an idle call with another job's argument */
+  atomic_int early;      /* the caller's idle ended before every share was done */
+  atomic_int stuck;      /* an idle loop that never saw tpool_idle_over */
+  uintptr_t last_arg[4]; /* per thread, written by that thread only */
+  int nth;
+};
+
+static void share_fn(void *ctx, int ith, int nth) {
+  struct idle_ctx *c = ctx;
+  if (ith == 0) usleep(20); /* the caller finishes last now and then */
+  atomic_fetch_add(&c->job_done, 1);
+  (void)nth;
+}
+
+static void idle_fn(void *ctx, uintptr_t arg, struct tpool *p, int ith, int nth) {
+  struct idle_ctx *c = ctx;
+  atomic_fetch_add(&c->calls[ith], 1);
+  /* Arguments count up from 1, one per job: a thread sees each in turn. */
+  if (arg != c->last_arg[ith] + 1) atomic_fetch_add(&c->bad_arg, 1);
+  c->last_arg[ith] = arg;
+  long spins = 0;
+  while (!tpool_idle_over(p, ith))
+    if (++spins > 2000000000L) {
+      atomic_fetch_add(&c->stuck, 1);
+      return;
+    }
+  if (ith == 0 && atomic_load(&c->job_done) != nth) atomic_fetch_add(&c->early, 1);
+}
+
+static void test_idle_work(void) {
+  for (int n = 1; n <= 3; n++) {
+    struct tm_err err;
+    struct tpool *p = tpool_new(n, &err);
+    CHECK(p != NULL);
+    if (!p) continue;
+    struct idle_ctx c = {.nth = n};
+    atomic_init(&c.job_done, 0);
+    atomic_init(&c.bad_arg, 0);
+    atomic_init(&c.early, 0);
+    atomic_init(&c.stuck, 0);
+    for (int i = 0; i < 4; i++) atomic_init(&c.calls[i], 0), c.last_arg[i] = 0;
+    const int jobs = 500;
+    for (int r = 0; r < jobs; r++) {
+      atomic_store(&c.job_done, 0);
+      tpool_run_idle(p, share_fn, &c, idle_fn, &c, (uintptr_t)r + 1);
+    }
+    tpool_free(p); /* the workers' last idle ends on stop */
+    for (int i = 0; i < n; i++)
+      CHECK_MSG(atomic_load(&c.calls[i]) == (n == 1 ? 0 : jobs), "%d threads: thread %d idled %d times",
+                n, i, atomic_load(&c.calls[i]));
+    CHECK_EQ_INT(atomic_load(&c.bad_arg), 0);
+    CHECK_EQ_INT(atomic_load(&c.early), 0);
+    CHECK_EQ_INT(atomic_load(&c.stuck), 0);
+  }
+}
+
 void tm_run_tests(void) {
   TM_RUN(test_runs_every_thread);
   TM_RUN(test_idle_workers_sleep);
+  TM_RUN(test_idle_work);
 }

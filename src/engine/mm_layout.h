@@ -1,0 +1,61 @@
+/* mm_layout: how a parallel matrix job is cut into chunks and per-thread
+ * regions (forward.c mm_run), shared with warm.c, which must know where each
+ * thread will start reading the next job's weights. Private to the engine.
+ *
+ * A job's matrices are laid end to end in one chunk index space [0, total);
+ * chunk_rows depends on the matrix only. Thread k of nr regions starts at
+ * chunk total * k / nr and owns the chunks up to total * (k + 1) / nr. */
+#ifndef TM_ENGINE_MM_LAYOUT_H
+#define TM_ENGINE_MM_LAYOUT_H
+
+#include <stdint.h>
+
+#include "engine/model.h"
+
+/* Weight bytes per chunk (rounded to a multiple of 16 rows): big enough that
+ * the decode kernels' row streams (2 or 4 per chunk, starting at its halves
+ * or quarters) run long between restarts and a thread changes chunk rarely,
+ * small enough to balance two threads on the smallest matrices. Depends on
+ * the matrix and on decode (ncols = 1) vs prefill only, never on the thread
+ * count; a row's result never depends on its chunk anyway.
+ * -DMM_CHUNK_BYTES / -DMM_DECODE_CHUNK_BYTES for experiments.
+ * Measured, Qwen3-0.6B shape, weights through 2 MiB pages, interleaved runs:
+ *   2026-11-29 (2-stream Q4_0 kernel): 32 KiB 36.6 / 69.7 tok/s tg128 at 1 / 2
+ *   threads, 128 KiB 40.1 / 76.8, 256 KiB 40.4 / 75.6, 512 KiB 75.7 at 2;
+ *   pp512 at 2 threads 398 / 396 / 370 (32 / 128 / 256 KiB).
+ *   Later the same day (4-stream Q4_0 kernel, idle warming): Q4_0 tg128 at 2
+ *   threads 64 KiB 69.1, 128 KiB 74.5, 256 KiB 76.8, 512 KiB 75.8; Q8_0 128
+ *   KiB 24.1 / 45.9, 256 KiB 24.5 / 47.1; Q4_0 pp512 at 2 threads 128 KiB
+ *   368-380, 256 KiB 359-363. Hence 256 KiB for decode, 128 for prefill. */
+#ifndef MM_CHUNK_BYTES
+#define MM_CHUNK_BYTES 131072
+#endif
+#ifndef MM_DECODE_CHUNK_BYTES
+#define MM_DECODE_CHUNK_BYTES 262144
+#endif
+
+/* At most this many regions (threads beyond it only take leftovers). */
+#define MM_MAX_REGIONS 64
+
+/* Rows per chunk of w in a job of ncols activation columns. */
+static inline int64_t mm_chunk_rows(const struct mat *w, int64_t ncols) {
+  size_t bytes = ncols == 1 ? MM_DECODE_CHUNK_BYTES : MM_CHUNK_BYTES;
+  int64_t r = (int64_t)(bytes / (w->row_bytes ? w->row_bytes : 1));
+  r = (r + 15) / 16 * 16;
+  if (r < 16) r = 16;
+  return r;
+}
+
+static inline int64_t mm_chunks(const struct mat *w, int64_t ncols) {
+  int64_t cr = mm_chunk_rows(w, ncols);
+  return (w->rows + cr - 1) / cr;
+}
+
+/* Regions of a job of total chunks on nth threads. */
+static inline int mm_regions(int64_t total, int nth) {
+  int nr = nth < MM_MAX_REGIONS ? nth : MM_MAX_REGIONS;
+  if (nr > total) nr = (int)(total > 0 ? total : 1);
+  return nr;
+}
+
+#endif

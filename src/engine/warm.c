@@ -1,0 +1,143 @@
+/* warm: see warm.h. */
+#include "engine/warm.h"
+
+#include "engine/engine_impl.h"
+#include "engine/mm_layout.h"
+
+/* How much a thread prefetches at most per target, for the weights and
+ * for the KV cache each: well inside its 2 MiB L2 (this machine), beside the
+ * kernels' own working set. -DWARM_BYTES=... for experiments. */
+#ifndef WARM_BYTES
+#define WARM_BYTES (512u << 10)
+#endif
+
+/* Lines between two checks for work: 4 KiB of prefetches, well under a
+ * microsecond of issue when the lines are already close. */
+#define WARM_POLL_LINES 64
+
+/* target: bits 0-2 the stage, 3-18 the layer, the rest the step. */
+uintptr_t warm_target(uint32_t step, uint32_t layer, enum warm_stage s) {
+  return (uintptr_t)s | (uintptr_t)(layer & 0xffff) << 3 | (uintptr_t)step << 19;
+}
+
+static int target_mats(const struct model *m, enum warm_stage s, uint32_t layer,
+                       const struct mat *w[3]) {
+  if (s == WARM_HEAD) {
+    w[0] = &m->output;
+    return 1;
+  }
+  if (layer >= m->n_layer) return 0;
+  const struct layer_weights *L = &m->layers[layer];
+  switch (s) {
+    case WARM_QKV:
+      w[0] = &L->wq, w[1] = &L->wk, w[2] = &L->wv;
+      return 3;
+    case WARM_WO:
+      w[0] = &L->wo;
+      return 1;
+    case WARM_GATE_UP:
+      if (m->arch == ARCH_QWEN3MOE) return 0; /* the experts are not known yet */
+      w[0] = &L->ffn_gate, w[1] = &L->ffn_up;
+      return 2;
+    case WARM_DOWN:
+      if (m->arch == ARCH_QWEN3MOE) return 0;
+      w[0] = &L->ffn_down;
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+struct span {
+  const uint8_t *p;
+  uint64_t len;
+};
+#define MAX_SPANS 8
+
+/* Thread ith's chunks of a decode job over w[0..n): one contiguous run of
+ * rows per matrix (mm_layout.h). Returns the spans written. */
+static int weight_spans(const struct mat *const *w, int n, int ith, int nth, struct span *sp) {
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += mm_chunks(w[i], 1);
+  int nr = mm_regions(total, nth);
+  if (ith >= nr) return 0;
+  const int64_t c0 = total * ith / nr, c1 = total * (ith + 1) / nr;
+  int ns = 0;
+  int64_t first = 0; /* first chunk of matrix i in the job */
+  for (int i = 0; i < n; i++) {
+    int64_t end = first + mm_chunks(w[i], 1);
+    int64_t a = c0 > first ? c0 : first, b = c1 < end ? c1 : end;
+    if (a < b) {
+      int64_t cr = mm_chunk_rows(w[i], 1);
+      int64_t r0 = (a - first) * cr, r1 = (b - first) * cr;
+      if (r1 > w[i]->rows) r1 = w[i]->rows;
+      sp[ns].p = w[i]->data + (size_t)r0 * w[i]->row_bytes;
+      sp[ns].len = (uint64_t)(r1 - r0) * w[i]->row_bytes;
+      ns++;
+    }
+    first = end;
+  }
+  return ns;
+}
+
+/* Prefetches spans[0..n) from byte `skip` of their concatenation on, up to
+ * `budget` bytes in all; returns how far it got (a resume point), or
+ * UINT64_MAX when done. */
+static uint64_t prefetch_spans(const struct span *sp, int n, uint64_t skip, uint64_t budget,
+                               struct tpool *p, int ith) {
+  uint64_t done = 0;
+  unsigned lines = 0;
+  for (int i = 0; i < n; i++) {
+    if (done + sp[i].len <= skip) {
+      done += sp[i].len;
+      continue;
+    }
+    uint64_t off = skip > done ? (skip - done) / 64 * 64 : 0;
+    for (; off < sp[i].len; off += 64) {
+      if (done + off >= budget) return UINT64_MAX;
+      __builtin_prefetch(sp[i].p + off, 0, 2); /* to L2 */
+      if (++lines == WARM_POLL_LINES) {
+        lines = 0;
+        if (tpool_idle_over(p, ith)) return done + off + 64;
+      }
+    }
+    done += sp[i].len;
+  }
+  return UINT64_MAX;
+}
+
+void warm_idle(void *ctx, uintptr_t target, struct tpool *p, int ith, int nth) {
+  struct engine *e = ctx;
+  const struct model *m = &e->m;
+  const enum warm_stage s = (enum warm_stage)(target & 7);
+  const uint32_t layer = (uint32_t)(target >> 3) & 0xffff;
+  struct warm_cursor *cur = &e->warm[ith];
+  if (cur->target != target) {
+    cur->target = target;
+    cur->kv_bytes = cur->bytes = 0;
+  }
+  struct span sp[MAX_SPANS];
+  /* Before the output projection comes the attention: its K and V rows of
+   * the positions already cached are read latency-bound when cold (the
+   * weight stream evicted them since the last token). Thread ith takes KV
+   * heads ith, ith + nth, ... first (attn_worker hands items out in that
+   * order when the threads keep pace). n_past is stable while any job of
+   * this step runs (the caller advances it after the last one). */
+  if (s == WARM_WO && cur->kv_bytes != UINT64_MAX && layer < m->n_layer && e->n_past > 0) {
+    const size_t head_cells = (size_t)e->n_ctx * m->head_dim;
+    const uint64_t head_bytes = (uint64_t)e->n_past * m->head_dim * sizeof(uint16_t);
+    int n = 0;
+    for (uint32_t h = (uint32_t)ith; h < m->n_head_kv && n + 2 <= MAX_SPANS; h += (uint32_t)nth) {
+      size_t off = ((size_t)layer * m->n_head_kv + h) * head_cells;
+      sp[n++] = (struct span){(const uint8_t *)(e->k_cache + off), head_bytes};
+      sp[n++] = (struct span){(const uint8_t *)(e->v_cache + off), head_bytes};
+    }
+    cur->kv_bytes = prefetch_spans(sp, n, cur->kv_bytes, WARM_BYTES, p, ith);
+    if (cur->kv_bytes != UINT64_MAX) return;
+  }
+  if (cur->bytes == UINT64_MAX) return;
+  const struct mat *w[3];
+  int nw = target_mats(m, s, layer, w);
+  int n = weight_spans(w, nw, ith, nth, sp);
+  cur->bytes = prefetch_spans(sp, n, cur->bytes, WARM_BYTES, p, ith);
+}
