@@ -260,23 +260,30 @@ VNNI_INLINE void q6_block_vnni(const struct block_q6_k *wb, const struct act_q8k
   Q6_BLOCK_BODY(Q6_DPWSSD)
 }
 
-/* Rows in two interleaved streams; BLOCK is q6_block or q6_block_vnni. */
+/* Rows in four interleaved streams; BLOCK is q6_block or q6_block_vnni. */
 #define DEFINE_GEMV_Q6_K(ATTR, name, BLOCK)                                                     \
   ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
                         const struct act_q8k *x, float *out) {                                  \
-    const int64_t nb = n / QK_K, half = (r1 - r0) / 2;                                          \
-    for (int64_t i = 0; i < half; i++) {                                                        \
-      const struct block_q6_k *wa = (const struct block_q6_k *)(w + (size_t)(r0 + i) * w_stride); \
-      const struct block_q6_k *wb = (const struct block_q6_k *)(w + (size_t)(r0 + half + i) * w_stride); \
+    const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                             \
+    for (int64_t i = 0; i < q; i++) {                                                           \
+      const struct block_q6_k *w0 = (const struct block_q6_k *)(w + (size_t)(r0 + i) * w_stride); \
+      const struct block_q6_k *w1 = (const struct block_q6_k *)((const uint8_t *)w0 + (size_t)q * w_stride); \
+      const struct block_q6_k *w2 = (const struct block_q6_k *)((const uint8_t *)w1 + (size_t)q * w_stride); \
+      const struct block_q6_k *w3 = (const struct block_q6_k *)((const uint8_t *)w2 + (size_t)q * w_stride); \
       __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();                                  \
+      __m256 c = _mm256_setzero_ps(), d = _mm256_setzero_ps();                                  \
       for (int64_t k = 0; k < nb; k++) {                                                        \
-        BLOCK(&wa[k], &x[k], &a);                                                               \
-        BLOCK(&wb[k], &x[k], &b);                                                               \
+        BLOCK(&w0[k], &x[k], &a);                                                               \
+        BLOCK(&w1[k], &x[k], &b);                                                               \
+        BLOCK(&w2[k], &x[k], &c);                                                               \
+        BLOCK(&w3[k], &x[k], &d);                                                               \
       }                                                                                         \
       out[r0 + i] = hsum256(a);                                                                 \
-      out[r0 + half + i] = hsum256(b);                                                          \
+      out[r0 + q + i] = hsum256(b);                                                             \
+      out[r0 + 2 * q + i] = hsum256(c);                                                         \
+      out[r0 + 3 * q + i] = hsum256(d);                                                         \
     }                                                                                           \
-    for (int64_t r = r0 + 2 * half; r < r1; r++) {                                              \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                 \
       const struct block_q6_k *wr = (const struct block_q6_k *)(w + (size_t)r * w_stride);      \
       __m256 a = _mm256_setzero_ps();                                                           \
       for (int64_t k = 0; k < nb; k++) BLOCK(&wr[k], &x[k], &a);                                \
@@ -554,42 +561,43 @@ VNNI_INLINE void q8_pair(const uint8_t *base, const struct vnni_pair *pp, int tw
   *acc = _mm512_fmadd_ps(t, dw, *acc);
 }
 
-/* Two interleaved row streams, as gemv_q4_0_vnni. */
+/* One Q8_0 row's dot product: the pairs into two accumulators. */
+VNNI_INLINE void q8_row_pairs(const uint8_t *wr, const struct vnni_pair *pa, int64_t p,
+                              __m512 a[2]) {
+  PREFETCH_W(wr + 68 * p, 65);
+  q8_pair(wr + 68 * p, &pa[p], 1, &a[p & 1]);
+}
+
+/* Four interleaved row streams (r, r + q, r + 2q, r + 3q): more misses in
+ * flight per core than two (bench/RESULTS.md, 2026-11-29). */
 VNNI static void gemv_q8_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const struct act_q8 *x, float *out) {
   const int64_t nb = n / 32, np = nb / 2;
   alignas(64) struct vnni_pair pa[VNNI_DECODE_MAX_PAIRS];
   vnni_repack(x, nb, 0, -128.0f, pa);
 #ifdef KERNEL_ONE_STREAM
-  const int64_t half = 0;
+  const int64_t q = 0;
 #else
-  const int64_t half = (r1 - r0) / 2;
+  const int64_t q = (r1 - r0) / 4;
 #endif
-  for (int64_t i = 0; i < half; i++) {
-    const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = w + (size_t)(r0 + half + i) * w_stride;
-    __m512 a[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, b[2] = {a[0], a[0]};
+  const size_t qs = (size_t)q * w_stride;
+  for (int64_t i = 0; i < q; i++) {
+    const uint8_t *w0 = w + (size_t)(r0 + i) * w_stride;
+    __m512 a[4][2];
+    for (int s = 0; s < 4; s++) a[s][0] = a[s][1] = _mm512_setzero_ps();
     int64_t p = 0;
-    for (; p < np; p++) {
-      PREFETCH_W(wa + 68 * p, 65);
-      PREFETCH_W(wb + 68 * p, 65);
-      q8_pair(wa + 68 * p, &pa[p], 1, &a[p & 1]);
-      q8_pair(wb + 68 * p, &pa[p], 1, &b[p & 1]);
-    }
-    if (nb & 1) {
-      q8_pair(wa + 68 * p, &pa[p], 0, &a[0]);
-      q8_pair(wb + 68 * p, &pa[p], 0, &b[0]);
-    }
-    out[r0 + i] = _mm512_reduce_add_ps(_mm512_add_ps(a[0], a[1]));
-    out[r0 + half + i] = _mm512_reduce_add_ps(_mm512_add_ps(b[0], b[1]));
+    for (; p < np; p++)
+      for (int s = 0; s < 4; s++) q8_row_pairs(w0 + s * qs, pa, p, a[s]);
+    if (nb & 1)
+      for (int s = 0; s < 4; s++) q8_pair(w0 + s * qs + 68 * p, &pa[p], 0, &a[s][0]);
+    for (int s = 0; s < 4; s++)
+      out[r0 + s * q + i] = _mm512_reduce_add_ps(_mm512_add_ps(a[s][0], a[s][1]));
   }
-  for (int64_t r = r0 + 2 * half; r < r1; r++) {
+  for (int64_t r = r0 + 4 * q; r < r1; r++) {
     const uint8_t *wr = w + (size_t)r * w_stride;
     __m512 a[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t p = 0;
-    for (; p < np; p++) {
-      PREFETCH_W(wr + 68 * p, 65);
-      q8_pair(wr + 68 * p, &pa[p], 1, &a[p & 1]);
-    }
+    for (; p < np; p++) q8_row_pairs(wr, pa, p, a);
     if (nb & 1) q8_pair(wr + 68 * p, &pa[p], 0, &a[0]);
     out[r] = _mm512_reduce_add_ps(_mm512_add_ps(a[0], a[1]));
   }
