@@ -287,8 +287,11 @@ RO_AVX512 static inline __m512 ro_round16x16(__m512 x) {
  * of a position are contiguous), a stride the hardware prefetchers follow
  * poorly, and after the weights streamed through the caches they come from
  * DRAM: fetch the rows ATTN_PF_AHEAD positions ahead (measured: attention
- * 5% of a 1-thread tg128 step without). */
+ * 5% of a 1-thread tg128 step without; 16 and 32 positions were no faster
+ * than 8 on tg512, 2026-11-29). */
+#ifndef ATTN_PF_AHEAD
 #define ATTN_PF_AHEAD 8
+#endif
 RO_AVX512 static inline void attn_prefetch(const uint16_t *row, int64_t hd, bool ok) {
   if (!ok) return;
   for (int64_t b = 0; b < hd * 2; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
