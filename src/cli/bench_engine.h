@@ -26,6 +26,10 @@ struct eb_model {
   bool int8;            /* prefill ceiling on the int8 path */
   struct engine_info info;
   char kernel_path[32], best_path[32];
+  /* The probe's read loop over this model's mapped weights (machine_read_bw_of),
+   * index = threads, up to weights_bw_threads; 0 when not measured. */
+  double weights_read_bw[PROBE_MAX_THREADS + 1];
+  uint32_t weights_bw_threads;
 };
 
 /* One configuration's outcome (a row of the table, a summary line). */

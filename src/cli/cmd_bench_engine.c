@@ -231,8 +231,27 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
 
 /* Every configuration of one model, threads outermost (the pool is rebuilt
  * once per thread count). */
+/* The weights' own read bandwidth, in place, at 1..the largest thread count
+ * of the run: whether the pages holding them are as fast as the probe's
+ * buffer (on a VM some host memory is slower; a decode cannot outrun its
+ * pages). Best of 3 reads of the whole file per thread count. Best effort: a
+ * failure leaves it unmeasured. */
+static void measure_weights_bw(struct eb_state *s, size_t mi) {
+  struct eb_model *m = &s->models[mi];
+  uint32_t t = max_of(s->o->threads, s->o->n_threads);
+  if (t > PROBE_MAX_THREADS) t = PROBE_MAX_THREADS;
+  struct tm_err err = {{0}};
+  cli_progress("reading the weights in place", (void *)CMD);
+  m->weights_bw_threads = 0;
+  if (t && machine_read_bw_of(m->info.weights, m->info.weights_bytes, t, 3, m->weights_read_bw,
+                              &err) == 0)
+    m->weights_bw_threads = t;
+  cli_progress_done();
+}
+
 static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
   const struct bench_opts *o = s->o;
+  measure_weights_bw(s, mi);
   uint32_t max_batch = max_of(o->prompt_tokens, o->n_prompt_tokens);
   if (max_batch > 512 || max_batch == 0) max_batch = 512;
   for (size_t ti = 0; ti < o->n_threads; ti++) {

@@ -264,6 +264,10 @@ void engine_get_info(const struct engine *e, struct engine_info *out) {
   out->load_ms = e->load_ms;
   out->hugepages = e->hugepages;
   out->huge_share = e->huge_share;
+  const struct gguf_file *f = e->file;
+  bool has_data = f->data_offset < f->file_size;
+  out->weights = has_data ? f->base + f->data_offset : NULL;
+  out->weights_bytes = has_data ? f->file_size - f->data_offset : 0;
 }
 
 void engine_reset(struct engine *e) { e->n_past = 0; }

@@ -58,6 +58,9 @@ struct engine_info {
                                   pages: memory-mapped, the page cache's 2 MiB
                                   folios (hugemap.c); 1 with hugepages; -1 when
                                   the kernel does not say */
+  const uint8_t *weights;      /* the tensor data as the engine reads it (the file
+                                  mapping from the data section on) */
+  uint64_t weights_bytes;
 };
 void engine_get_info(const struct engine *e, struct engine_info *out);
 

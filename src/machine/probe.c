@@ -107,6 +107,42 @@ static void mem_job_run(void *arg, uint32_t index, uint32_t active) {
     j->sinks[index * 8] += j->k->read(j->buf + off, len);
 }
 
+int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, int passes,
+                       double *bw, struct tm_err *err) {
+  if (max_threads < 1 || max_threads > PROBE_MAX_THREADS)
+    return tm_errf(err, "read bandwidth: %u threads (1..%d)", max_threads, PROBE_MAX_THREADS);
+  /* The read loops use aligned loads of whole 256-byte units. */
+  uintptr_t a = ((uintptr_t)buf + 255) / 256 * 256;
+  uint64_t skip = a - (uintptr_t)buf;
+  if (!buf || bytes <= skip || (bytes - skip) / 256 < max_threads)
+    return tm_errf(err, "read bandwidth: nothing to read");
+  uint64_t n = (bytes - skip) / 256 * 256;
+  struct kernels k;
+  kernels_select(&k);
+  struct probe_pool pool;
+  if (pool_init(&pool, max_threads, err) != 0) return -1;
+  uint64_t *sinks = calloc((size_t)max_threads * 8, sizeof *sinks);
+  if (!sinks) {
+    pool_free(&pool);
+    return tm_errf(err, "read bandwidth: out of memory");
+  }
+  /* mem_job's buffer is not const because the probe also writes its own;
+   * MEM_READ only reads. */
+  struct mem_job job = {&k, (uint8_t *)a, n, MEM_READ, sinks};
+  for (uint32_t t = 1; t <= max_threads; t++) {
+    double best = 0;
+    for (int pass = 0; pass < (passes > 0 ? passes : 1); pass++) {
+      uint64_t ns = pool_run(&pool, t, mem_job_run, &job);
+      double v = ns ? (double)n * 1e9 / (double)ns : 0;
+      if (v > best) best = v;
+    }
+    bw[t] = best;
+  }
+  free(sinks);
+  pool_free(&pool);
+  return 0;
+}
+
 static uint64_t plan_buffer_bytes(const struct machine_info *info, bool quick) {
   if (quick) return 32 * MiB;
   uint64_t want = 4 * info->llc_bytes;

@@ -89,6 +89,15 @@ struct probe_options {
 
 /* Best over thread counts, with the count it was reached at (may be NULL). */
 double probe_best_read_bw(const struct machine_probe *p, uint32_t *threads);
+
+/* Read bandwidth of memory that already holds something (a model's mapped
+ * weights), with the probe's read loop and thread slicing: bw[t] for t =
+ * 1..max_threads (bw[0] unused), bytes per second, best of `passes`. The
+ * buffer is only read. Tells whether the pages a job reads are as fast as
+ * the probe's own buffer: on a VM they need not be. Returns 0, or -1 with err
+ * set (nothing to read, too many threads, no threads). */
+int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, int passes,
+                       double *bw, struct tm_err *err);
 double probe_best_f32(const struct machine_probe *p, uint32_t *threads);
 double probe_best_int8(const struct machine_probe *p, uint32_t *threads);
 

@@ -99,6 +99,10 @@ for x in s:
         assert x["mean_depth"] == x["depth"] + (n - 1) / 2, x
 assert r["models"][0]["kernel_path"], r["models"]
 assert r["runs"] == 6, r["runs"]
+# the probe's read loop over the model's own pages, at 1 thread (the run's -t)
+wb = r["models"][0]["weights_read_bandwidth_by_threads"]
+assert [x["threads"] for x in wb] == [1], wb
+assert 100e6 < wb[0]["bytes_s"] < 10e12, wb
 PY
 
 # bad input: exit 2, one line naming the problem

@@ -1,4 +1,6 @@
-/* test_probe: a quick probe's figures are sane; the JSON round trip is exact;
+/* test_probe: a quick probe's figures are sane; reading a given buffer
+ * (machine_read_bw_of) gives sane figures per thread count, refuses what it
+ * cannot read, and does not write; the JSON round trip is exact;
  * the cache saves and loads in the temp cache dir; corrupt cache files and
  * malformed JSON fail cleanly (and probe_get re-probes past them). */
 #include <jansson.h>
@@ -55,6 +57,28 @@ static void test_quick_probe_figures(void) {
   if (machine_has_flag(m, "avx512f")) CHECK_STR(p->f32_path, "avx512f");
   else if (machine_has_flag(m, "avx2") && machine_has_flag(m, "fma")) CHECK_STR(p->f32_path, "avx2+fma");
 #endif
+}
+
+static void test_read_bw_of(void) {
+  size_t n = 8u << 20;
+  unsigned char *buf = malloc(n + 300);
+  CHECK(buf != NULL);
+  if (!buf) return;
+  for (size_t i = 0; i < n + 300; i++) buf[i] = (unsigned char)(i * 131u >> 3);
+  double bw[4] = {0, 0, 0, 0};
+  struct tm_err err = {{0}};
+  /* an unaligned start on purpose: the reader aligns inside the buffer */
+  int rc = machine_read_bw_of(buf + 3, n + 200, 3, 2, bw, &err);
+  CHECK_MSG(rc == 0, "machine_read_bw_of: %s", err.msg);
+  for (int t = 1; t <= 3; t++) CHECK_MSG(sane_bw(bw[t]), "%d threads: %g B/s", t, bw[t]);
+  bool same = true;
+  for (size_t i = 0; i < n + 300; i++) same &= buf[i] == (unsigned char)(i * 131u >> 3);
+  CHECK_MSG(same, "the buffer was written");
+  CHECK(machine_read_bw_of(NULL, n, 1, 1, bw, &err) == -1);
+  CHECK(machine_read_bw_of(buf, 100, 1, 1, bw, &err) == -1);
+  CHECK(machine_read_bw_of(buf, n, 0, 1, bw, &err) == -1);
+  CHECK(machine_read_bw_of(buf, n, PROBE_MAX_THREADS + 1, 1, bw, &err) == -1);
+  free(buf);
 }
 
 static void test_threads_option(void) {
@@ -298,6 +322,7 @@ static void test_cache_corrupt(void) {
 void tm_run_tests(void) {
   TM_RUN(test_quick_probe_figures);
   TM_RUN(test_threads_option);
+  TM_RUN(test_read_bw_of);
   TM_RUN(test_json_round_trip);
   TM_RUN(test_json_malformed);
   TM_RUN(test_cache_save_load);
