@@ -321,9 +321,9 @@ static void attn_worker(void *ctx, int ith, int nth) {
       qkv_kv_head(e, j->qkv, t, kvh);
       for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++) qkv_q_head(e, j->qkv, t, h);
     }
-    for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++)
-      e->ops->attn_row(e->q + (size_t)t * Q + (size_t)h * hd, kc + off, vc + off, hd, n_pos,
-                       hd, scale, e->att + (size_t)t * Q + (size_t)h * hd);
+    const size_t h0 = (size_t)kvh * group * hd; /* the group's first query head */
+    e->ops->attn_rows(e->q + (size_t)t * Q + h0, hd, (int)group, kc + off, vc + off, hd, n_pos,
+                      hd, scale, e->att + (size_t)t * Q + h0, hd);
   }
 }
 

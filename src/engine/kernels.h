@@ -85,6 +85,13 @@ struct kernel_ops {
    * the V sum kept in F16): see kernels_rowops.c. hd <= 1024. */
   void (*attn_row)(const float *q, const uint16_t *k, const uint16_t *v, size_t kv_stride,
                    int64_t n_pos, int64_t hd, float scale, float *out);
+  /* attn_row for nq query rows that share one KV head (grouped-query
+   * attention): row h at q + h * q_stride, its result at out + h *
+   * out_stride. Each row's result is bit-identical to attn_row's; a path
+   * may fuse rows so each cache row is read and converted once. */
+  void (*attn_rows)(const float *q, size_t q_stride, int nq, const uint16_t *k,
+                    const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
+                    float *out, size_t out_stride);
   /* Index of the first largest of x[0..n), n >= 1 (NaN never wins). */
   int64_t (*argmax)(const float *x, int64_t n);
   /* Sum of x[i]^2 in double, in the same order on every path (RMSNorm). */

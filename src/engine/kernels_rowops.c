@@ -308,6 +308,29 @@ RO_AVX512 static inline float attn_dot16(const uint16_t *kp, const float *q, int
   return _mm512_reduce_add_ps(_mm512_add_ps(d0, d1));
 }
 
+/* Pass 2 of a chunk of np scores: the online-softmax factors (ms rescales
+ * the accumulator at a new maximum, vs weighs the position) and the running
+ * max M and sum S. */
+static inline void attn_softmax_factors(const float *s, int64_t np, float *M, float *S,
+                                        float *ms, float *vs) {
+  float m = *M, sum = *S;
+  for (int64_t j = 0; j < np; j++) {
+    if (s[j] > m) {
+      ms[j] = expf(m - s[j]);
+      vs[j] = 1.0f;
+      m = s[j];
+      /* expf(-inf) = 0 for the first position; ms = 1 exactly would be
+       * skipped as the identity it is. */
+    } else {
+      ms[j] = 1.0f;
+      vs[j] = expf(s[j] - m);
+    }
+    sum = sum * ms[j] + vs[j];
+  }
+  *M = m;
+  *S = sum;
+}
+
 /* Pass 3 for nv vectors of 16 (nv a constant at the call sites, so the
  * accumulator stays in registers). */
 RO_AVX512 static inline __attribute__((always_inline)) void
@@ -350,19 +373,7 @@ RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const
       attn_prefetch(k + (size_t)(p0 + j + ATTN_PF_AHEAD) * kv_stride, hd, p0 + j + ATTN_PF_AHEAD < n_pos);
       s[j] = attn_dot16(k + (size_t)(p0 + j) * kv_stride, q, hd) * scale;
     }
-    for (int64_t j = 0; j < np; j++) {
-      if (s[j] > M) {
-        ms[j] = expf(M - s[j]);
-        vs[j] = 1.0f;
-        M = s[j];
-        /* expf(-inf) = 0 for the first position; ms = 1 exactly would be
-         * skipped as the identity it is. */
-      } else {
-        ms[j] = 1.0f;
-        vs[j] = expf(s[j] - M);
-      }
-      S = S * ms[j] + vs[j];
-    }
+    attn_softmax_factors(s, np, &M, &S, ms, vs);
     const uint16_t *vc = v + (size_t)p0 * kv_stride;
     switch (hd / 16) {
     case 4: attn_accumulate(acc, 4, vc, kv_stride, np, ms, vs); break;
@@ -374,6 +385,117 @@ RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const
   const __m512 inv = _mm512_set1_ps(1.0f / S);
   for (int64_t i = 0; i < hd; i += 16)
     _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_load_ps(acc + i), inv));
+}
+
+/* Two query rows that share a KV head (grouped-query attention), in one
+ * sweep over the cache: each K and V row is converted from F16 once for
+ * both, and the two accumulator chains of pass 3 (fma -> round to F16, a
+ * latency chain per position) interleave. Per row, every operation and its
+ * order are those of avx512_attn_row, so the results are bit-identical
+ * (tests/unit/engine/test_kernels_rowops.c checks it). */
+RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, const float *qb,
+                                          int64_t hd, float *da, float *db) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= hd; i += 32) {
+    const __m512 k0 = ro_f16x16(kp + i), k1 = ro_f16x16(kp + i + 16);
+    a0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qa + i), a0);
+    a1 = _mm512_fmadd_ps(k1, _mm512_load_ps(qa + i + 16), a1);
+    b0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qb + i), b0);
+    b1 = _mm512_fmadd_ps(k1, _mm512_load_ps(qb + i + 16), b1);
+  }
+  if (i < hd) {
+    const __m512 k0 = ro_f16x16(kp + i);
+    a0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qa + i), a0);
+    b0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qb + i), b0);
+  }
+  *da = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  *db = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+}
+
+RO_AVX512 static inline __attribute__((always_inline)) void
+attn_accumulate2(float *acca, float *accb, int nv, const uint16_t *v, size_t kv_stride,
+                 int64_t np, const float *msa, const float *vsa, const float *msb,
+                 const float *vsb) {
+  __m512 a[8], b[8]; /* nv <= 8 (hd <= 128): both in registers */
+  for (int i = 0; i < nv; i++) a[i] = _mm512_load_ps(acca + 16 * i);
+  for (int i = 0; i < nv; i++) b[i] = _mm512_load_ps(accb + 16 * i);
+  for (int64_t j = 0; j < np; j++) {
+    const uint16_t *vp = v + (size_t)j * kv_stride;
+    attn_prefetch(vp + ATTN_PF_AHEAD * kv_stride, 16 * nv, j + ATTN_PF_AHEAD < np);
+    if (msa[j] != 1.0f) {
+      const __m512 vms = _mm512_set1_ps(msa[j]);
+      for (int i = 0; i < nv; i++) a[i] = ro_round16x16(_mm512_mul_ps(a[i], vms));
+    }
+    if (msb[j] != 1.0f) {
+      const __m512 vms = _mm512_set1_ps(msb[j]);
+      for (int i = 0; i < nv; i++) b[i] = ro_round16x16(_mm512_mul_ps(b[i], vms));
+    }
+    const __m512 vva = _mm512_set1_ps(vsa[j]), vvb = _mm512_set1_ps(vsb[j]);
+    for (int i = 0; i < nv; i++) {
+      const __m512 x = ro_f16x16(vp + 16 * i);
+      a[i] = ro_round16x16(_mm512_fmadd_ps(x, vva, a[i]));
+      b[i] = ro_round16x16(_mm512_fmadd_ps(x, vvb, b[i]));
+    }
+  }
+  for (int i = 0; i < nv; i++) _mm512_store_ps(acca + 16 * i, a[i]);
+  for (int i = 0; i < nv; i++) _mm512_store_ps(accb + 16 * i, b[i]);
+}
+
+RO_AVX512 static void avx512_attn_pair(const float *q32a, const float *q32b, const uint16_t *k,
+                                       const uint16_t *v, size_t kv_stride, int64_t n_pos,
+                                       int64_t hd, float scale, float *outa, float *outb) {
+  alignas(64) float qa[128], qb[128], acca[128], accb[128];
+  float sa[ATTN_CHUNK], sb[ATTN_CHUNK];
+  float msa[ATTN_CHUNK], vsa[ATTN_CHUNK], msb[ATTN_CHUNK], vsb[ATTN_CHUNK];
+  for (int64_t i = 0; i < hd; i += 16) {
+    _mm512_store_ps(qa + i, ro_round16x16(_mm512_loadu_ps(q32a + i)));
+    _mm512_store_ps(qb + i, ro_round16x16(_mm512_loadu_ps(q32b + i)));
+    _mm512_store_ps(acca + i, _mm512_setzero_ps());
+    _mm512_store_ps(accb + i, _mm512_setzero_ps());
+  }
+  float Ma = -INFINITY, Sa = 0.0f, Mb = -INFINITY, Sb = 0.0f;
+  for (int64_t p0 = 0; p0 < n_pos; p0 += ATTN_CHUNK) {
+    const int64_t np = n_pos - p0 < ATTN_CHUNK ? n_pos - p0 : ATTN_CHUNK;
+    for (int64_t j = 0; j < np; j++) {
+      attn_prefetch(k + (size_t)(p0 + j + ATTN_PF_AHEAD) * kv_stride, hd, p0 + j + ATTN_PF_AHEAD < n_pos);
+      float da, db;
+      attn_dot16x2(k + (size_t)(p0 + j) * kv_stride, qa, qb, hd, &da, &db);
+      sa[j] = da * scale;
+      sb[j] = db * scale;
+    }
+    attn_softmax_factors(sa, np, &Ma, &Sa, msa, vsa);
+    attn_softmax_factors(sb, np, &Mb, &Sb, msb, vsb);
+    const uint16_t *vc = v + (size_t)p0 * kv_stride;
+    if (hd == 128)
+      attn_accumulate2(acca, accb, 8, vc, kv_stride, np, msa, vsa, msb, vsb);
+    else if (hd == 64)
+      attn_accumulate2(acca, accb, 4, vc, kv_stride, np, msa, vsa, msb, vsb);
+    else
+      attn_accumulate2(acca, accb, (int)(hd / 16), vc, kv_stride, np, msa, vsa, msb, vsb);
+  }
+  const __m512 inva = _mm512_set1_ps(1.0f / Sa), invb = _mm512_set1_ps(1.0f / Sb);
+  for (int64_t i = 0; i < hd; i += 16) {
+    _mm512_storeu_ps(outa + i, _mm512_mul_ps(_mm512_load_ps(acca + i), inva));
+    _mm512_storeu_ps(outb + i, _mm512_mul_ps(_mm512_load_ps(accb + i), invb));
+  }
+}
+
+/* attn_rows on AVX-512: pairs of query rows fused where hd allows (a
+ * multiple of 16, at most 128: the two accumulators stay in registers), one
+ * row at a time otherwise. */
+RO_AVX512 static void avx512_attn_rows(const float *q, size_t q_stride, int nq, const uint16_t *k,
+                                       const uint16_t *v, size_t kv_stride, int64_t n_pos,
+                                       int64_t hd, float scale, float *out, size_t out_stride) {
+  int h = 0;
+  if (hd % 16 == 0 && hd <= 128)
+    for (; h + 2 <= nq; h += 2)
+      avx512_attn_pair(q + (size_t)h * q_stride, q + (size_t)(h + 1) * q_stride, k, v, kv_stride,
+                       n_pos, hd, scale, out + (size_t)h * out_stride,
+                       out + (size_t)(h + 1) * out_stride);
+  for (; h < nq; h++)
+    avx512_attn_row(q + (size_t)h * q_stride, k, v, kv_stride, n_pos, hd, scale,
+                    out + (size_t)h * out_stride);
 }
 
 RO_AVX512 static int64_t avx512_argmax(const float *x, int64_t n) {
@@ -425,8 +547,23 @@ RO_AVX512 static void avx512_swiglu(float *g, const float *u, int64_t n) {
 
 #endif /* __x86_64__ */
 
+/* attn_rows one row at a time, for the paths without a fused version. */
+#define DEFINE_ATTN_ROWS_LOOP(name, row)                                                     \
+  static void name(const float *q, size_t q_stride, int nq, const uint16_t *k,               \
+                   const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd,           \
+                   float scale, float *out, size_t out_stride) {                              \
+    for (int h = 0; h < nq; h++)                                                             \
+      row(q + (size_t)h * q_stride, k, v, kv_stride, n_pos, hd, scale,                       \
+          out + (size_t)h * out_stride);                                                     \
+  }
+DEFINE_ATTN_ROWS_LOOP(scalar_attn_rows, scalar_attn_row)
+#if defined(__x86_64__)
+DEFINE_ATTN_ROWS_LOOP(avx2_attn_rows, avx2_attn_row)
+#endif
+
 void kernels_fill_rowops(struct kernel_ops *ops) {
   ops->attn_row = scalar_attn_row;
+  ops->attn_rows = scalar_attn_rows;
   ops->argmax = scalar_argmax;
   ops->sumsq = scalar_sumsq;
   ops->swiglu = scalar_swiglu;
@@ -434,6 +571,7 @@ void kernels_fill_rowops(struct kernel_ops *ops) {
   switch (ops->path) {
   case KERNEL_AVX2:
     ops->attn_row = avx2_attn_row;
+    ops->attn_rows = avx2_attn_rows;
     ops->argmax = avx2_argmax;
     ops->sumsq = avx2_sumsq;
     ops->swiglu = avx2_swiglu;
@@ -441,6 +579,7 @@ void kernels_fill_rowops(struct kernel_ops *ops) {
   case KERNEL_AVX512:
   case KERNEL_AVX512_VNNI:
     ops->attn_row = avx512_attn_row;
+    ops->attn_rows = avx512_attn_rows;
     ops->argmax = avx512_argmax;
     ops->sumsq = avx2_sumsq;
     ops->swiglu = avx512_swiglu;

@@ -1,6 +1,8 @@
 /* test_kernels_rowops: attn_row, argmax and sumsq of every path this CPU runs
- * against the scalar reference (kernels_rowops.c), and the scalar attn_row
- * against a plain float64 softmax attention. Outputs are NaN-filled first so
+ * against the scalar reference (kernels_rowops.c), the scalar attn_row
+ * against a plain float64 softmax attention, and attn_rows (query heads
+ * sharing a KV head, fused in pairs on AVX-512) bit-identical to attn_row
+ * per row on every path. Outputs are NaN-filled first so
  * an element a kernel forgets to write fails. */
 #include <math.h>
 #include <stdlib.h>
@@ -105,6 +107,48 @@ static void test_attn_row(void) {
   }
 }
 
+static void test_attn_rows(void) {
+  /* hd: fused (64, 128), not fused (80: no pair kernel, 256: too wide, 24);
+   * n_pos across the 128-position chunks; nq odd and even. */
+  const struct kv_case cases[] = {
+      {128, 1, 1024, 0}, {128, 37, 1024, 384}, {64, 200, 256, 64}, {80, 13, 160, 80},
+      {256, 70, 512, 256}, {24, 5, 48, 24}, {128, 300, 128, 0},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const struct kv_case *c = &cases[ci];
+    size_t cells = (size_t)c->n_pos * c->stride;
+    uint16_t *k = malloc(cells * 2), *v = malloc(cells * 2);
+    const int max_q = 5;
+    const size_t qs = (size_t)c->hd + 3; /* a stride wider than a row */
+    float *q = malloc(sizeof(float) * qs * max_q);
+    float *one = malloc(sizeof(float) * qs * max_q), *many = malloc(sizeof(float) * qs * max_q);
+    fill_kv(k, v, q, c, ci % 2 ? 3.0f : 0.5f);
+    for (size_t i = 0; i < qs * max_q; i++) q[i] = (ci % 2 ? 3.0f : 0.5f) * rng_normal();
+    float scale = 1.0f / sqrtf((float)c->hd);
+    for (size_t p = 0; p < N_PATHS; p++) {
+      const struct kernel_ops *ops = kernels_get(paths[p]);
+      if (!ops) continue;
+      for (int nq = 1; nq <= max_q; nq++) {
+        for (size_t i = 0; i < qs * max_q; i++) one[i] = many[i] = NAN;
+        for (int h = 0; h < nq; h++)
+          ops->attn_row(q + h * qs, k + c->off, v + c->off, c->stride, c->n_pos, c->hd, scale,
+                        one + h * qs);
+        ops->attn_rows(q, qs, nq, k + c->off, v + c->off, c->stride, c->n_pos, c->hd, scale,
+                       many, qs);
+        int bad = 0;
+        for (int h = 0; h < nq; h++)
+          bad += memcmp(one + h * qs, many + h * qs, sizeof(float) * (size_t)c->hd) != 0;
+        /* and nothing written between the rows or past the last */
+        for (int h = 0; h < max_q; h++)
+          for (size_t i = h < nq ? (size_t)c->hd : 0; i < qs; i++) bad += !isnan(many[h * qs + i]);
+        CHECK_MSG(bad == 0, "%s case %zu nq %d: attn_rows differs from attn_row", ops->name, ci,
+                  nq);
+      }
+    }
+    free(k), free(v), free(q), free(one), free(many);
+  }
+}
+
 static void test_argmax(void) {
   const int64_t sizes[] = {1, 2, 15, 16, 17, 31, 32, 33, 100, 151936};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
@@ -200,6 +244,7 @@ static void test_swiglu(void) {
 void tm_run_tests(void) {
   TM_RUN(test_swiglu);
   TM_RUN(test_attn_row);
+  TM_RUN(test_attn_rows);
   TM_RUN(test_argmax);
   TM_RUN(test_sumsq);
 }
