@@ -6,9 +6,12 @@
  * (each thread streams its own contiguous region first, then helps with the
  * others' leftovers: see mm_job); several matrices that read the same input
  * (Q/K/V, gate/up, all active experts) share one run. Chunk sizes depend only
- * on the matrix, never on the thread count, and each output element is computed
- * by one kernel call over the whole row, so 1 and N threads give bit-identical
- * logits. Attention runs one (token, head) pair per work item.
+ * on the matrix and on decode vs prefill (mm_layout.h), never on the thread
+ * count, and each output element is computed by one kernel call over the
+ * whole row, so 1 and N threads give bit-identical logits. Attention runs one
+ * (token, KV head) per work item, with the query heads that share it. In
+ * decode, threads waiting between jobs prefetch the next job's weights
+ * (warm.h; e->warm_next names it).
  *
  * Activations are quantized once per matrix input and weight format (see
  * kernels.h); decode is the same code with a batch of one. */
