@@ -72,12 +72,15 @@ def huge(model):
 def inplace(model):
     w = model.get("weights_read_bandwidth_by_threads") or []
     return " / ".join(f"{x['bytes_s'] / 1e9:.1f}" for x in w) or "?"
+after = " / ".join(f"{x['bytes_s'] / 1e9:.1f}"
+                   for x in r.get("read_bandwidth_after_by_threads") or []) or "?"
 print(f"- {date} engine_perf: Intel Xeon (KVM, 2 vCPUs; load average {lb} before, {la} after), "
       f"`bench/engine_perf.sh {bin_} {reps}` (`tokmeter bench --reprobe -t 1,2 -p {P} -n {N} -r {reps}`,"
       f" full probe in the same run, {secs} s wall incl. probe), kernels {kp}, best for this CPU "
       f"{m['best_cpu_path']}, load {r['models'][0]['load_ms']:.0f} / {r['models'][1]['load_ms']:.0f} ms, "
       f"weights through 2 MiB pages {huge(r['models'][0])} / {huge(r['models'][1])}, "
-      f"weights read in place {inplace(r['models'][0])} / {inplace(r['models'][1])} GB/s: "
+      f"weights read in place {inplace(r['models'][0])} / {inplace(r['models'][1])} GB/s, "
+      f"probe's loop again after the runs {after} GB/s: "
       + " | ".join(parts)
       + f". llama.cpp's machine read {ref_bw[0]} / {ref_bw[1]} GB/s at 1 / 2 threads. "
       + (f"PROBE WARNING: {r['probe_busy_warning']} " if r.get("probe_busy_warning") else "")

@@ -56,6 +56,12 @@ struct eb_state {
   json_t *summaries;  /* for --json */
   json_t *conclusions;
   uint32_t reps;
+  /* The probe's read measurement again after the last run (a fresh buffer of
+   * the probe's size), index = threads up to bw_after_threads; 0 when not
+   * measured: how far the machine's bandwidth moved while the runs ran. */
+  double bw_after[PROBE_MAX_THREADS + 1];
+  uint32_t bw_after_threads;
+  bool probe_cached; /* the probe came from the cache, not this run */
 };
 
 /* Prints the machine, per model its table, and (main job) the conclusions,

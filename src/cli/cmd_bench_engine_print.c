@@ -160,6 +160,21 @@ static void print_rows(const struct eb_state *s, size_t mi) {
   }
 }
 
+/* The second reading of the ceiling's bandwidth, beside the probe's. */
+static void print_bw_after(const struct eb_state *s) {
+  if (!s->bw_after_threads) return;
+  printf("\nmemory read after the runs (the probe's loop, a fresh buffer): ");
+  for (uint32_t t = 1; t <= s->bw_after_threads; t++) {
+    char a[32];
+    double probe_bw = s->probe->read_bw_bytes_s[t];
+    printf("%s%s (%u thread%s", t > 1 ? ", " : "",
+           tm_fmt_bandwidth(s->bw_after[t], a, sizeof a), t, t == 1 ? "" : "s");
+    if (probe_bw > 0) printf(", %+.0f%% vs the probe", 100.0 * (s->bw_after[t] / probe_bw - 1));
+    printf(")");
+  }
+  printf("\n");
+}
+
 static void conclude(struct eb_state *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void conclude(struct eb_state *s, const char *fmt, ...) {
@@ -237,6 +252,21 @@ void bench_engine_conclude(struct eb_state *s) {
                "%.0f%% of the memory ceiling.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
                tg1->percent);
   }
+  /* The bandwidth moved between the probe and the end of the runs: 5% is
+   * beyond the pass-to-pass noise of the probe's best-of-5 reads. (A quick
+   * probe's small buffer sits in the caches: no figure to compare.) */
+  for (uint32_t t = 1; t <= (s->probe->quick ? 0 : s->bw_after_threads); t++) {
+    double probe_bw = s->probe->read_bw_bytes_s[t], after = s->bw_after[t];
+    if (!(probe_bw > 0 && after > 0) || fabs(after / probe_bw - 1) <= 0.05) continue;
+    conclude(s,
+             "Memory read bandwidth at %u thread%s was %.1f GB/s after the runs, %+.0f%% against "
+             "the probe's %.1f GB/s (%s): the machine's bandwidth moved, so the decode "
+             "percentages at %u thread%s are uncertain by about that much. Compare runs measured "
+             "together%s.",
+             t, t == 1 ? "" : "s", after / 1e9, 100.0 * (after / probe_bw - 1), probe_bw / 1e9,
+             s->probe_cached ? "cached" : "this run", t, t == 1 ? "" : "s",
+             s->probe_cached ? ", or measure the machine again with --reprobe" : "");
+  }
   for (size_t i = 0; i < s->n_rows; i++) {
     const struct eb_row *r = &s->rows[i];
     struct ceiling_verdict v;
@@ -284,6 +314,7 @@ void bench_engine_print(struct eb_state *s, bool probe_cached) {
     else
       print_rows(s, mi);
   }
+  print_bw_after(s);
   if (json_array_size(s->conclusions)) printf("\n");
   for (size_t i = 0; i < json_array_size(s->conclusions); i++)
     printf("%s\n", json_string_value(json_array_get(s->conclusions, i)));
@@ -319,6 +350,13 @@ void bench_engine_print_json(struct eb_state *s) {
                            s->o->out ? s->o->out : RECORD_DEFAULT_FILE, "probe_quick",
                            s->probe->quick, "runs", (int)s->runs, "models", models, "summaries",
                            s->summaries, "conclusions", s->conclusions);
+  /* the probe's read loop again after the runs, per thread count */
+  json_t *after = json_array();
+  for (uint32_t t = 1; t <= s->bw_after_threads; t++)
+    json_array_append_new(after, json_pack("{s:i, s:f}", "threads", (int)t, "bytes_s",
+                                           s->bw_after[t]));
+  if (root) json_object_set_new(root, "read_bandwidth_after_by_threads", after);
+  else json_decref(after);
   char warn[400];
   if (root && probe_busy_warning(s->probe, warn, sizeof warn))
     json_object_set_new(root, "probe_busy_warning", json_string(warn));

@@ -107,6 +107,21 @@ static void mem_job_run(void *arg, uint32_t index, uint32_t active) {
     j->sinks[index * 8] += j->k->read(j->buf + off, len);
 }
 
+/* bw[t] for t = 1..max_threads: best of `passes` reads of job's buffer. */
+static void read_bw_passes(struct probe_pool *pool, struct mem_job *job, uint32_t max_threads,
+                           int passes, double *bw) {
+  job->op = MEM_READ;
+  for (uint32_t t = 1; t <= max_threads; t++) {
+    double best = 0;
+    for (int pass = 0; pass < (passes > 0 ? passes : 1); pass++) {
+      uint64_t ns = pool_run(pool, t, mem_job_run, job);
+      double v = ns ? (double)job->bytes * 1e9 / (double)ns : 0;
+      if (v > best) best = v;
+    }
+    bw[t] = best;
+  }
+}
+
 int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, int passes,
                        double *bw, struct tm_err *err) {
   if (max_threads < 1 || max_threads > PROBE_MAX_THREADS)
@@ -129,18 +144,47 @@ int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, in
   /* mem_job's buffer is not const because the probe also writes its own;
    * MEM_READ only reads. */
   struct mem_job job = {&k, (uint8_t *)a, n, MEM_READ, sinks};
-  for (uint32_t t = 1; t <= max_threads; t++) {
-    double best = 0;
-    for (int pass = 0; pass < (passes > 0 ? passes : 1); pass++) {
-      uint64_t ns = pool_run(&pool, t, mem_job_run, &job);
-      double v = ns ? (double)n * 1e9 / (double)ns : 0;
-      if (v > best) best = v;
-    }
-    bw[t] = best;
-  }
+  read_bw_passes(&pool, &job, max_threads, passes, bw);
   free(sinks);
   pool_free(&pool);
   return 0;
+}
+
+int machine_read_bw_fresh(uint64_t bytes, uint32_t max_threads, int passes, double *bw,
+                          struct tm_err *err) {
+  if (max_threads < 1 || max_threads > PROBE_MAX_THREADS)
+    return tm_errf(err, "read bandwidth: %u threads (1..%d)", max_threads, PROBE_MAX_THREADS);
+  bytes = bytes / (2 * MiB) * (2 * MiB);
+  if (bytes < 2 * MiB) return tm_errf(err, "read bandwidth: a buffer under 2 MiB");
+  void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buf == MAP_FAILED)
+    return tm_errf(err, "read bandwidth: cannot map a %llu-byte buffer",
+                   (unsigned long long)bytes);
+#ifdef MADV_HUGEPAGE
+  madvise(buf, bytes, MADV_HUGEPAGE); /* as the probe's buffer */
+#endif
+  struct kernels k;
+  kernels_select(&k);
+  struct probe_pool pool;
+  uint64_t *sinks = NULL;
+  int rc = pool_init(&pool, max_threads, err);
+  if (rc == 0) {
+    sinks = calloc((size_t)max_threads * 8, sizeof *sinks);
+    if (!sinks) {
+      rc = tm_errf(err, "read bandwidth: out of memory");
+    } else {
+      struct mem_job job = {&k, buf, bytes, MEM_TOUCH, sinks};
+      pool_run(&pool, max_threads, mem_job_run, &job);
+      read_bw_passes(&pool, &job, max_threads, passes, bw);
+      volatile uint64_t fold = 0;
+      for (uint32_t i = 0; i < max_threads; i++) fold ^= sinks[i * 8];
+      (void)fold;
+    }
+    free(sinks);
+    pool_free(&pool);
+  }
+  munmap(buf, bytes);
+  return rc;
 }
 
 static uint64_t plan_buffer_bytes(const struct machine_info *info, bool quick) {

@@ -98,6 +98,14 @@ double probe_best_read_bw(const struct machine_probe *p, uint32_t *threads);
  * set (nothing to read, too many threads, no threads). */
 int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, int passes,
                        double *bw, struct tm_err *err);
+/* The probe's memory measurement again, now: a fresh anonymous buffer of
+ * `bytes` (rounded down to 2 MiB, advised huge pages, first touched by
+ * max_threads threads), then bw[t] for t = 1..max_threads as the probe reads
+ * it (best of `passes`), then unmapped. For a second reading of the ceiling's
+ * bandwidth after a long run (the machine's bandwidth drifts). Returns 0, or
+ * -1 with err set (too many threads, no memory). */
+int machine_read_bw_fresh(uint64_t bytes, uint32_t max_threads, int passes, double *bw,
+                          struct tm_err *err);
 double probe_best_f32(const struct machine_probe *p, uint32_t *threads);
 double probe_best_int8(const struct machine_probe *p, uint32_t *threads);
 

@@ -31,6 +31,9 @@ grep -q "decode tg32" "$dir/out" || fail "no tg32 column"
 grep -q "^      1 " "$dir/out" || fail "no row for 1 thread"
 grep -q "loaded in" "$dir/out" || fail "load time not reported"
 grep -q "decode curve" "$dir/out" || fail "no decode curve"
+# the ceiling's bandwidth read again after the runs, held against the probe's
+grep -qE "^memory read after the runs .*: [0-9.]+ GB/s \(1 thread, [+-][0-9]+% vs the probe\)$" \
+  "$dir/out" || fail "no second bandwidth reading: $(cat "$dir/out")"
 python3 - "$dir/r.jsonl" "$model" <<'PY' || fail "record checks (see above)"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -103,7 +106,15 @@ assert r["runs"] == 6, r["runs"]
 wb = r["models"][0]["weights_read_bandwidth_by_threads"]
 assert [x["threads"] for x in wb] == [1], wb
 assert 100e6 < wb[0]["bytes_s"] < 10e12, wb
+# the probe's loop again after the runs, on a fresh buffer, at the run's threads
+ab = r["read_bandwidth_after_by_threads"]
+assert [x["threads"] for x in ab] == [1], ab
+assert 100e6 < ab[0]["bytes_s"] < 10e12, ab
 PY
+# no decode measured: no second reading (it is the decode ceiling's)
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['read_bandwidth_after_by_threads'] == [], r" \
+  "$dir/out" || fail "-n 0 measured the bandwidth again"
 
 # bad input: exit 2, one line naming the problem
 printf 'GGUX\3\0\0\0' > "$dir/bad.gguf"

@@ -81,6 +81,21 @@ static void test_read_bw_of(void) {
   free(buf);
 }
 
+/* The probe's measurement again on a fresh buffer: sane per thread count,
+ * and what it refuses. */
+static void test_read_bw_fresh(void) {
+  double bw[4] = {0, 0, 0, 0};
+  struct tm_err err = {{0}};
+  int rc = machine_read_bw_fresh((16u << 20) + 12345, 3, 2, bw, &err);
+  CHECK_MSG(rc == 0, "machine_read_bw_fresh: %s", err.msg);
+  for (int t = 1; t <= 3; t++) CHECK_MSG(sane_bw(bw[t]), "%d threads: %g B/s", t, bw[t]);
+  CHECK(machine_read_bw_fresh(1u << 20, 1, 1, bw, &err) == -1); /* under 2 MiB */
+  CHECK_CONTAINS(err.msg, "2 MiB");
+  CHECK(machine_read_bw_fresh(16u << 20, 0, 1, bw, &err) == -1);
+  CHECK(machine_read_bw_fresh(16u << 20, PROBE_MAX_THREADS + 1, 1, bw, &err) == -1);
+  CHECK_CONTAINS(err.msg, "threads");
+}
+
 static void test_threads_option(void) {
   struct machine_probe p;
   struct probe_options o = {1, true};
@@ -323,6 +338,7 @@ void tm_run_tests(void) {
   TM_RUN(test_quick_probe_figures);
   TM_RUN(test_threads_option);
   TM_RUN(test_read_bw_of);
+  TM_RUN(test_read_bw_fresh);
   TM_RUN(test_json_round_trip);
   TM_RUN(test_json_malformed);
   TM_RUN(test_cache_save_load);
