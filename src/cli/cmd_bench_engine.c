@@ -446,6 +446,11 @@ static void measure_bw_after(struct eb_state *s) {
   if (t > PROBE_MAX_THREADS) t = PROBE_MAX_THREADS;
   uint64_t bytes = s->probe->buffer_bytes ? s->probe->buffer_bytes : 1ull << 30;
   struct tm_err err = {{0}};
+  /* A cached probe's buffer size was fitted to the memory free back then. */
+  struct machine_info now;
+  if (machine_info_read(&now, &err) == 0 && now.memory_available_bytes &&
+      bytes > now.memory_available_bytes / 4)
+    bytes = now.memory_available_bytes / 4;
   cli_progress("reading memory again (the ceiling's bandwidth, after the runs)", (void *)CMD);
   if (t && machine_read_bw_fresh(bytes, t, s->probe->quick ? 2 : 5, s->bw_after, &err) == 0)
     s->bw_after_threads = t;
