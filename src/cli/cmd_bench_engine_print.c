@@ -321,6 +321,16 @@ void bench_engine_print(struct eb_state *s, bool probe_cached) {
   printf("\nrecords: %s (%u timed runs)\n", o->out ? o->out : RECORD_DEFAULT_FILE, s->runs);
 }
 
+/* obj[key] = [{threads, bytes_s}] for bw[1..n] (an empty list when n = 0);
+ * nothing when obj is NULL (out of memory). */
+static void set_bw_by_threads(json_t *obj, const char *key, const double *bw, uint32_t n) {
+  if (!obj) return;
+  json_t *list = json_array();
+  for (uint32_t t = 1; t <= n; t++)
+    json_array_append_new(list, json_pack("{s:i, s:f}", "threads", (int)t, "bytes_s", bw[t]));
+  json_object_set_new(obj, key, list);
+}
+
 void bench_engine_print_json(struct eb_state *s) {
   json_t *models = json_array();
   for (size_t i = 0; i < s->n_models; i++) {
@@ -337,12 +347,8 @@ void bench_engine_print_json(struct eb_state *s) {
                                                           ? json_real(m->info.huge_share)
                                                           : json_null());
     /* the probe's read loop over the mapped weights, per thread count */
-    json_t *wb = json_array();
-    for (uint32_t t = 1; t <= m->weights_bw_threads; t++)
-      json_array_append_new(wb, json_pack("{s:i, s:f}", "threads", (int)t, "bytes_s",
-                                          m->weights_read_bw[t]));
-    if (mo) json_object_set_new(mo, "weights_read_bandwidth_by_threads", wb);
-    else json_decref(wb);
+    set_bw_by_threads(mo, "weights_read_bandwidth_by_threads", m->weights_read_bw,
+                      m->weights_bw_threads);
     json_array_append_new(models, mo);
   }
   json_t *root = json_pack("{s:s, s:s, s:s, s:b, s:i, s:o, s:O, s:O}", "tokmeter",
@@ -351,12 +357,7 @@ void bench_engine_print_json(struct eb_state *s) {
                            s->probe->quick, "runs", (int)s->runs, "models", models, "summaries",
                            s->summaries, "conclusions", s->conclusions);
   /* the probe's read loop again after the runs, per thread count */
-  json_t *after = json_array();
-  for (uint32_t t = 1; t <= s->bw_after_threads; t++)
-    json_array_append_new(after, json_pack("{s:i, s:f}", "threads", (int)t, "bytes_s",
-                                           s->bw_after[t]));
-  if (root) json_object_set_new(root, "read_bandwidth_after_by_threads", after);
-  else json_decref(after);
+  set_bw_by_threads(root, "read_bandwidth_after_by_threads", s->bw_after, s->bw_after_threads);
   char warn[400];
   if (root && probe_busy_warning(s->probe, warn, sizeof warn))
     json_object_set_new(root, "probe_busy_warning", json_string(warn));
