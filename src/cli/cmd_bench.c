@@ -139,6 +139,15 @@ static int parse_list0(const char *s, const char *what, uint32_t *out, size_t *n
   }
 }
 
+/* A value listed twice would be measured twice and shown as one row: the
+ * lists are sets. 0 or a usage error. */
+static int check_unique(const uint32_t *v, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < i; j++)
+      if (v[i] == v[j]) return cli_usage_error(CMD, "%s: %u is listed twice", what, v[i]);
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, struct bench_opts *o) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_PFILE, O_ALLOW, O_COLD, O_LIST,
          O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT };
@@ -173,17 +182,22 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
         if (tm_parse_u32_list(optarg, "--threads", o->threads, BENCH_MAX_LIST, &o->n_threads,
                               &err) != 0)
           return cli_usage_error(CMD, "%s", err.msg);
+        if (check_unique(o->threads, o->n_threads, "--threads")) return TM_EXIT_USAGE;
         break;
       case 'p':
-        if (parse_list0(optarg, "--prompt-tokens", o->prompt_tokens, &o->n_prompt_tokens))
+        if (parse_list0(optarg, "--prompt-tokens", o->prompt_tokens, &o->n_prompt_tokens) ||
+            check_unique(o->prompt_tokens, o->n_prompt_tokens, "--prompt-tokens"))
           return TM_EXIT_USAGE;
         break;
       case 'n':
-        if (parse_list0(optarg, "--max-tokens", o->max_tokens, &o->n_max_tokens))
+        if (parse_list0(optarg, "--max-tokens", o->max_tokens, &o->n_max_tokens) ||
+            check_unique(o->max_tokens, o->n_max_tokens, "--max-tokens"))
           return TM_EXIT_USAGE;
         break;
       case 'd':
-        if (parse_list0(optarg, "--depth", o->depth, &o->n_depth)) return TM_EXIT_USAGE;
+        if (parse_list0(optarg, "--depth", o->depth, &o->n_depth) ||
+            check_unique(o->depth, o->n_depth, "--depth"))
+          return TM_EXIT_USAGE;
         break;
       case 'w': o->workloads = optarg; break;
       case 'r':

@@ -135,6 +135,13 @@ expect_exit 2 "$TOKMETER" bench -m "$model" -p x
 expect_exit 2 "$TOKMETER" bench -m "$model" -d -1
 expect_exit 2 "$TOKMETER" bench -m "$model" -p 0 -n 0
 expect_exit 2 "$TOKMETER" bench -m "$model" -t 0
+# a list is a set: a value twice would be measured twice and shown once
+for dup in "-t 1,1" "-p 8,16,8" "-n 4,4" "-d 0,0"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$TOKMETER" bench -m "$model" $dup
+  grep -q "listed twice" "$dir/err" || fail "$dup: $(cat "$dir/err")"
+  [ "$(wc -l < "$dir/err")" = 2 ] || fail "$dup: expected the error and the --help hint"
+done
 expect_exit 2 "$TOKMETER" bench -m "$model" -t 999 -p 8 -n 4 --out "$dir/x.jsonl"
 expect_exit 2 "$TOKMETER" bench -m "$model" -r 0
 expect_exit 2 "$TOKMETER" bench -m "$model" --workload generate
