@@ -145,6 +145,7 @@ int whatif_parse_rates(const char *s, double *out, size_t max, size_t *n, struct
       if (push(out, max, &k, b, err) != 0) return -1;
     }
   } else {
+    if (tm_list_check(buf, "rate", err) != 0) return -1;
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
       double v;

@@ -186,31 +186,55 @@ static void free_headers(struct curl_slist *h) {
   curl_slist_free_all(h);
 }
 
-struct backend *backend_new(const struct backend_config *cfg, struct tm_err *err) {
-  if (!cfg || !cfg->base_url || !*cfg->base_url) {
-    tm_errf(err, "no server URL given");
-    return NULL;
-  }
-  const char *u = cfg->base_url;
+int backend_url_check(const char *u, size_t *len_out, struct tm_err *err) {
+  if (!u || !*u) return tm_errf(err, "no server URL given");
   size_t skip = 0;
   if (strncasecmp(u, "http://", 7) == 0) skip = 7;
   else if (strncasecmp(u, "https://", 8) == 0) skip = 8;
-  if (!skip) {
-    tm_errf(err, "server URL \"%.200s\" must start with http:// or https://", u);
-    return NULL;
-  }
+  if (!skip) return tm_errf(err, "server URL \"%.200s\" must start with http:// or https://", u);
   size_t len = strlen(u);
   while (len > skip && u[len - 1] == '/') len--;
-  if (len == skip || u[skip] == '/') {
-    tm_errf(err, "server URL \"%.200s\" has no host", u);
-    return NULL;
-  }
+  if (len == skip || u[skip] == '/')
+    return tm_errf(err, "server URL \"%.200s\" has no host", u);
   for (size_t i = 0; i < len; i++)
-    if ((unsigned char)u[i] <= ' ') {
-      tm_errf(err, "server URL \"%.200s\" contains a space or control character at byte %zu",
-              u, i);
-      return NULL;
-    }
+    if ((unsigned char)u[i] <= ' ')
+      return tm_errf(err, "server URL \"%.200s\" contains a space or control character at "
+                     "byte %zu", u, i);
+  /* host[:port] up to the first '/', after any user@ */
+  const char *a = u + skip, *end = memchr(a, '/', len - skip);
+  if (!end) end = u + len;
+  for (const char *at = a; at < end; at++)
+    if (*at == '@') a = at + 1;
+  const char *port = NULL;
+  if (a < end && *a == '[') {
+    const char *rb = memchr(a, ']', (size_t)(end - a));
+    if (!rb) return tm_errf(err, "server URL \"%.200s\": '[' without ']' in the host", u);
+    if (rb + 1 < end && rb[1] != ':')
+      return tm_errf(err, "server URL \"%.200s\": junk after the bracketed host", u);
+    if (rb + 1 < end) port = rb + 2;
+  } else {
+    for (const char *c = end; c > a; c--)
+      if (c[-1] == ':') {
+        port = c;
+        break;
+      }
+    if (port == a + 1 || a == end) return tm_errf(err, "server URL \"%.200s\" has no host", u);
+  }
+  if (port) {
+    unsigned long v = 0;
+    const char *c = port;
+    for (; c < end && *c >= '0' && *c <= '9' && v <= 65535; c++) v = v * 10 + (unsigned)(*c - '0');
+    if (c == port || c != end || v < 1 || v > 65535)
+      return tm_errf(err, "server URL \"%.200s\": the port must be 1..65535", u);
+  }
+  if (len_out) *len_out = len;
+  return 0;
+}
+
+struct backend *backend_new(const struct backend_config *cfg, struct tm_err *err) {
+  size_t len = 0;
+  if (backend_url_check(cfg ? cfg->base_url : NULL, &len, err) != 0) return NULL;
+  const char *u = cfg->base_url;
   pthread_once(&g_curl_once, curl_init_once);
   if (g_curl_init_rc != CURLE_OK) {
     tm_errf(err, "libcurl initialisation failed: %s", curl_easy_strerror(g_curl_init_rc));

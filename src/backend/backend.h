@@ -149,6 +149,11 @@ struct backend_config {
   double connect_timeout_s;  /* default 10 */
 };
 
+/* 0 when u is a usable server base URL: http:// or https://, a host, a port
+ * 1..65535 when given, no spaces or control characters; *len_out (may be
+ * NULL) = its length without trailing slashes. -1 with err (one line) else.
+ * backend_new checks the same; the CLI checks first to call it bad usage. */
+int backend_url_check(const char *u, size_t *len_out, struct tm_err *err);
 struct backend *backend_new(const struct backend_config *cfg, struct tm_err *err);
 void backend_free(struct backend *b);
 enum api_family backend_api(const struct backend *b);

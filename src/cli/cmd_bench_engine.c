@@ -297,7 +297,9 @@ static struct engine *load_engine(struct eb_state *s, size_t mi, int fail_code, 
   struct engine *e = engine_load(m->path, &eo, &err);
   cli_progress_done();
   if (!e) {
-    *rc = cli_fail(CMD, fail_code, "%s: %s", m->path, err.msg);
+    /* the engine's message may already start with the path */
+    *rc = strstr(err.msg, m->path) ? cli_fail(CMD, fail_code, "%s", err.msg)
+                                   : cli_fail(CMD, fail_code, "%s: %s", m->path, err.msg);
     return NULL;
   }
   engine_get_info(e, &m->info);

@@ -32,6 +32,7 @@
 #include "model/analysis.h"
 #include "model/ceiling.h"
 #include "record/record.h"
+#include "util/units.h"
 
 static const char *const CMD = "bench";
 #define PROMPT_FILE_MAX_BYTES (16u << 20)
@@ -78,6 +79,9 @@ static int make_workloads(const struct bench_opts *o, const char *prompt_text,
   if ((o->n_prompt_tokens > 1 && !o->ttft_sweep) || o->n_max_tokens > 1)
     return cli_usage_error(CMD, "with --url, -p and -n take one value each");
   const char *list = o->workloads ? o->workloads : custom ? "" : workload_names();
+  struct tm_err lerr;
+  if (o->workloads && tm_list_check(o->workloads, "--workload", &lerr) != 0)
+    return cli_usage_error(CMD, "%s", lerr.msg);
   char buf[256];
   snprintf(buf, sizeof buf, "%s", list);
   char *save = NULL;
@@ -286,6 +290,7 @@ static int list_models(struct backend *b) {
 int bench_server(const struct bench_opts *o) {
   struct tm_err err = {{0}};
   int rc = TM_EXIT_OK;
+  if (backend_url_check(o->url, NULL, &err) != 0) return cli_usage_error(CMD, "--url: %s", err.msg);
 
   /* The key: read from the environment, kept in this frame, sent as a header. */
   const char *key_env = o->api_key_env ? o->api_key_env : "OPENAI_API_KEY";

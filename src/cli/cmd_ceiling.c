@@ -108,7 +108,8 @@ static void usage(FILE *out) {
 
 static int parse_depths(const char *s, struct ceiling_opts *o) {
   char buf[512];
-  if (strlen(s) >= sizeof buf) return -1;
+  struct tm_err err;
+  if (tm_list_check(s, "--depth", &err) != 0 || strlen(s) >= sizeof buf) return -1;
   strcpy(buf, s);
   o->n_depths = 0;
   char *save = NULL;
@@ -153,7 +154,7 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
   o->kv_type = GGML_TYPE_F16;
   o->overhead_bytes = DEFAULT_OVERHEAD_BYTES;
   o->measured_decode = o->measured_prefill = -1;
-  bool have_size = false;
+  bool have_size = false, have_frac = false;
   struct tm_err err = {{0}};
   opterr = 0;
   optind = 1;
@@ -166,14 +167,21 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
       case O_TYPE: o->type = optarg; break;
       case O_SIZE: bad = tm_parse_bytes(optarg, &o->size_bytes, &err); have_size = true; break;
       case O_FRAC: {
+        have_frac = true;
         char *end;
         o->active_fraction = strtod(optarg, &end);
         if (*end || !(o->active_fraction > 0 && o->active_fraction <= 1))
           bad = tm_errf(&err, "--active-fraction: '%s' is not a number in (0, 1]", optarg);
         break;
       }
-      case O_BW: bad = tm_parse_bandwidth(optarg, &o->bandwidth, &err); break;
-      case O_COMPUTE: bad = tm_parse_ops_rate(optarg, &o->compute, &err); break;
+      case O_BW:
+        bad = tm_parse_bandwidth(optarg, &o->bandwidth, &err);
+        if (!bad && !(o->bandwidth > 0)) bad = tm_errf(&err, "--bandwidth must be > 0");
+        break;
+      case O_COMPUTE:
+        bad = tm_parse_ops_rate(optarg, &o->compute, &err);
+        if (!bad && !(o->compute > 0)) bad = tm_errf(&err, "--compute must be > 0");
+        break;
       case 't': bad = tm_parse_u32(optarg, "--threads", &o->threads, &err); break;
       case 'd':
         if (parse_depths(optarg, o) != 0)
@@ -186,10 +194,21 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
           bad = tm_errf(&err, "--kv-type: unknown type '%s'; accepted: F32, F16, BF16, Q8_0, "
                               "Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL", optarg);
         break;
-      case O_MEM: bad = tm_parse_bytes(optarg, &o->memory_bytes, &err); break;
+      case O_MEM:
+        bad = tm_parse_bytes(optarg, &o->memory_bytes, &err);
+        if (!bad && !(o->memory_bytes > 0)) bad = tm_errf(&err, "--memory must be > 0");
+        break;
       case O_OVERHEAD: bad = tm_parse_bytes(optarg, &o->overhead_bytes, &err); break;
-      case O_MDEC: bad = tm_parse_tokens(optarg, &o->measured_decode, &err); break;
-      case O_MPRE: bad = tm_parse_tokens(optarg, &o->measured_prefill, &err); break;
+      case O_MDEC:
+        bad = tm_parse_tokens(optarg, &o->measured_decode, &err);
+        if (!bad && !(o->measured_decode > 0))
+          bad = tm_errf(&err, "--measured-decode must be a rate > 0 tok/s");
+        break;
+      case O_MPRE:
+        bad = tm_parse_tokens(optarg, &o->measured_prefill, &err);
+        if (!bad && !(o->measured_prefill > 0))
+          bad = tm_errf(&err, "--measured-prefill must be a rate > 0 tok/s");
+        break;
       case O_JSON: o->json = true; break;
       case ':':
         *rc = cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
@@ -214,8 +233,15 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
                                        : "no model: give FILE.gguf, --preset NAME or --size BYTES");
     return -1;
   }
-  if (have_size && !(o->size_bytes > 0)) {
-    *rc = cli_usage_error(CMD, "--size must be > 0");
+  /* 1 EB: far beyond any model, and below where byte counts lose integer
+   * precision in a double. */
+  if (have_size && !(o->size_bytes > 0 && o->size_bytes <= 1e18)) {
+    *rc = cli_usage_error(CMD, "--size must be > 0 and at most 1 EB");
+    return -1;
+  }
+  if (have_frac && !have_size) {
+    *rc = cli_usage_error(CMD, "--active-fraction goes with --size (a file's or preset's "
+                               "experts are read from it)");
     return -1;
   }
   if (o->type && !o->preset) {

@@ -41,7 +41,11 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    usage(stderr);
+    /* one line that names the commands, as for an unknown command */
+    fprintf(stderr, "tokmeter: no command given (");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+      fprintf(stderr, "%s%s", i ? ", " : "", commands[i].name);
+    fprintf(stderr, ")\nTry 'tokmeter --help'.\n");
     return TM_EXIT_USAGE;
   }
   const char *cmd = argv[1];

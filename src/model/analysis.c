@@ -185,6 +185,18 @@ static void mark_swa_layers(const struct gguf_file *f, struct model_desc *d) {
 
 /* The state a recurrent layer keeps, from whatever keys the file has. Returns
  * true when the file has any state keys (ssm.*, wkv.*, shortconv.*). */
+/* Whether block il has a K projection (separate or fused). */
+static bool layer_has_attention_tensors(const struct model_desc *d, uint32_t il) {
+  char k[48], qkv[48];
+  snprintf(k, sizeof k, "blk.%u.attn_k.", il);
+  snprintf(qkv, sizeof qkv, "blk.%u.attn_qkv.", il);
+  for (size_t i = 0; i < d->n_tensors; i++)
+    if (strncmp(d->tensors[i].name, k, strlen(k)) == 0 ||
+        strncmp(d->tensors[i].name, qkv, strlen(qkv)) == 0)
+      return true;
+  return false;
+}
+
 static bool recurrent_state(const struct gguf_file *f, struct model_desc *d) {
   uint64_t d_conv = 0, d_inner = 0, d_state = 0, n_group = 0, head_size = 0, l_cache = 0;
   bool has_ssm = key_u64(f, d->arch, "ssm.conv_kernel", &d_conv) |
@@ -246,6 +258,17 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
   }
   if (n_layer > 65536) return tm_errf(err, "%s: %s.block_count %llu is implausible", f->path,
                                       arch, (unsigned long long)n_layer);
+  /* A tensor of a block past block_count: the key is wrong (every count
+   * derived from it would be). */
+  for (uint64_t i = 0; !layer_guess && i < f->n_tensors; i++) {
+    const char *name = f->tensors[i].name;
+    if (strncmp(name, "blk.", 4) != 0) continue;
+    char *end;
+    unsigned long l = strtoul(name + 4, &end, 10);
+    if (end != name + 4 && *end == '.' && l >= n_layer)
+      return tm_errf(err, "%s: tensor '%s' is past %s.block_count %llu", f->path, name, arch,
+                     (unsigned long long)n_layer);
+  }
   if (model_desc_init(d, (uint32_t)n_layer, err) != 0) return -1;
   snprintf(d->arch, sizeof d->arch, "%s", arch);
   if (layer_guess)
@@ -273,7 +296,13 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
     if (tok && tok->type == GGUF_VT_ARRAY) d->n_vocab = (uint32_t)tok->v.arr.count;
     else if (emb && emb->n_dims >= 2) d->n_vocab = (uint32_t)emb->ne[1];
   }
-  if (key_u64(f, arch, "context_length", &v)) d->context_length = v;
+  if (key_u64(f, arch, "context_length", &v)) {
+    if (v == 0) {
+      tm_errf(err, "%s: %s.context_length is 0", f->path, arch);
+      goto fail;
+    }
+    d->context_length = v;
+  }
   if (key_u64(f, arch, "expert_count", &v)) d->n_expert = (uint32_t)v;
   if (key_u64(f, arch, "expert_used_count", &v)) d->n_expert_used = (uint32_t)v;
   if (d->n_expert && (!d->n_expert_used || d->n_expert_used > d->n_expert)) {
@@ -359,6 +388,31 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
   }
   if (any_recurrent && !has_state)
     model_desc_assume(d, "recurrent layers without ssm.* keys: their state is not counted");
+
+  /* Attention layers: the head counts and lengths every KV and FLOP figure
+   * is made of. A layer with attention tensors but no KV heads, a query head
+   * count that is not a multiple of the KV heads, or a zero key/value length
+   * is a corrupt file, not a model to guess about. */
+  for (uint32_t il = 0; il < d->n_layer; il++) {
+    bool attn_tensors = layer_has_attention_tensors(d, il);
+    if (d->layer_kind[il] == MODEL_LAYER_ATTN) {
+      if (d->n_head[il] < d->n_head_kv[il] || d->n_head[il] % d->n_head_kv[il] != 0) {
+        tm_errf(err, "%s: layer %u: attention.head_count %u, head_count_kv %u: the query heads "
+                "must be a positive multiple of the KV heads", f->path, il, d->n_head[il],
+                d->n_head_kv[il]);
+        goto fail;
+      }
+      if (attn_tensors && (d->key_length == 0 || d->value_length == 0)) {
+        tm_errf(err, "%s: attention.key_length %u / value_length %u: an attention layer needs "
+                "both", f->path, d->key_length, d->value_length);
+        goto fail;
+      }
+    } else if (d->layer_kind[il] == MODEL_LAYER_NONE && attn_tensors && !is_rwkv && have_heads) {
+      tm_errf(err, "%s: layer %u has attention tensors but attention.head_count_kv is 0",
+              f->path, il);
+      goto fail;
+    }
+  }
 
   if (key_u64(f, arch, "attention.sliding_window", &v) && v > 0) {
     d->sliding_window = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;

@@ -96,10 +96,19 @@ int tm_parse_u32(const char *s, const char *what, uint32_t *out, struct tm_err *
   return 0;
 }
 
+int tm_list_check(const char *s, const char *what, struct tm_err *err) {
+  if (!s || !*s) return tm_errf(err, "%s: empty list", what);
+  size_t n = strlen(s);
+  if (s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,"))
+    return tm_errf(err, "%s: '%s' has an empty element", what, s);
+  return 0;
+}
+
 int tm_parse_u32_list(const char *s, const char *what, uint32_t *out, size_t max, size_t *n,
                       struct tm_err *err) {
   char buf[512];
-  if (!s || strlen(s) >= sizeof buf) return tm_errf(err, "%s: list too long", what);
+  if (tm_list_check(s, what, err) != 0) return -1;
+  if (strlen(s) >= sizeof buf) return tm_errf(err, "%s: list too long", what);
   strcpy(buf, s);
   size_t k = 0;
   char *save = NULL;

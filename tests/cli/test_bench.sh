@@ -108,6 +108,26 @@ expect_exit 2 "$TOKMETER" bench -t 0
 expect_exit 2 "$TOKMETER" bench -t 999 "${FAST[@]}" --out "$dir/x.jsonl"
 expect_exit 2 "$TOKMETER" bench extra-arg
 expect_exit 2 "$TOKMETER" bench --allow-cache
+# lists with an empty element, and server URLs that cannot work: bad usage,
+# found before any connection is tried
+for args in "-t 1,,2" "-t ,1" "-t 1," "-p 8,,16" "-d ,0"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$TOKMETER" bench $args
+  grep -q "empty element\|not a list" "$dir/err" || fail "$args: $(cat "$dir/err")"
+done
+for url in notaurl "" ftp://127.0.0.1/ http:// http://127.0.0.1:99999 "http://[::1" \
+           http://127.0.0.1: http://:80; do
+  expect_exit 2 "$TOKMETER" bench --url "$url" -w classify -r 1 --out "$dir/x.jsonl"
+  grep -q -- "--url" "$dir/err" || fail "--url '$url': $(cat "$dir/err")"
+done
+expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -w classify,,extract --out "$dir/x.jsonl"
+grep -q "empty element" "$dir/err" || fail "-w with an empty element: $(cat "$dir/err")"
+# a well-formed URL with nothing behind it is a runtime failure, not bad usage
+expect_exit 1 "$TOKMETER" bench --url "http://[::1]:1" -w classify -r 1 --out "$dir/x.jsonl"
+# no command at all: one line naming the commands, and the --help hint
+expect_exit 2 "$TOKMETER"
+grep -q "no command given (bench, " "$dir/err" || fail "no command: $(cat "$dir/err")"
+[ "$(wc -l < "$dir/err")" = 2 ] || fail "no command: expected 2 lines: $(cat "$dir/err")"
 expect_exit 0 "$TOKMETER" bench --help
 for flag in --gguf --threads --prompt-tokens --max-tokens --depth --reps --out --url; do
   grep -q -- "$flag" "$dir/out" || fail "--help does not list $flag"

@@ -28,6 +28,17 @@ expect_usage "no model" --bandwidth 1GB/s
 expect_usage "two models" "$G/tiny-llama-Q4_0.gguf" --size 1GB --bandwidth 1GB/s
 expect_usage "unknown preset" --preset nope --bandwidth 1GB/s
 grep -q "qwen3-30b-a3b" "$tmp/err" || fail "unknown preset: no list of presets"
+# zero is not "not given": a rate or size of 0 is bad usage
+expect_usage "bandwidth 0" --preset tiny --bandwidth 0
+expect_usage "compute 0" --preset tiny --bandwidth 1GB/s --compute 0
+expect_usage "memory 0" --preset tiny --bandwidth 1GB/s --memory 0
+expect_usage "measured decode 0" --preset tiny --bandwidth 1GB/s --measured-decode 0
+expect_usage "measured prefill 0" --preset tiny --bandwidth 1GB/s --measured-prefill 0
+expect_usage "size beyond 1 EB" --size 99999999999999999999999GB --bandwidth 1GB/s
+expect_usage "active fraction with a file" "$G/tiny-llama-Q4_0.gguf" --active-fraction 0.5 \
+  --bandwidth 1GB/s
+grep -q -- "--active-fraction goes with --size" "$tmp/err" || fail "active fraction: $(cat "$tmp/err")"
+for d in 1,,2 ,1 1,; do expect_usage "depth list '$d'" --preset tiny --bandwidth 1GB/s -d "$d"; done
 expect_usage "unknown type" --preset qwen3-0.6b --type Q3_XYZ --bandwidth 1GB/s
 grep -q "Q4_K_M" "$tmp/err" || fail "unknown type: no list of types"
 expect_usage "unknown kv type" "$G/tiny-llama-Q4_0.gguf" --kv-type Q2_K --bandwidth 1GB/s
@@ -45,6 +56,31 @@ for n in 3 24 100 1000 5000 200000 5525000; do
   head -c "$n" "$G/tiny-llama-Q4_0.gguf" >"$tmp/trunc-$n.gguf"
   corrupt+=("$tmp/trunc-$n.gguf")
 done
+# metadata that parses but cannot describe the model: every figure built on it
+# would be wrong (u32 values patched in place in a copy of a real file)
+patch_u32() { # patch_u32 SRC DST KEY VALUE
+  python3 - "$@" <<'PY'
+import struct, sys
+src, dst, key, value = sys.argv[1], sys.argv[2], sys.argv[3].encode(), int(sys.argv[4])
+d = bytearray(open(src, "rb").read())
+at = d.find(struct.pack("<Q", len(key)) + key)
+assert at > 0, key
+pos = at + 8 + len(key)
+assert struct.unpack_from("<I", d, pos)[0] == 4, "not a u32 key"  # GGUF type 4 = uint32
+struct.pack_into("<I", d, pos + 4, value)
+open(dst, "wb").write(d)
+PY
+}
+q3="$G/tiny-qwen3-Q8_0.gguf"
+patch_u32 "$q3" "$tmp/bc0.gguf" qwen3.block_count 0
+patch_u32 "$q3" "$tmp/ctx0.gguf" qwen3.context_length 0
+patch_u32 "$q3" "$tmp/hkv0.gguf" qwen3.attention.head_count_kv 0
+patch_u32 "$q3" "$tmp/hc0.gguf" qwen3.attention.head_count 0
+patch_u32 "$q3" "$tmp/hkv3.gguf" qwen3.attention.head_count_kv 3
+patch_u32 "$q3" "$tmp/klen0.gguf" qwen3.attention.key_length 0
+corrupt+=("$tmp/bc0.gguf" "$tmp/ctx0.gguf" "$tmp/hkv0.gguf" "$tmp/hc0.gguf" "$tmp/hkv3.gguf"
+          "$tmp/klen0.gguf")
+"$TOKMETER" ceiling "$q3" --bandwidth 10GB/s >/dev/null || fail "the unpatched file must pass"
 for f in "${corrupt[@]}"; do
   set +e; "$TOKMETER" ceiling "$f" --bandwidth 10GB/s >"$tmp/out" 2>"$tmp/err"; rc=$?; set -e
   [ "$rc" = 2 ] || fail "$(basename "$f"): exit $rc, want 2"
