@@ -5,9 +5,14 @@
  * ceiling models; drift inside a series (rule 11). The judging is in
  * src/analysis/compare.c; this file parses flags and prints.
  * Exit: 0 compared; 2 bad flags, unreadable / corrupt / empty files, or no
- * configuration measured on both sides. */
+ * configuration measured on both sides.
+ * Flags: every value within the range --help states; --resamples and --seed
+ * only with --method bootstrap (Welch's interval uses neither, and a flag
+ * that changes nothing must not look as if it had). */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +38,11 @@ static void usage(FILE *f) {
           "  --confidence C     confidence of the interval, 0 < C < 1 or a percentage\n"
           "                     from 50 to 99.9 (default 0.95)\n"
           "  --method M         welch | bootstrap (default welch: Welch's t on log values)\n"
-          "  --resamples N      bootstrap resamples (default %d)\n"
-          "  --seed N           bootstrap seed; same seed, same interval (default %llu)\n"
+          "  --resamples N      bootstrap resamples, 100 to 10000000; with --method\n"
+          "                     bootstrap only (default %d)\n"
+          "  --seed N           bootstrap seed, 0 to 9223372036854775807 (stored exactly\n"
+          "                     in --json); same seed, same interval; with --method\n"
+          "                     bootstrap only (default %llu)\n"
           "  --json             one JSON document on stdout instead of the table (default off)\n"
           "  -h, --help         this text\n"
           "\n"
@@ -197,7 +205,7 @@ static int print_json(const struct compare_result *cr, const char *path_a, const
                           "confidence", o->confidence, "method",
                           o->method == STATS_CI_WELCH ? "welch" : "bootstrap", "resamples",
                           (json_int_t)(o->resamples ? o->resamples : STATS_BOOTSTRAP_RESAMPLES),
-                          "seed", (json_int_t)(o->seed & 0x7fffffffffffffffULL), "rows", rows,
+                          "seed", (json_int_t)o->seed, "rows", rows,
                           "only_a", (json_int_t)cr->only_a, "only_b", (json_int_t)cr->only_b);
   if (!doc) return -1;
   char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
@@ -241,7 +249,7 @@ int cmd_compare(int argc, char **argv) {
       {"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
   struct compare_opts o;
   compare_opts_default(&o);
-  bool json = false;
+  bool json = false, have_resamples = false, have_seed = false;
   int c;
   optind = 1;
   opterr = 0;
@@ -252,7 +260,9 @@ int cmd_compare(int argc, char **argv) {
     case O_CONF: {
       double v = strtod(optarg, &end);
       if (end == optarg || *end) return cli_usage_error(CMD, "--confidence: '%s' is not a number", optarg);
-      if (v >= 50 && v < 100) v /= 100; /* 95 means 95%; 1.5 is a typo, not 1.5% */
+      /* 95 means 95%; 1.5 is a typo, not 1.5%. A percentage stops at 99.9 as
+       * --help says: beyond, the tails hold too few resamples to mean much. */
+      if (v >= 50 && v < 100) v = v <= 99.9 ? v / 100 : NAN;
       if (!(v > 0 && v < 1))
         return cli_usage_error(CMD, "--confidence: '%s' must be between 0 and 1 (e.g. 0.95)"
                                " or a percentage from 50 to 99.9", optarg);
@@ -269,13 +279,22 @@ int cmd_compare(int argc, char **argv) {
       if (end == optarg || *end || optarg[0] == '-' || v < 100 || v > 10000000UL)
         return cli_usage_error(CMD, "--resamples: '%s' must be an integer from 100 to 10000000", optarg);
       o.resamples = (unsigned)v;
+      have_resamples = true;
       break;
     }
     case O_SEED: {
-      unsigned long long v = strtoull(optarg, &end, 0);
-      if (end == optarg || *end || optarg[0] == '-')
+      /* Decimal digits only, at most INT64_MAX: --json stores the seed as a
+       * JSON integer (signed 64-bit), and a seed that cannot be shown exactly
+       * cannot be given again to reproduce the interval. */
+      errno = 0;
+      unsigned long long v = strtoull(optarg, &end, 10);
+      if (optarg[0] < '0' || optarg[0] > '9' || *end)
         return cli_usage_error(CMD, "--seed: '%s' is not a non-negative integer", optarg);
+      if (errno == ERANGE || v > (unsigned long long)INT64_MAX)
+        return cli_usage_error(CMD, "--seed: '%s' is above the largest seed, %lld", optarg,
+                               (long long)INT64_MAX);
       o.seed = v;
+      have_seed = true;
       break;
     }
     case O_JSON: json = true; break;
@@ -283,6 +302,9 @@ int cmd_compare(int argc, char **argv) {
     default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
     }
   }
+  if (o.method != STATS_CI_BOOTSTRAP && (have_resamples || have_seed))
+    return cli_usage_error(CMD, "%s applies to --method bootstrap (welch, the default, draws "
+                                "no resamples)", have_resamples ? "--resamples" : "--seed");
   if (argc - optind != 2)
     return cli_usage_error(CMD, "give exactly two results files (A then B), got %d", argc - optind);
   const char *path_a = argv[optind], *path_b = argv[optind + 1];

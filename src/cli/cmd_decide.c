@@ -7,7 +7,11 @@
  *
  * Output: a table and plain statements on stdout, or one JSON object with
  * --json (keys: docs/decide.md). Exit codes: 0 ok; 2 bad flag or value,
- * unreadable / corrupt / empty results file, ambiguous configuration. */
+ * unreadable / corrupt / empty results file, ambiguous configuration.
+ *
+ * Bounds: every number is checked against the range --help states (DECIDE_MAX_*
+ * below), so token counts stay exact, sums stay finite and no cell prints a
+ * figure nobody could mean (an answer of 10^20 tokens, a 10^17-year TTFT). */
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -24,6 +28,22 @@
 
 static const char *const CMD = "decide";
 
+/* Ranges, stated in --help. Counts (tokens, requests a day): up to a trillion
+ * (exact in a double, far above any real request or service). Rates: 0.001 to
+ * 1T tok/s. Durations: up to 100 years. Money and power: generous ceilings
+ * that hold in any currency, so products stay finite. */
+#define DECIDE_MAX_COUNT 1e12
+#define DECIDE_MIN_RATE 1e-3
+#define DECIDE_MAX_RATE 1e12
+#define DECIDE_MAX_DURATION_S (100 * 365.25 * 86400)
+#define DECIDE_MAX_LIFETIME_DAYS (100 * 365.25)
+#define DECIDE_MAX_WATTS 1e6
+#define DECIDE_MAX_PRICE 1e12
+/* Flags within their ranges can still combine into an answer no one waits
+ * for (1e12 tokens at 0.001 tok/s): above a million years it is refused as a
+ * mistake in the inputs rather than printed. */
+#define DECIDE_MAX_RESULT_S (1e6 * 365.25 * 86400)
+
 static void usage(FILE *out) {
   fprintf(out,
           "Usage: tokmeter decide -p N -n N (--results FILE.jsonl | --device-prefill R\n"
@@ -32,12 +52,15 @@ static void usage(FILE *out) {
           "Device or API for one job: seconds until the user has the first token and the\n"
           "complete answer on each side, money per request, day and month, the break-even\n"
           "volume, and what changes when the model is reloaded for every request.\n"
-          "Durations: 600, 1.5s, 350ms, 10m, 2h. Rates: 75, 1.2k, '20 tok/s'.\n"
+          "Durations: 600, 1.5s, 350ms, 10m, 2h; at most 100 years. Rates: 75, 1.2k,\n"
+          "'20 tok/s'; 0.001 to 1T tok/s. Counts: up to 1e12. An answer that would take\n"
+          "more than a million years is refused as a mistake in the inputs.\n"
           "\n"
           "Job:\n"
-          "  -p, --prompt-tokens N      prompt tokens per request (required)\n"
-          "  -n, --output-tokens N      output tokens per request (required)\n"
-          "  -q, --requests-per-day N   requests per day (default 1000)\n"
+          "  -p, --prompt-tokens N      prompt tokens per request, 0 to 1e12 (required)\n"
+          "  -n, --output-tokens N      output tokens per request, 1 to 1e12 (required)\n"
+          "  -q, --requests-per-day N   requests per day, above 0, up to 1e12 (default\n"
+          "                             1000)\n"
           "\n"
           "Device:\n"
           "  --results FILE.jsonl       take the device's prefill and decode rates from\n"
@@ -52,11 +75,13 @@ static void usage(FILE *out) {
           "                             reload case is then left blank)\n"
           "  --device-warm yes|no       the model stays loaded between requests (default\n"
           "                             yes); no: it is reloaded for every request\n"
-          "  --device-watts W           power drawn while answering (default: unknown)\n"
-          "  --kwh-price X              money per kWh (default: unknown)\n"
-          "  --device-price X           hardware price, written off over the lifetime\n"
-          "                             (default: not counted)\n"
-          "  --device-lifetime-days N   days the hardware is written off over (default 1095)\n"
+          "  --device-watts W           power drawn while answering, 0 to 1e6 (default:\n"
+          "                             unknown)\n"
+          "  --kwh-price X              money per kWh, 0 to 1e12 (default: unknown)\n"
+          "  --device-price X           hardware price, written off over the lifetime,\n"
+          "                             0 to 1e12 (default: not counted)\n"
+          "  --device-lifetime-days N   days the hardware is written off over, above 0, up\n"
+          "                             to 36525 (100 years) (default 1095)\n"
           "\n"
           "API:\n"
           "  --api-ttft T               the API's time to first token (required); measured\n"
@@ -66,8 +91,10 @@ static void usage(FILE *out) {
           "  --api-prefill RATE         the API's prefill rate: --api-ttft is then the fixed\n"
           "                             part and P / RATE is added (default: not used)\n"
           "  --api-decode RATE          the API's decode rate, tok/s (required)\n"
-          "  --price-in X               money per million input tokens (default: unknown)\n"
-          "  --price-out X              money per million output tokens (default: unknown)\n"
+          "  --price-in X               money per million input tokens, 0 to 1e12\n"
+          "                             (default: unknown)\n"
+          "  --price-out X              money per million output tokens, 0 to 1e12\n"
+          "                             (default: unknown)\n"
           "\n"
           "Output:\n"
           "  --currency SYM             printed before money (default $)\n"
@@ -99,6 +126,10 @@ static char *fmt_rate(double v, char *buf, size_t n) {
     return buf;
   }
   if (v >= 10000) return tm_fmt_count(v, buf, n);
+  if (v < 1) { /* 0.001 tok/s is not "0.00" */
+    snprintf(buf, n, "%.3g", v);
+    return buf;
+  }
   return tm_fmt_rate(v, buf, n);
 }
 
@@ -169,26 +200,44 @@ struct decide_cli {
   char which_prefill[320], which_decode[320];
 };
 
-static int parse_num(const char *s, const char *flag, double *out, bool whole, double min) {
+/* A number in [min, max] (whole: no fraction). */
+static int parse_num(const char *s, const char *flag, double *out, bool whole, double min,
+                     double max) {
   char *end;
   double v = strtod(s, &end);
   if (end == s || *end || !isfinite(v) || v < min || (whole && v != floor(v)))
     return cli_usage_error(CMD, "%s: '%s' is not a %snumber >= %g", flag, s,
                            whole ? "whole " : "", min);
+  if (v > max) {
+    /* "1e12", not printf's "1e+12" */
+    char lim[32];
+    int e = (int)floor(log10(max));
+    if (max >= 1e6 && max == pow(10, e)) snprintf(lim, sizeof lim, "1e%d", e);
+    else snprintf(lim, sizeof lim, "%g", max);
+    return cli_usage_error(CMD, "%s: '%s' is above the limit of %s", flag, s, lim);
+  }
   *out = v;
   return 0;
 }
 
 static int parse_rate(const char *s, const char *flag, double *out) {
   struct tm_err err;
-  if (tm_parse_tokens(s, out, &err) != 0 || !(*out > 0))
+  double v;
+  if (tm_parse_tokens(s, &v, &err) != 0 || !(v > 0))
     return cli_usage_error(CMD, "%s: '%s' is not a rate above 0 tok/s", flag, s);
+  if (!(v >= DECIDE_MIN_RATE && v <= DECIDE_MAX_RATE))
+    return cli_usage_error(CMD, "%s: '%s' is outside 0.001 to 1T tok/s", flag, s);
+  *out = v;
   return 0;
 }
 
 static int parse_dur(const char *s, const char *flag, double *out) {
   struct tm_err err;
-  if (whatif_parse_seconds(s, out, &err) != 0) return cli_usage_error(CMD, "%s: %s", flag, err.msg);
+  double v;
+  if (whatif_parse_seconds(s, &v, &err) != 0) return cli_usage_error(CMD, "%s: %s", flag, err.msg);
+  if (!(v <= DECIDE_MAX_DURATION_S))
+    return cli_usage_error(CMD, "%s: '%s' is longer than 100 years", flag, s);
+  *out = v;
   return 0;
 }
 
@@ -397,9 +446,18 @@ int cmd_decide(int argc, char **argv) {
   int c, bad = 0;
   while (!bad && (c = getopt_long(argc, argv, ":p:n:q:h", longopts, NULL)) != -1) {
     switch (c) {
-      case 'p': bad = parse_num(optarg, "--prompt-tokens", &in->prompt_tokens, true, 0); o.have_p = true; break;
-      case 'n': bad = parse_num(optarg, "--output-tokens", &in->output_tokens, true, 1); o.have_n = true; break;
-      case 'q': bad = parse_num(optarg, "--requests-per-day", &in->requests_per_day, false, 1e-9); break;
+      case 'p':
+        bad = parse_num(optarg, "--prompt-tokens", &in->prompt_tokens, true, 0, DECIDE_MAX_COUNT);
+        o.have_p = true;
+        break;
+      case 'n':
+        bad = parse_num(optarg, "--output-tokens", &in->output_tokens, true, 1, DECIDE_MAX_COUNT);
+        o.have_n = true;
+        break;
+      case 'q':
+        bad = parse_num(optarg, "--requests-per-day", &in->requests_per_day, false, 1e-9,
+                        DECIDE_MAX_COUNT);
+        break;
       case O_RESULTS: o.results = optarg; break;
       case O_MATCH: o.match = optarg; break;
       case O_DPRE: bad = parse_rate(optarg, "--device-prefill", &in->dev_prefill_tok_s); break;
@@ -411,16 +469,29 @@ int cmd_decide(int argc, char **argv) {
         else if (strcmp(optarg, "no") == 0) in->dev_stays_warm = false;
         else bad = cli_usage_error(CMD, "--device-warm: '%s' is neither yes nor no", optarg);
         break;
-      case O_WATTS: bad = parse_num(optarg, "--device-watts", &in->dev_watts, false, 0); break;
-      case O_KWH: bad = parse_num(optarg, "--kwh-price", &in->kwh_price, false, 0); break;
-      case O_DPRICE: bad = parse_num(optarg, "--device-price", &in->dev_hw_price, false, 0); break;
-      case O_DLIFE: bad = parse_num(optarg, "--device-lifetime-days", &in->dev_lifetime_days, false, 1e-9); break;
+      case O_WATTS:
+        bad = parse_num(optarg, "--device-watts", &in->dev_watts, false, 0, DECIDE_MAX_WATTS);
+        break;
+      case O_KWH:
+        bad = parse_num(optarg, "--kwh-price", &in->kwh_price, false, 0, DECIDE_MAX_PRICE);
+        break;
+      case O_DPRICE:
+        bad = parse_num(optarg, "--device-price", &in->dev_hw_price, false, 0, DECIDE_MAX_PRICE);
+        break;
+      case O_DLIFE:
+        bad = parse_num(optarg, "--device-lifetime-days", &in->dev_lifetime_days, false, 1e-9,
+                        DECIDE_MAX_LIFETIME_DAYS);
+        break;
       case O_ATTFT: bad = parse_dur(optarg, "--api-ttft", &in->api_ttft_s); o.have_ttft = true; break;
       case O_ARTT: bad = parse_dur(optarg, "--api-rtt", &in->api_rtt_s); break;
       case O_APRE: bad = parse_rate(optarg, "--api-prefill", &in->api_prefill_tok_s); break;
       case O_ADEC: bad = parse_rate(optarg, "--api-decode", &in->api_decode_tok_s); o.have_api_decode = true; break;
-      case O_PIN: bad = parse_num(optarg, "--price-in", &in->price_in_per_m, false, 0); break;
-      case O_POUT: bad = parse_num(optarg, "--price-out", &in->price_out_per_m, false, 0); break;
+      case O_PIN:
+        bad = parse_num(optarg, "--price-in", &in->price_in_per_m, false, 0, DECIDE_MAX_PRICE);
+        break;
+      case O_POUT:
+        bad = parse_num(optarg, "--price-out", &in->price_out_per_m, false, 0, DECIDE_MAX_PRICE);
+        break;
       case O_CUR: cur = optarg; break;
       case O_JSON: o.json = true; break;
       case 'h': usage(stdout); return TM_EXIT_OK;
@@ -445,6 +516,13 @@ int cmd_decide(int argc, char **argv) {
   struct decide_result r, rr;
   struct tm_err err;
   if (decide_eval(in, &r, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  const struct { const char *side; double s; } waits[] = {
+      {"on the device", r.warm.complete_s}, {"on the device, reloaded", r.reload.complete_s},
+      {"on the API", r.api.complete_s}};
+  for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++)
+    if (waits[i].s > DECIDE_MAX_RESULT_S) /* NAN (unknown) passes */
+      return cli_usage_error(CMD, "the complete answer %s would take more than a million years: "
+                                  "check the token counts, rates and durations", waits[i].side);
   /* The other scenario, for "what changes when the model is reloaded". */
   struct decide_inputs alt = *in;
   alt.dev_stays_warm = false;

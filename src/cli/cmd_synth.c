@@ -4,9 +4,12 @@
  * progress and prints the summary line.
  * Exit codes: 0 written; 2 bad flag, unknown preset/type/arch, inconsistent
  * shape, a row length the type cannot hold, --vocab-from without a tokenizer, or
- * an existing output file without --force; 1 I/O or other runtime failure. */
+ * an existing output file without --force, an output path that exists and is not
+ * a regular file (with or without --force: a device, directory or FIFO is never
+ * replaced), --vocab with --vocab-from; 1 I/O or other runtime failure. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,8 @@ static void usage(FILE *out) {
           "  --type T           file type: %s\n"
           "                     (default Q8_0)\n"
           "  --vocab-from FILE  copy every tokenizer.* key of FILE (a GGUF) and use its\n"
-          "                     vocabulary size (default: tokenizer \"none\" + vocab_size)\n"
+          "                     vocabulary size; not with --vocab (default: tokenizer\n"
+          "                     \"none\" + vocab_size)\n"
           "  --seed N           weights seed; same seed, same bytes (default %u)\n"
           "  --name S           general.name (default \"tokmeter-synth-<preset or arch>\")\n"
           "\n"
@@ -46,18 +50,22 @@ static void usage(FILE *out) {
           "  --kv-heads N       KV heads (default: the preset's if they divide --heads, else --heads)\n"
           "  --head-dim N       head dimension (default: the preset's, else n-embd / heads)\n"
           "  --n-ff N           feed-forward length\n"
-          "  --vocab N          vocabulary size (rows of token_embd)\n"
+          "  --vocab N          vocabulary size (rows of token_embd); not with --vocab-from\n"
           "  --experts N        experts (qwen3moe)\n"
           "  --experts-used N   experts per token (qwen3moe)\n"
           "  --expert-n-ff N    expert feed-forward length (qwen3moe)\n"
           "  --tied, --untied   output head shares token_embd or not (default: tied)\n"
-          "  --rope-base X      rope.freq_base (default 10000 for llama, 1e6 otherwise)\n"
-          "  --rms-eps X        RMSNorm epsilon (default 1e-5 for llama, 1e-6 otherwise)\n"
+          "  --rope-base X      rope.freq_base, 1 to 1e12 (default 10000 for llama, 1e6\n"
+          "                     otherwise)\n"
+          "  --rms-eps X        RMSNorm epsilon, 1e-12 to 1 (default 1e-5 for llama, 1e-6\n"
+          "                     otherwise)\n"
           "  --ctx N            context_length (default 4096)\n"
           "\n"
           "Output:\n"
           "  -o, --output FILE  where to write (default ./<preset or arch>-<TYPE>.gguf)\n"
-          "  --force            replace an existing file (default: refuse, exit 2)\n"
+          "  --force            replace an existing regular file (default: refuse, exit 2);\n"
+          "                     a directory, device, FIFO, socket or symbolic link at FILE\n"
+          "                     is never replaced (exit 2, --force or not)\n"
           "  --threads N        worker threads (default: all CPUs); the output does not\n"
           "                     depend on it\n"
           "  -h, --help         this help\n"
@@ -98,12 +106,20 @@ static void on_progress(uint64_t done, uint64_t total, void *ctx) {
   cli_progress(msg, (void *)CMD);
 }
 
-static int parse_pos_double(const char *s, const char *what, double *out) {
+/* A finite number in [min, max]. The shape stores these as float, so the
+ * ranges (--help) also keep them far inside float's range: "inf" or 1e39
+ * would be written as an infinite rope base. */
+static int parse_double_in(const char *s, const char *what, double min, double max,
+                           const char *range, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (!*s || *end || errno || !(v > 0)) {
+  if (!*s || *end || errno || !isfinite(v) || !(v > 0)) {
     cli_usage_error(CMD, "%s: '%s' is not a positive number", what, s);
+    return -1;
+  }
+  if (v < min || v > max) {
+    cli_usage_error(CMD, "%s: '%s' is outside %s", what, s, range);
     return -1;
   }
   *out = v;
@@ -233,8 +249,12 @@ int cmd_synth(int argc, char **argv) {
       seed = v;
       break;
     }
-    case OPT_ROPE: if (parse_pos_double(optarg, "--rope-base", &f.rope)) return TM_EXIT_USAGE; break;
-    case OPT_EPS: if (parse_pos_double(optarg, "--rms-eps", &f.eps)) return TM_EXIT_USAGE; break;
+    case OPT_ROPE:
+      if (parse_double_in(optarg, "--rope-base", 1, 1e12, "1 to 1e12", &f.rope)) return TM_EXIT_USAGE;
+      break;
+    case OPT_EPS:
+      if (parse_double_in(optarg, "--rms-eps", 1e-12, 1, "1e-12 to 1", &f.eps)) return TM_EXIT_USAGE;
+      break;
     case OPT_LAYERS: u = &f.layers; what = "--layers"; break;
     case OPT_EMBD: u = &f.embd; what = "--n-embd"; break;
     case OPT_HEADS: u = &f.heads; what = "--heads"; break;
@@ -253,6 +273,10 @@ int cmd_synth(int argc, char **argv) {
     if (u && tm_parse_u32(optarg, what, u, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (vocab_from && f.vocab)
+    return cli_usage_error(CMD, "--vocab and --vocab-from both set the vocabulary size; give one "
+                                "(--vocab-from takes it from the file)");
+  if (out_path && !*out_path) return cli_usage_error(CMD, "--output: the path is empty");
   if (list) {
     list_presets();
     return TM_EXIT_OK;

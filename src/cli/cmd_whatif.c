@@ -6,7 +6,12 @@
  * Output: a table on stdout (durations via tm_fmt_duration), or one JSON object
  * with --json (keys: docs/whatif.md); --html FILE writes a page with the plot
  * (the report module's svg layer). Exit codes: 0 ok; 2 bad flag or value; 1 the
- * HTML file could not be written. */
+ * HTML file could not be written.
+ *
+ * Bounds: every value is checked against the ranges --help states (WHATIF_MAX_*
+ * below) so the arithmetic stays exact (counts below 2^53) and finite, and no
+ * table cell is a number nobody can read; a flag the chosen mode does not use
+ * (a --claim flag in a sweep, or the reverse) is an error, never ignored. */
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -22,6 +27,22 @@
 
 static const char *const CMD = "whatif";
 
+/* Upper bounds, stated in --help. Token counts and items: a trillion (1T),
+ * far above any real job and exact in a double. Streams: a million. Rates:
+ * 0.001 to 1T tok/s (below, a job of 1T tokens would not end in the age of the
+ * universe; above, no hardware comes close). Fixed steps: 100 years. */
+#define WHATIF_MAX_COUNT 1e12
+#define WHATIF_MAX_STREAMS 1e6
+#define WHATIF_MIN_RATE 1e-3
+#define WHATIF_MAX_RATE 1e12
+#define WHATIF_MAX_RATIO 1e6
+#define WHATIF_MAX_STEP_S (100 * 365.25 * 86400)
+#define WHATIF_MAX_BYTES_PER_TOKEN 1e15
+/* Each flag within its range can still combine into a wait no table can show
+ * sensibly (1T items x 1T tokens at 0.001 tok/s): a result above a million
+ * years is refused as a mistake in the inputs rather than printed. */
+#define WHATIF_MAX_RESULT_S (1e6 * 365.25 * 86400)
+
 static void usage(FILE *out) {
   fprintf(out,
           "Usage: tokmeter whatif --gen-tokens N --rate RATES [options]\n"
@@ -34,40 +55,46 @@ static void usage(FILE *out) {
           "wait that is fixed steps: the part a faster generator cannot remove.\n"
           "\n"
           "Job:\n"
-          "  -g, --gen-tokens N       tokens written per item (required without --claim)\n"
-          "  --read-tokens N          prompt tokens read per item (default 0)\n"
-          "  --items N                pieces of work in the job (default 1)\n"
-          "  -c, --concurrency N      items run side by side, one stream each; the rate\n"
-          "                           is per stream and assumed to hold at N streams\n"
-          "                           (default 1)\n"
+          "  -g, --gen-tokens N       tokens written per item, 0 to 1T (required without\n"
+          "                           --claim)\n"
+          "  --read-tokens N          prompt tokens read per item, 0 to 1T (default 0)\n"
+          "  --items N                pieces of work in the job, 1 to 1T (default 1)\n"
+          "  -c, --concurrency N      items run side by side, one stream each, 1 to 1M;\n"
+          "                           the rate is per stream and assumed to hold at N\n"
+          "                           streams (default 1)\n"
           "  --step NAME=DURATION[/item|/job]\n"
-          "                           a fixed serial step, repeatable: 'review=600' (once\n"
-          "                           per job, seconds), 'test=30s/item' (once per item);\n"
+          "                           a fixed serial step, repeatable (at most %d), each\n"
+          "                           at most 100 years: 'review=600' (once per job,\n"
+          "                           seconds), 'test=30s/item' (once per item);\n"
           "                           units ms, s, m, h, d (default: none)\n"
           "\n"
           "Rates:\n"
           "  -r, --rate RATES         generation (decode) rate of one stream, tok/s: a value\n"
           "                           (75, 1M), a list (100,1k,10k), a log sweep A..B (A, B\n"
           "                           and the 1-2-5 values between: 100..1M) or A..B:N (N\n"
-          "                           log-spaced points) (required without --claim)\n"
+          "                           log-spaced points); at most %d rates (required\n"
+          "                           without --claim)\n"
           "  --prefill-rate RATE      prompt reading rate, tok/s, kept fixed across the\n"
           "                           sweep (required when --read-tokens > 0, unless\n"
-          "                           --prefill-ratio)\n"
+          "                           --prefill-ratio; not both)\n"
           "  --prefill-ratio X        prefill = X times the generation rate, so reading\n"
-          "                           speeds up too (default: off)\n"
+          "                           speeds up too; 0.001 to 1M (default: off)\n"
           "  --baseline RATE          the rate speedups are against (default: the lowest\n"
           "                           rate given)\n"
+          "  Every rate (--rate, --prefill-rate, --baseline, --claim) is 0.001 to 1T tok/s.\n"
           "\n"
           "Claim (--claim): a figure read as context size, prefill rate, single-stream\n"
           "decode rate and aggregate over N streams, with what each would mean:\n"
           "  --claim FIGURE           e.g. '1M tok/s', '250k'\n"
-          "  --claim-prompt N         prompt used for the consequences (default 100000)\n"
-          "  --claim-answer N         answer used for the consequences (default 1000)\n"
-          "  --streams LIST           stream counts for the aggregate reading\n"
-          "                           (default 1,100,10000)\n"
-          "  --bytes-per-token BYTES  bytes a model reads per generated token (e.g. 4GB):\n"
-          "                           the memory bandwidth a single stream would need\n"
-          "                           (default: not shown)\n"
+          "  --claim-prompt N         prompt used for the consequences, 1 to 1T\n"
+          "                           (default 100000)\n"
+          "  --claim-answer N         answer used for the consequences, 1 to 1T\n"
+          "                           (default 1000)\n"
+          "  --streams LIST           stream counts for the aggregate reading, each 1 to\n"
+          "                           1M, at most %d (default 1,100,10000)\n"
+          "  --bytes-per-token BYTES  bytes a model reads per generated token (e.g. 4GB),\n"
+          "                           up to 1PB: the memory bandwidth a single stream\n"
+          "                           would need (default: not shown)\n"
           "  --prefill-rate RATE      also: how long filling the context takes (default:\n"
           "                           not shown)\n"
           "\n"
@@ -76,7 +103,12 @@ static void usage(FILE *out) {
           "  --html FILE              also write an HTML page with the plot (default: none)\n"
           "  -h, --help               this help\n"
           "\n"
-          "Exit codes: 0 ok, 1 the HTML file could not be written, 2 bad usage or value.\n");
+          "Counts take k, M, G, T (1T = 10^12). The job flags (-g, --read-tokens, --items,\n"
+          "-c, --step, --rate, --prefill-ratio, --baseline, --html) and the claim flags\n"
+          "(--claim-prompt, --claim-answer, --streams, --bytes-per-token) do not mix.\n"
+          "A result above a million years is refused as a mistake in the inputs.\n"
+          "Exit codes: 0 ok, 1 the HTML file could not be written, 2 bad usage or value.\n",
+          WHATIF_MAX_STEPS, WHATIF_MAX_RATES, WHATIF_MAX_RATES);
 }
 
 /* Prints s left-aligned in `width` columns, counting UTF-8 characters (so
@@ -86,13 +118,26 @@ static void put_cell(const char *s, int width) {
   for (const unsigned char *p = (const unsigned char *)s; *p; p++)
     if ((*p & 0xc0) != 0x80) cols++;
   fputs(s, stdout);
+  if (cols >= width) putchar(' '); /* a wide cell still ends in a blank */
   for (; cols < width; cols++) putchar(' ');
 }
 
 /* "1M", "250k", "75.0": rates read at a glance. */
 static char *fmt_tok_s(double v, char *buf, size_t n) {
   if (v >= 10000) return tm_fmt_count(v, buf, n);
+  if (v < 1) { /* 0.001 tok/s is not "0.00" */
+    snprintf(buf, n, "%.3g", v);
+    return buf;
+  }
   return tm_fmt_rate(v, buf, n);
+}
+
+/* Refuses a result beyond WHATIF_MAX_RESULT_S (see there); what names it. */
+static int check_result(double seconds, const char *what, double rate) {
+  if (seconds <= WHATIF_MAX_RESULT_S) return 0;
+  char r[32];
+  return cli_usage_error(CMD, "%s at %s tok/s would take more than a million years: check the "
+                              "counts and rates", what, fmt_tok_s(rate, r, sizeof r));
 }
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -111,25 +156,69 @@ struct whatif_opts {
   bool json;
 };
 
-static int parse_count(const char *s, const char *flag, double *out, bool allow_zero) {
+/* A whole number from (allow_zero ? 0 : 1) to max; "1M" and "250k" are read. */
+static int parse_count(const char *s, const char *flag, double *out, bool allow_zero,
+                       double max) {
   struct tm_err err;
   double v;
+  char mx[32];
+  tm_fmt_count(max, mx, sizeof mx);
   if (tm_parse_tokens(s, &v, &err) != 0 || v != floor(v) || (!allow_zero && v < 1))
     return cli_usage_error(CMD, "%s: '%s' is not a %s whole number", flag, s,
                            allow_zero ? "non-negative" : "positive");
+  if (!(v <= max))
+    return cli_usage_error(CMD, "%s: '%s' is above the limit of %s", flag, s, mx);
   *out = v;
   return 0;
+}
+
+/* A rate in tok/s within [WHATIF_MIN_RATE, WHATIF_MAX_RATE]. */
+static int check_rate(double v, const char *flag, const char *s) {
+  if (!(v >= WHATIF_MIN_RATE && v <= WHATIF_MAX_RATE))
+    return cli_usage_error(CMD, "%s: '%s' is outside 0.001 to 1T tok/s", flag, s);
+  return 0;
+}
+
+static int parse_rate_flag(const char *s, const char *flag, double *out) {
+  struct tm_err err;
+  double v;
+  if (tm_parse_tokens(s, &v, &err) != 0 || !(v > 0))
+    return cli_usage_error(CMD, "%s: '%s' is not a rate above 0 tok/s", flag, s);
+  if (check_rate(v, flag, s) != 0) return TM_EXIT_USAGE;
+  *out = v;
+  return 0;
+}
+
+/* A comma list with an empty element ("1,,2", ",1", "1,") is a typo, not a
+ * shorter list: refused, naming the flag. */
+static int check_list(const char *s, const char *flag) {
+  const char *p = s;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    bool blank = true;
+    for (size_t i = 0; i < len; i++)
+      if (p[i] != ' ') blank = false;
+    if (blank)
+      return cli_usage_error(CMD, "%s: '%s' has an empty element (write e.g. 1,100,10000)", flag,
+                             s);
+    if (!comma) return 0;
+    p = comma + 1;
+  }
 }
 
 static int parse_streams(const char *s, struct whatif_opts *o) {
   char buf[256];
   if (strlen(s) >= sizeof buf) return cli_usage_error(CMD, "--streams: too long");
+  if (check_list(s, "--streams") != 0) return TM_EXIT_USAGE;
   strcpy(buf, s);
   o->n_streams = 0;
   char *save = NULL;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (o->n_streams == WHATIF_MAX_RATES) return cli_usage_error(CMD, "--streams: too many");
-    if (parse_count(t, "--streams", &o->streams[o->n_streams], false) != 0) return TM_EXIT_USAGE;
+    if (o->n_streams == WHATIF_MAX_RATES)
+      return cli_usage_error(CMD, "--streams: at most %d values", WHATIF_MAX_RATES);
+    if (parse_count(t, "--streams", &o->streams[o->n_streams], false, WHATIF_MAX_STREAMS) != 0)
+      return TM_EXIT_USAGE;
     o->n_streams++;
   }
   if (o->n_streams == 0) return cli_usage_error(CMD, "--streams: empty list");
@@ -148,8 +237,16 @@ static int run_claim(const struct whatif_opts *o) {
                                .n_streams = o->n_streams};
   if (tm_parse_tokens(o->claim, &in.value, &err) != 0)
     return cli_usage_error(CMD, "--claim: %s", err.msg);
+  if (check_rate(in.value, "--claim", o->claim) != 0) return TM_EXIT_USAGE;
   struct whatif_claim_out c;
   if (whatif_claim(&in, &c, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  if (check_result(c.prefill_prompt_s, "the prompt", in.value) ||
+      check_result(c.decode_answer_s, "the answer", in.value) ||
+      (isfinite(c.context_fill_s) && check_result(c.context_fill_s, "the context", in.prefill_tok_s)))
+    return TM_EXIT_USAGE;
+  for (size_t i = 0; i < c.n_at; i++)
+    if (check_result(c.at[i].answer_s, "the answer", c.at[i].per_stream_tok_s))
+      return TM_EXIT_USAGE;
   char v[32], a[32], b[32], d[32];
   fmt_tok_s(in.value, v, sizeof v);
   if (o->json) {
@@ -210,7 +307,7 @@ static int run_claim(const struct whatif_opts *o) {
   printf("\naggregate throughput (AT): %s tok/s summed over concurrent streams.\n", v);
   printf("  %-12s %-18s %s\n", "streams", "per stream (DC)", "one answer");
   for (size_t i = 0; i < c.n_at; i++) {
-    char s1[32], s2[32];
+    char s1[32], s2[48];
     tm_fmt_count(c.at[i].streams, s1, sizeof s1);
     snprintf(s2, sizeof s2, "%s tok/s", fmt_tok_s(c.at[i].per_stream_tok_s, a, sizeof a));
     printf("  %-12s %-18s %s\n", s1, s2, tm_fmt_duration(c.at[i].answer_s, b, sizeof b));
@@ -298,9 +395,12 @@ static int run_sweep(struct whatif_opts *o) {
   if (whatif_check(&o->job, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
   double b = o->baseline > 0 ? o->baseline : o->rates[0];
   if (whatif_eval(&o->job, b, NAN, &base, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
-  for (size_t i = 0; i < o->n_rates; i++)
+  if (check_result(base.total_s, "the job", b)) return TM_EXIT_USAGE;
+  for (size_t i = 0; i < o->n_rates; i++) {
     if (whatif_eval(&o->job, o->rates[i], base.total_s, &rows[i], &err) != 0)
       return cli_usage_error(CMD, "%s", err.msg);
+    if (check_result(rows[i].total_s, "the job", o->rates[i])) return TM_EXIT_USAGE;
+  }
   double limit = whatif_limit_s(&o->job);
   double max_speedup = limit > 0 ? base.total_s / limit : INFINITY;
   if (o->html) {
@@ -372,8 +472,8 @@ static int run_sweep(struct whatif_opts *o) {
   static const char *const head[] = {"rate (DC)", "aggregate (AT)", "read", "generate",
                                      "fixed steps", "end-to-end", "speedup", "fixed share"};
   static const int w[] = {12, 16, 10, 10, 12, 12, 9, 11};
-  for (int k = 0; k < 8; k++) put_cell(head[k], w[k]);
-  printf("\n");
+  for (int k = 0; k < 7; k++) put_cell(head[k], w[k]);
+  printf("%s\n", head[7]); /* last column: no padding */
   for (size_t i = 0; i < o->n_rates; i++) {
     const struct whatif_row *r = &rows[i];
     char cell[48];
@@ -439,66 +539,98 @@ int cmd_whatif(int argc, char **argv) {
   o.streams[0] = 1, o.streams[1] = 100, o.streams[2] = 10000;
   o.n_streams = 3;
   struct tm_err err;
-  bool have_rate = false;
+  bool have_rate = false, have_prefill_rate = false;
+  /* The first flag seen that only the sweep uses, and the first only --claim
+   * uses: mixing them means one of them would be silently ignored. */
+  const char *job_flag = NULL, *claim_flag = NULL;
   optind = 1;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":g:c:r:h", longopts, NULL)) != -1) {
     switch (c) {
       case 'g':
-        if (parse_count(optarg, "--gen-tokens", &o.job.gen_tokens, true)) return TM_EXIT_USAGE;
+        if (parse_count(optarg, "--gen-tokens", &o.job.gen_tokens, true, WHATIF_MAX_COUNT))
+          return TM_EXIT_USAGE;
         o.have_gen = true;
         break;
       case O_READ:
-        if (parse_count(optarg, "--read-tokens", &o.job.read_tokens, true)) return TM_EXIT_USAGE;
+        if (parse_count(optarg, "--read-tokens", &o.job.read_tokens, true, WHATIF_MAX_COUNT))
+          return TM_EXIT_USAGE;
+        if (!job_flag) job_flag = "--read-tokens";
         break;
       case O_ITEMS:
-        if (parse_count(optarg, "--items", &o.job.items, false)) return TM_EXIT_USAGE;
+        if (parse_count(optarg, "--items", &o.job.items, false, WHATIF_MAX_COUNT))
+          return TM_EXIT_USAGE;
+        if (!job_flag) job_flag = "--items";
         break;
       case 'c':
-        if (parse_count(optarg, "--concurrency", &o.job.concurrency, false)) return TM_EXIT_USAGE;
+        if (parse_count(optarg, "--concurrency", &o.job.concurrency, false, WHATIF_MAX_STREAMS))
+          return TM_EXIT_USAGE;
+        if (!job_flag) job_flag = "--concurrency";
         break;
-      case O_STEP:
+      case O_STEP: {
         if (o.job.n_steps == WHATIF_MAX_STEPS)
           return cli_usage_error(CMD, "--step: at most %d steps", WHATIF_MAX_STEPS);
-        if (whatif_parse_step(optarg, &o.steps[o.job.n_steps], &err) != 0)
+        struct whatif_step *st = &o.steps[o.job.n_steps];
+        if (whatif_parse_step(optarg, st, &err) != 0)
           return cli_usage_error(CMD, "--step: %s", err.msg);
+        if (!(st->seconds <= WHATIF_MAX_STEP_S))
+          return cli_usage_error(CMD, "--step: '%s' is longer than 100 years", optarg);
         o.job.n_steps++;
+        if (!job_flag) job_flag = "--step";
         break;
+      }
       case 'r':
+        /* whatif_parse_rates skips empty list elements; a typo must not
+         * shorten the sweep, so they are refused here first. */
+        if (!strstr(optarg, "..") && check_list(optarg, "--rate") != 0) return TM_EXIT_USAGE;
         if (whatif_parse_rates(optarg, o.rates, WHATIF_MAX_RATES, &o.n_rates, &err) != 0)
           return cli_usage_error(CMD, "--rate: %s", err.msg);
+        for (size_t i = 0; i < o.n_rates; i++)
+          if (check_rate(o.rates[i], "--rate", optarg) != 0) return TM_EXIT_USAGE;
         have_rate = true;
         break;
       case O_PREFILL:
-        if (tm_parse_tokens(optarg, &o.job.prefill_tok_s, &err) != 0 || !(o.job.prefill_tok_s > 0))
-          return cli_usage_error(CMD, "--prefill-rate: '%s' is not a rate above 0 tok/s", optarg);
+        if (parse_rate_flag(optarg, "--prefill-rate", &o.job.prefill_tok_s)) return TM_EXIT_USAGE;
+        have_prefill_rate = true;
         break;
       case O_RATIO: {
         char *end;
         o.job.prefill_ratio = strtod(optarg, &end);
-        if (*end || !(o.job.prefill_ratio > 0) || !isfinite(o.job.prefill_ratio))
+        if (end == optarg || *end || !(o.job.prefill_ratio > 0) || !isfinite(o.job.prefill_ratio))
           return cli_usage_error(CMD, "--prefill-ratio: '%s' is not a number above 0", optarg);
+        if (!(o.job.prefill_ratio >= 1e-3 && o.job.prefill_ratio <= WHATIF_MAX_RATIO))
+          return cli_usage_error(CMD, "--prefill-ratio: '%s' is outside 0.001 to 1000000", optarg);
+        if (!job_flag) job_flag = "--prefill-ratio";
         break;
       }
       case O_BASE:
-        if (tm_parse_tokens(optarg, &o.baseline, &err) != 0 || !(o.baseline > 0))
-          return cli_usage_error(CMD, "--baseline: '%s' is not a rate above 0 tok/s", optarg);
+        if (parse_rate_flag(optarg, "--baseline", &o.baseline)) return TM_EXIT_USAGE;
+        if (!job_flag) job_flag = "--baseline";
         break;
       case O_CLAIM: o.claim = optarg; break;
       case O_CPROMPT:
-        if (parse_count(optarg, "--claim-prompt", &o.claim_prompt, false)) return TM_EXIT_USAGE;
+        if (parse_count(optarg, "--claim-prompt", &o.claim_prompt, false, WHATIF_MAX_COUNT))
+          return TM_EXIT_USAGE;
+        if (!claim_flag) claim_flag = "--claim-prompt";
         break;
       case O_CANSWER:
-        if (parse_count(optarg, "--claim-answer", &o.claim_answer, false)) return TM_EXIT_USAGE;
+        if (parse_count(optarg, "--claim-answer", &o.claim_answer, false, WHATIF_MAX_COUNT))
+          return TM_EXIT_USAGE;
+        if (!claim_flag) claim_flag = "--claim-answer";
         break;
       case O_STREAMS:
         if (parse_streams(optarg, &o)) return TM_EXIT_USAGE;
+        if (!claim_flag) claim_flag = "--streams";
         break;
       case O_BPT:
         if (tm_parse_bytes(optarg, &o.bytes_per_token, &err) != 0 || !(o.bytes_per_token > 0))
           return cli_usage_error(CMD, "--bytes-per-token: '%s' is not a size above 0 "
                                       "(e.g. 4GB)", optarg);
+        if (!(o.bytes_per_token <= WHATIF_MAX_BYTES_PER_TOKEN))
+          return cli_usage_error(CMD, "--bytes-per-token: '%s' is above the limit of 1PB",
+                                 optarg);
+        if (!claim_flag) claim_flag = "--bytes-per-token";
         break;
       case O_JSON: o.json = true; break;
       case O_HTML: o.html = optarg; break;
@@ -508,12 +640,19 @@ int cmd_whatif(int argc, char **argv) {
     }
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (have_prefill_rate && o.job.prefill_ratio > 0)
+    return cli_usage_error(CMD, "--prefill-rate and --prefill-ratio both set the prefill rate; "
+                                "give one");
   if (o.claim) {
     if (have_rate || o.have_gen)
       return cli_usage_error(CMD, "--claim reads one figure; leave out --rate and --gen-tokens");
     if (o.html) return cli_usage_error(CMD, "--html draws the sweep; it has no plot for --claim");
+    if (job_flag)
+      return cli_usage_error(CMD, "%s describes a job; --claim does not use it", job_flag);
     return run_claim(&o);
   }
+  if (claim_flag)
+    return cli_usage_error(CMD, "%s applies to --claim only", claim_flag);
   if (!o.have_gen) return cli_usage_error(CMD, "give --gen-tokens (tokens written per item)");
   if (!have_rate) return cli_usage_error(CMD, "give --rate (e.g. 50, or a sweep 100..1M)");
   return run_sweep(&o);

@@ -127,6 +127,31 @@ static struct gguf_file *open_vocab(const char *path, uint32_t *n_vocab, struct 
   return f;
 }
 
+/* What may be at the output path: nothing, or (with force) a regular file.
+ * The file is renamed over the path at the end, and rename() replaces a
+ * device node, a FIFO, a socket or a symbolic link just as readily as a file
+ * (`-o /dev/full --force` once turned /dev/full into a regular file), so
+ * anything but a regular file is refused, force or not. lstat, not stat: a
+ * symbolic link is itself what rename would replace. Checked before the work
+ * and again just before the rename. 0 ok, -1 with err. */
+static int check_target(const char *path, bool force, const char *when, struct tm_err *err) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return 0; /* nothing there (or unreachable: fopen will say) */
+  if (S_ISREG(st.st_mode)) {
+    if (force) return 0;
+    return tm_errf(err, "%s %s (use --force to replace it)", path, when);
+  }
+  const char *kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISLNK(st.st_mode)  ? "a symbolic link"
+                                            : "not a regular file";
+  return tm_errf(err, "%s is %s: synth replaces only regular files, even with --force", path,
+                 kind);
+}
+
 int synth_write(const struct synth_options *opt, const char *path, synth_progress_fn progress,
                 void *ctx, struct synth_result *res_out, struct tm_err *err) {
   struct synth_result res_local;
@@ -141,11 +166,12 @@ int synth_write(const struct synth_options *opt, const char *path, synth_progres
   char tmp[4200] = "";
   int rc = -1;
 
-  struct stat st;
-  if (!opt->force && stat(path, &st) == 0) {
-    tm_errf(err, "%s already exists (use --force to replace it)", path);
+  if (!path || !*path) {
+    tm_errf(err, "the output path is empty");
     return err_kind(res, SYNTH_ERR_INPUT);
   }
+  if (check_target(path, opt->force, "already exists", err) != 0)
+    return err_kind(res, SYNTH_ERR_INPUT);
   if (opt->vocab_from) {
     vocab = open_vocab(opt->vocab_from, &shape.n_vocab, err);
     if (!vocab) return err_kind(res, SYNTH_ERR_INPUT);
@@ -217,8 +243,7 @@ int synth_write(const struct synth_options *opt, const char *path, synth_progres
     goto done;
   }
   out = NULL;
-  if (!opt->force && stat(path, &st) == 0) {
-    tm_errf(err, "%s appeared while writing (use --force to replace it)", path);
+  if (check_target(path, opt->force, "appeared while writing", err) != 0) {
     err_kind(res, SYNTH_ERR_INPUT);
     goto done;
   }

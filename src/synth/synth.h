@@ -8,7 +8,8 @@
  *    elements), each from its own generator seeded by (seed, tensor index, chunk
  *    index). Changing SYNTH_CHUNK_ELEMS changes every file.
  *  - The file appears atomically: written to "<path>.tmp.<pid>", renamed at the
- *    end, the temp file removed on any failure.
+ *    end, the temp file removed on any failure. Only a regular file is ever
+ *    replaced (see force).
  *  - Weights: normal, per-tensor scale chosen so activations keep their size
  *    through every layer (see synth_tensor_init for the reasoning).
  *  - Vocabulary: tokenizer.ggml.model = "none" with {arch}.vocab_size, or every
@@ -36,7 +37,9 @@ struct synth_options {
   unsigned n_threads;     /* worker threads; 0 = online CPUs */
   const char *vocab_from; /* GGUF whose tokenizer.* keys to copy; NULL = "none" */
   const char *name;       /* general.name; NULL = "tokmeter-synth-<arch>" */
-  bool force;             /* replace an existing file at the path */
+  bool force;             /* replace an existing regular file at the path; anything
+                           * else there (directory, device, FIFO, socket, symbolic
+                           * link) is refused with SYNTH_ERR_INPUT, force or not */
 };
 
 /* Defaults: seed 1, threads 0 (all CPUs), tokenizer none, no force. The shape
@@ -45,7 +48,8 @@ void synth_options_init(struct synth_options *opt);
 
 enum synth_err_kind {
   SYNTH_ERR_NONE = 0,
-  SYNTH_ERR_INPUT = 1,   /* bad shape/type, unusable --vocab-from, file exists */
+  SYNTH_ERR_INPUT = 1,   /* bad shape/type, unusable --vocab-from, file exists,
+                          * path is not a regular file */
   SYNTH_ERR_RUNTIME = 2, /* I/O, memory, threads */
 };
 

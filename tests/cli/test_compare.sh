@@ -139,6 +139,40 @@ echo '{"record":"identity","schema":1,"id":"W","backend":"engine"}' >"$dir/idonl
 expect_exit 2 "$TOKMETER" compare "$dir/a.jsonl" "$dir/idonly.jsonl"
 grep -q "no timed successful runs" "$dir/err" || fail "identity-only file: $(cat "$dir/err")"
 [ "$(wc -l <"$dir/err")" = 1 ] || fail "more than one error line: $(cat "$dir/err")"
+
+# flag bounds: exit 2 with one message naming the flag, no output
+expect_flag() { # FLAG, then the compare arguments
+  local flag=$1; shift
+  expect_exit 2 "$TOKMETER" compare "$@"
+  grep -q -- "$flag" "$dir/err" || fail "'$*': message does not name $flag: $(cat "$dir/err")"
+  [ ! -s "$dir/out" ] || fail "'$*': output on stdout"
+}
+ab=("$dir/a.jsonl" "$dir/b.jsonl")
+# a seed the JSON cannot hold exactly was once clamped to 9223372036854775807
+expect_flag --seed --method bootstrap --seed 99999999999999999999999 "${ab[@]}"
+expect_flag --seed --method bootstrap --seed 18446744073709551615 "${ab[@]}"
+expect_flag --seed --method bootstrap --seed 9223372036854775808 "${ab[@]}"
+expect_flag --seed --method bootstrap --seed -1 "${ab[@]}"
+expect_flag --seed --method bootstrap --seed 0x10 "${ab[@]}"
+# the largest seed is stored exactly
+expect_exit 0 "$TOKMETER" compare --method bootstrap --resamples 100 --seed 9223372036854775807 \
+  --json "${ab[@]}"
+grep -q '"seed": 9223372036854775807,' "$dir/out" || fail "largest seed not stored exactly: $(grep seed "$dir/out")"
+expect_exit 0 "$TOKMETER" compare --method bootstrap --seed 12345 --json "${ab[@]}"
+grep -q '"seed": 12345,' "$dir/out" || fail "--seed 12345 not in the JSON: $(grep seed "$dir/out")"
+# --confidence: a percentage from 50 to 99.9, as --help says
+expect_flag --confidence --confidence 99.95 "${ab[@]}"
+expect_flag --confidence --confidence 99.99 "${ab[@]}"
+expect_flag --confidence --confidence nan "${ab[@]}"
+expect_exit 0 "$TOKMETER" compare --confidence 99.9 --json "${ab[@]}"
+grep -q '"confidence": 0.999' "$dir/out" || fail "--confidence 99.9 is not 0.999"
+# bootstrap-only flags with the welch method would change nothing
+expect_flag --resamples --resamples 100 "${ab[@]}"
+expect_flag --resamples --method welch --resamples 100 "${ab[@]}"
+expect_flag --seed --seed 5 "${ab[@]}"
+grep -q "applies to --method bootstrap" "$dir/err" || fail "welch --seed: $(cat "$dir/err")"
+expect_exit 0 "$TOKMETER" compare --resamples 100 --method bootstrap "${ab[@]}"
+
 expect_exit 0 "$TOKMETER" compare --help
 for f in --confidence --method --resamples --seed --json --help; do
   grep -q -- "$f" "$dir/out" || fail "--help does not list $f"

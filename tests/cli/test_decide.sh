@@ -41,6 +41,41 @@ echo '{"record":"run", "truncated' >"$tmp/bad.jsonl"
 expect_usage "corrupt results" -p 1000 -n 201 "${api[@]}" --results "$tmp/bad.jsonl"
 [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "corrupt: more than one message"
 
+# --- bounds (stated in --help): exit 2 and a message naming the flag -----------
+base=(-p 500 -n 200 --device-prefill 100 --device-decode 20 --api-ttft 0.5s --api-decode 50)
+expect_flag() { # FLAG VALUE: the base job with FLAG VALUE appended must be refused naming FLAG
+  expect_usage "$1 $2" "${base[@]}" "$1" "$2"
+  grep -q -- "$1" "$tmp/err" || fail "$1 $2: message does not name $1: $(cat "$tmp/err")"
+  [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "$1 $2: more than one message: $(cat "$tmp/err")"
+}
+big=99999999999999999999   # above 2^64: once 'complete answer 158440439070 years'
+for f in --output-tokens --prompt-tokens --requests-per-day --device-lifetime-days \
+         --device-watts --kwh-price --device-price --price-in --price-out; do
+  expect_flag "$f" "$big"
+done
+expect_flag --output-tokens 1000000000001      # counts: at most 1e12
+expect_flag --device-lifetime-days 36526       # at most 100 years
+for f in --api-ttft --api-rtt --device-overhead --device-load; do
+  expect_flag "$f" "${big}d"                   # once '273785078713210112 years500 ms'
+  expect_flag "$f" 36526d
+done
+for f in --device-prefill --device-decode --api-prefill --api-decode; do
+  expect_flag "$f" 1e20
+  expect_flag "$f" 0.0001
+done
+expect_usage "a million-year answer" "${base[@]}" -n 1e12 --device-decode 0.001
+grep -q "million years" "$tmp/err" || fail "million years: $(cat "$tmp/err")"
+# the limits themselves are accepted
+"$TOKMETER" decide "${base[@]}" --api-rtt 36525d --device-lifetime-days 36525 -q 1e12 --json \
+  >"$tmp/edge" || fail "edge values refused: $(cat "$tmp/edge")"
+python3 -c "
+import json; d=json.load(open('$tmp/edge'))
+assert d['inputs']['api_rtt_s'] == 36525 * 86400 and d['inputs']['requests_per_day'] == 1e12, d
+" || fail "edge values"
+# a decode rate below 1 tok/s is shown, not rounded to 0.00
+"$TOKMETER" decide "${base[@]}" --device-decode 0.005 >"$tmp/slow" || fail "slow decode run"
+grep -q "decode 0.005 tok/s (DC)" "$tmp/slow" || fail "0.005 tok/s shown as: $(head -3 "$tmp/slow")"
+
 # --- the worked example (docs/decide.md) ----------------------------------------
 # device: first 1000/500 = 2 s, complete 2 + 200/20 = 12 s; reload +5 s: 7 s, 17 s
 # API: first 0.1 + 0.4 = 0.5 s, complete 0.5 + 200/50 = 4.5 s

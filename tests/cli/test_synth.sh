@@ -37,6 +37,48 @@ grep -q "already exists" "$dir/err" || fail "no 'already exists' message"
 expect_exit 0 "$TOKMETER" synth --preset tiny --type Q8_0 -o "$dir/tiny.gguf" --force
 cmp -s "$dir/tiny.gguf" "$dir/tiny2.gguf" && fail "--force did not replace the file"
 
+# never replace what is not a regular file, --force or not (the temp file used to
+# be renamed over whatever was there: `-o /dev/full --force` made /dev/full a
+# regular file). Tested on a FIFO, a directory, a socket and symbolic links made
+# here, never on /dev nodes.
+mkfifo "$dir/fifo"
+mkdir "$dir/adir"
+ln -s "$dir/fifo" "$dir/link-to-fifo"
+ln -s "$dir/tiny2.gguf" "$dir/link-to-file"
+cp "$dir/tiny2.gguf" "$dir/tiny2.before"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$dir/sock"
+for t in fifo:p adir:d link-to-fifo:l link-to-file:l sock:s; do
+  name=${t%%:*} kind=${t##*:}
+  for force in --force ""; do
+    expect_exit 2 "$TOKMETER" synth --preset tiny -o "$dir/$name" $force
+    grep -q "is a .*synth replaces only regular files" "$dir/err" || fail "$name $force: $(cat "$dir/err")"
+    [ "$(wc -l <"$dir/err")" = 1 ] || fail "$name $force: more than one line: $(cat "$dir/err")"
+    case $kind in
+      p) [ -p "$dir/$name" ] || fail "$name $force: the FIFO was replaced" ;;
+      d) [ -d "$dir/$name" ] && [ ! -L "$dir/$name" ] || fail "$name $force: the directory was replaced" ;;
+      l) [ -L "$dir/$name" ] || fail "$name $force: the symbolic link was replaced" ;;
+      s) [ -S "$dir/$name" ] || fail "$name $force: the socket was replaced" ;;
+    esac
+  done
+done
+[ -z "$(ls -A "$dir/adir")" ] || fail "something was written into the directory"
+ls "$dir"/*.tmp.* >/dev/null 2>&1 && fail "temp file left behind by a refused path"
+cmp -s "$dir/tiny2.gguf" "$dir/tiny2.before" || fail "the file behind link-to-file changed"
+expect_exit 2 "$TOKMETER" synth --preset tiny -o ""
+grep -q -- "--output" "$dir/err" || fail "empty -o: $(cat "$dir/err")"
+
+# --rope-base / --rms-eps: finite and in range (inf was written into the file)
+for v in inf -inf nan 1e999 1e13 0.5 0; do
+  expect_exit 2 "$TOKMETER" synth --preset tiny --rope-base "$v" -o "$dir/x.gguf"
+  grep -q -- "--rope-base" "$dir/err" || fail "--rope-base $v: $(cat "$dir/err")"
+done
+for v in inf nan 1e999 2 1e-13 0; do
+  expect_exit 2 "$TOKMETER" synth --preset tiny --rms-eps "$v" -o "$dir/x.gguf"
+  grep -q -- "--rms-eps" "$dir/err" || fail "--rms-eps $v: $(cat "$dir/err")"
+done
+[ -e "$dir/x.gguf" ] && fail "a refused --rope-base/--rms-eps wrote x.gguf"
+expect_exit 0 "$TOKMETER" synth --preset tiny --rope-base 1e12 --rms-eps 1e-12 -o "$dir/edge.gguf"
+
 # default output name in the current directory
 (cd "$dir" && "$TOKMETER" synth --preset tiny-moe --type Q8_0 >/dev/null) || fail "default path"
 [ -s "$dir/tiny-moe-Q8_0.gguf" ] || fail "default output tiny-moe-Q8_0.gguf missing"
@@ -52,6 +94,10 @@ if [ -n "${TOKMETER_FIXTURES:-}" ] && [ -f "$TOKMETER_FIXTURES/gguf/ggml-vocab-l
   expect_exit 0 "$TOKMETER" synth --preset tiny --vocab-from "$TOKMETER_FIXTURES/gguf/ggml-vocab-llama-spm.gguf" -o "$dir/voc.gguf"
   expect_exit 2 "$TOKMETER" synth --preset tiny --vocab-from "$dir/l3.gguf" -o "$dir/voc2.gguf"
   grep -q "tokenizer" "$dir/err" || fail "vocab-from without tokenizer: $(cat "$dir/err")"
+  # both set the vocabulary size: --vocab was once silently ignored
+  expect_exit 2 "$TOKMETER" synth --preset tiny --vocab-from "$TOKMETER_FIXTURES/gguf/ggml-vocab-llama-spm.gguf" --vocab 100 -o "$dir/voc3.gguf"
+  grep -q -- "--vocab and --vocab-from" "$dir/err" || fail "--vocab with --vocab-from: $(cat "$dir/err")"
+  [ -e "$dir/voc3.gguf" ] && fail "--vocab with --vocab-from wrote a file"
 fi
 
 # bad usage: exit 2 with a message

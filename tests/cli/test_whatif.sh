@@ -40,6 +40,59 @@ expect_usage "zero items" -g 100 --rate 50 --items 0
 expect_usage "claim with rate" --claim 1M --rate 50
 expect_usage "bad claim" --claim lots
 
+# --- bounds (stated in --help): exit 2 and a message naming the flag -----------
+expect_flag() { # FLAG, then the arguments: usage error whose message names FLAG
+  local flag=$1; shift
+  expect_usage "$flag: $*" "$@"
+  grep -q -- "$flag" "$tmp/err" || fail "$*: message does not name $flag: $(cat "$tmp/err")"
+  [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "$*: more than one message: $(cat "$tmp/err")"
+}
+big=99999999999999999999   # above 2^64: once printed as '-0 waves' and '31688087814 years0 s'
+expect_flag --concurrency -g 100 -r 100 -c "$big"
+expect_flag --concurrency -g 100 -r 100 -c 1000001          # streams: at most 1M
+expect_flag --gen-tokens -g "$big" -r 100
+expect_flag --gen-tokens -g 1000000000001 -r 100            # tokens: at most 1T
+expect_flag --items -g 100 -r 100 --items "$big"
+expect_flag --read-tokens -g 100 -r 100 --prefill-rate 10 --read-tokens "$big"
+expect_flag --claim-prompt --claim 1M --claim-prompt "$big"
+expect_flag --claim-answer --claim 1M --claim-answer "$big"
+expect_flag --streams --claim 1M --streams "$big"
+expect_flag --step -g 100 -r 100 --step "review=${big}d"
+expect_flag --step -g 100 -r 100 --step review=36525.1d       # over 100 years
+expect_flag --rate -g 100 -r 1e20
+expect_flag --rate -g 100 -r 0.0001
+expect_flag --prefill-rate -g 100 -r 100 --read-tokens 5 --prefill-rate 1e20
+expect_flag --baseline -g 100 -r 100 --baseline 1e20
+expect_flag --claim --claim 1e20
+expect_flag --prefill-ratio -g 100 -r 100 --read-tokens 5 --prefill-ratio 1e9
+expect_flag --bytes-per-token --claim 1M --bytes-per-token 2PB
+# lists with an empty element are typos, not shorter lists
+for list in 1,,2 ,1 1, 1M,, "1, ,2"; do expect_flag --rate -g 100 -r "$list"; done
+for list in 1,,2 ,1 1,; do expect_flag --streams --claim 1M --streams "$list"; done
+# two flags that set the same thing, or a flag the mode does not use
+expect_flag --prefill-ratio -g 100 -r 100 --read-tokens 10 --prefill-rate 10 --prefill-ratio 2
+expect_flag --items --claim 1M --items 5
+expect_flag --step --claim 1M --step review=10
+expect_flag --streams -g 100 -r 100 --streams 5
+expect_flag --bytes-per-token -g 100 -r 100 --bytes-per-token 4GB
+# in range one by one, beyond a million years together
+expect_usage "a job of a million years" -g 1T --items 1T -r 0.001
+grep -q "million years" "$tmp/err" || fail "million years: $(cat "$tmp/err")"
+# the bounds themselves are accepted, and exact
+"$TOKMETER" whatif -g 1T --items 1M -c 1M -r 1T --json >"$tmp/edge" || fail "edge values refused"
+python3 -c "
+import json; d=json.load(open('$tmp/edge'))
+assert d['inputs']['gen_tokens'] == 1e12 and d['inputs']['concurrency'] == 1e6, d['inputs']
+assert d['rows'][0]['waves'] == 1 and d['rows'][0]['generate_s'] == 1.0, d['rows']
+" || fail "edge values: $(cat "$tmp/edge")"
+# a cell wider than its column still leaves a blank before the next one
+"$TOKMETER" whatif -g 1T -r 1000 >"$tmp/wide" || fail "wide cell run"
+grep -qE "^1000 tok/s +1000 tok/s +- +31.7 years +0 s +31.7 years +1.00x +0.0%$" "$tmp/wide" \
+  || fail "wide cells run together: $(cat "$tmp/wide")"
+# a rate below 1 tok/s is shown, not rounded to 0.00
+"$TOKMETER" whatif -g 10 -r 0.001 >"$tmp/slow" || fail "slow rate run"
+grep -qE "^0.001 tok/s " "$tmp/slow" || fail "0.001 tok/s shown as: $(cat "$tmp/slow")"
+
 # --- the worked example -------------------------------------------------------
 # 10 items, 4 streams -> 3 waves; per item read 2000 at 4000 tok/s, write 1000.
 # steps: test 30 s per item (3 waves x 30 = 90 s), review 600 s per job.
