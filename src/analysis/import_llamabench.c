@@ -3,6 +3,7 @@
 #include "analysis/import_llamabench.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -111,10 +112,70 @@ static int str_field(json_t *o, const char *key, const char *where, bool require
   return 0;
 }
 
+/* A value for messages: -1.5, "x", null, an array. */
+static void describe(json_t *v, char *buf, size_t n) {
+  if (json_is_integer(v)) snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+  else if (json_is_real(v)) snprintf(buf, n, "%g", json_real_value(v));
+  else if (json_is_string(v)) snprintf(buf, n, "a string");
+  else if (json_is_null(v)) snprintf(buf, n, "null");
+  else if (json_is_boolean(v)) snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
+  else snprintf(buf, n, "%s", json_is_array(v) ? "an array" : "an object");
+}
+
+/* llama-bench's own figures beside the samples: samples_ts (tok/s per
+ * sample), avg_ns / stddev_ns, avg_ts / stddev_ts. The runs are built from
+ * samples_ns alone, so a file whose figures disagree with it (edited, or
+ * cut and pasted from two outputs) would be imported as rates nobody
+ * measured: samples_ts must have one value per sample, each within 1% of
+ * tokens / time (llama-bench computes it so: (n_prompt + n_gen) * 1e9 / ns);
+ * the averages must be positive, the deviations >= 0 (or the key absent /
+ * null, as in older builds). */
+static int check_reported(json_t *o, const struct lb_entry *e, struct tm_err *err) {
+  const char *w = e->where;
+  static const char *const keys[] = {"avg_ns", "avg_ts", "stddev_ns", "stddev_ts"};
+  for (size_t k = 0; k < 4; k++) {
+    json_t *v = json_object_get(o, keys[k]);
+    if (!v || json_is_null(v)) continue;
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    bool avg = k < 2;
+    if (isfinite(x) && (avg ? x > 0 : x >= 0)) continue;
+    char d[32];
+    describe(v, d, sizeof d);
+    return tm_errf(err, "%s: field \"%s\" %s is not a %s number", w, keys[k], d,
+                   avg ? "positive" : "non-negative");
+  }
+  json_t *ts = json_object_get(o, "samples_ts");
+  if (!ts || json_is_null(ts) || e->avg_only) return 0;
+  if (!json_is_array(ts))
+    return tm_errf(err, "%s: field \"samples_ts\" is not an array", w);
+  if (json_array_size(ts) != e->n_samples)
+    return tm_errf(err, "%s: field \"samples_ts\" has %zu value%s, samples_ns %zu", w,
+                   json_array_size(ts), json_array_size(ts) == 1 ? "" : "s", e->n_samples);
+  double tokens = (double)e->n_prompt + (double)e->n_gen;
+  if (tokens <= 0) return 0; /* n_prompt and n_gen both 0: the caller says so */
+  for (size_t i = 0; i < e->n_samples; i++) {
+    json_t *v = json_array_get(ts, i);
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    char d[32];
+    describe(v, d, sizeof d);
+    if (!isfinite(x) || !(x > 0))
+      return tm_errf(err, "%s: samples_ts[%zu] %s is not a positive rate", w, i, d);
+    double want = tokens * 1e9 / e->ns[i];
+    if (fabs(x - want) > 0.01 * want + 1e-6)
+      return tm_errf(err, "%s: samples_ts[%zu] %s tok/s disagrees with samples_ns[%zu] %.0f ns "
+                          "(%.6g tok/s for %.0f tokens)",
+                     w, i, d, i, e->ns[i], want, tokens);
+  }
+  return 0;
+}
+
 static int check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
   const char *w = e->where;
   if (!json_is_object(o)) return tm_errf(err, "%s: not a JSON object (not llama-bench output)", w);
   e->obj = o;
+  if (json_is_string(json_object_get(o, "record")) && !json_object_get(o, "model_type"))
+    return tm_errf(err, "%s: a tokmeter record, not llama-bench output (report and compare "
+                        "read it as it is)", w);
   if (str_field(o, "model_type", w, true, &e->model_type, err) ||
       str_field(o, "model_filename", w, false, &e->model_filename, err) ||
       str_field(o, "test_time", w, false, &e->test_time, err) ||
@@ -126,9 +187,15 @@ static int check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
       int_field(o, "n_depth", w, false, 0, 0, &e->n_depth, err) ||
       int_field(o, "n_threads", w, true, 0, 1, &e->n_threads, err))
     return -1;
-  if (e->n_prompt > 1000000000 || e->n_gen > 1000000000 || e->n_depth > 1000000000 ||
-      e->n_threads > 1000000)
-    return tm_errf(err, "%s: n_prompt / n_gen / n_depth / n_threads out of range", w);
+  const char *big = e->n_prompt > 1000000000   ? "n_prompt"
+                    : e->n_gen > 1000000000    ? "n_gen"
+                    : e->n_depth > 1000000000  ? "n_depth"
+                    : e->n_threads > 1000000   ? "n_threads"
+                                               : NULL;
+  if (big)
+    return tm_errf(err, "%s: field \"%s\" is %lld (at most %d expected)", w, big,
+                   (long long)json_integer_value(json_object_get(o, big)),
+                   strcmp(big, "n_threads") ? 1000000000 : 1000000);
   /* samples_ns: one timing per repetition; older llama-bench builds wrote only
    * avg_ns (then one run stands for the mean, said in a warning). */
   json_t *s = json_object_get(o, "samples_ns");
@@ -155,14 +222,15 @@ static int check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
     if (!e->ns) return tm_errf(err, "out of memory");
     e->ns[0] = json_number_value(a);
   }
-  return 0;
+  return check_reported(o, e, err);
 }
 
 /* The input as a list of objects (borrowed from *root, which the caller
  * frees). JSON: an array (or one object); JSONL: one object per line. */
 static int parse_input(const char *text, size_t len, json_t **root, json_t **items,
-                       char *format, struct tm_err *err) {
+                       char *format, size_t **line_of, struct tm_err *err) {
   *root = *items = NULL;
+  *line_of = NULL;
   size_t i = 0;
   while (i < len && isspace((unsigned char)text[i])) i++;
   json_t *arr = json_array();
@@ -205,6 +273,13 @@ static int parse_input(const char *text, size_t len, json_t **root, json_t **ite
       if (!v)
         return tm_errf(err, "line %zu: not valid JSON at byte %zu (column %d): %s", line,
                        pos + (je.position > 0 ? (size_t)je.position : 0), je.column, je.text);
+      size_t *grown = realloc(*line_of, (json_array_size(arr) + 1) * sizeof *grown);
+      if (!grown) {
+        json_decref(v);
+        return tm_errf(err, "out of memory");
+      }
+      *line_of = grown;
+      grown[json_array_size(arr)] = line;
       if (json_array_append_new(arr, v)) return tm_errf(err, "out of memory");
     }
     pos = end + 1;
@@ -581,7 +656,8 @@ int import_llamabench(const char *text, size_t len, const struct import_opts *o,
   int rc = -1;
   json_t **summaries = NULL;
   size_t n_items = 0;
-  if (parse_input(text, len, &root, &items, out->format, err) != 0) goto done;
+  size_t *line_of = NULL; /* JSONL: the line of each entry */
+  if (parse_input(text, len, &root, &items, out->format, &line_of, err) != 0) goto done;
   n_items = json_array_size(items);
   es = calloc(n_items ? n_items : 1, sizeof *es);
   summaries = calloc(n_items ? n_items : 1, sizeof *summaries);
@@ -592,8 +668,8 @@ int import_llamabench(const char *text, size_t len, const struct import_opts *o,
   for (size_t i = 0; i < n_items; i++) {
     struct lb_entry *e = &es[n_es];
     memset(e, 0, sizeof *e);
-    if (!strcmp(out->format, "jsonl"))
-      snprintf(e->where, sizeof e->where, "entry %zu (JSONL record %zu)", i, i + 1);
+    if (!strcmp(out->format, "jsonl") && line_of)
+      snprintf(e->where, sizeof e->where, "line %zu (entry %zu)", line_of[i], i);
     else
       snprintf(e->where, sizeof e->where, "entry %zu", i);
     int c = check_entry(json_array_get(items, i), e, err);
@@ -664,6 +740,7 @@ done:
     for (size_t i = 0; i < n_items; i++)
       if (summaries[i]) json_decref(summaries[i]);
   free(summaries);
+  free(line_of);
   json_decref(items);
   json_decref(root);
   if (rc != 0) import_out_free(out);
@@ -675,4 +752,44 @@ void import_out_free(struct import_out *out) {
   for (size_t i = 0; i < out->n_lines; i++) json_decref(out->lines[i]);
   free(out->lines);
   memset(out, 0, sizeof *out);
+}
+
+int import_check_output(const char *path, struct tm_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return errno == ENOENT ? 0 : tm_errf(err, "%s: cannot open: %s", path, strerror(errno));
+  enum { MAX_LINE = 1 << 20 };
+  char *buf = malloc(MAX_LINE);
+  if (!buf) {
+    fclose(f);
+    return tm_errf(err, "out of memory");
+  }
+  size_t n = 0;
+  int c = 0, rc = 0;
+  bool any = false, nul = false;
+  /* the first non-blank line */
+  while ((c = fgetc(f)) != EOF) {
+    if (c == 0) nul = true;
+    if (c == '\n') {
+      if (n) break;
+      continue;
+    }
+    if (!n && isspace(c)) continue;
+    any = true;
+    if (n + 1 >= MAX_LINE) break;
+    buf[n++] = (char)c;
+  }
+  const char *why = NULL;
+  if (any) {
+    json_t *v = nul ? NULL : json_loadb(buf, n, 0, NULL);
+    if (!v || !json_is_string(json_object_get(v, "record")))
+      why = v && json_is_object(v) ? "its first line is not a tokmeter record"
+                                   : "its first line is not a JSON object";
+    json_decref(v);
+    if (!why && (fseek(f, -1, SEEK_END) != 0 || fgetc(f) != '\n'))
+      why = "its last line is cut (no newline at the end)";
+  }
+  if (why) rc = tm_errf(err, "%s: not a tokmeter results file (%s): refusing to append", path, why);
+  free(buf);
+  fclose(f);
+  return rc;
 }

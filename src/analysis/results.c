@@ -1,13 +1,303 @@
-/* results: JSON Lines results files -> invocations (see results.h). */
+/* results: JSON Lines results files -> invocations (see results.h).
+ *
+ * Owns the check of every record against docs/records.md's types before any
+ * command computes with it: a negative rate, a thread count that is a string
+ * or a test named "zz99" would otherwise turn into a wrong figure or a lost
+ * column with exit 0. The checks cover what the analysis reads (series, TTFT
+ * fit, report plots); every line tokmeter itself writes passes them (null
+ * wherever the writers put null: record_json_num writes null for a
+ * non-finite figure). */
 #include "analysis/results.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------ checks --- */
+
+/* Where a record came from, for messages: "FILE:LINE: <problem>". */
+struct where {
+  const char *source;
+  size_t lineno;
+  struct tm_err *err;
+};
+
+static int bad(const struct where *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(const struct where *w, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return tm_errf(w->err, "%s:%zu: %s", w->source, w->lineno, msg);
+}
+
+/* A value as the message shows it: -100, 1e+300, "x" (cut, one line), null,
+ * an object. */
+static void describe(json_t *v, char *buf, size_t n) {
+  if (json_is_integer(v)) {
+    snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+  } else if (json_is_real(v)) {
+    snprintf(buf, n, "%g", json_real_value(v));
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    size_t len = strlen(s), k = 0, o = 0;
+    if (n < 8) { snprintf(buf, n, "\"\""); return; }
+    buf[o++] = '"';
+    for (; k < len && k < 40 && o + 5 < n; k++)
+      buf[o++] = (s[k] >= 0x20 && s[k] < 0x7f) ? s[k] : '?';
+    if (k < len && o + 4 < n) { buf[o++] = '.'; buf[o++] = '.'; buf[o++] = '.'; }
+    buf[o++] = '"';
+    buf[o] = 0;
+  } else if (json_is_null(v)) {
+    snprintf(buf, n, "null");
+  } else if (json_is_boolean(v)) {
+    snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
+  } else {
+    snprintf(buf, n, "%s", json_is_array(v) ? "an array" : "an object");
+  }
+}
+
+enum num_rule {
+  NUM_RATE,    /* tok/s: > 0 (a blank is null, never 0) */
+  NUM_MS,      /* a time: >= 0 ms */
+  NUM_NONNEG,  /* a ceiling part, a size: >= 0 */
+};
+
+/* A number under rule, or null, or absent. name is how the message calls it. */
+static int check_num_at(const struct where *w, json_t *v, const char *name, enum num_rule rule) {
+  if (!v || json_is_null(v)) return 0;
+  double x = json_is_number(v) ? json_number_value(v) : NAN;
+  bool ok = isfinite(x) && (rule == NUM_RATE ? x > 0 : x >= 0);
+  if (ok) return 0;
+  char d[64];
+  describe(v, d, sizeof d);
+  return bad(w, "%s %s is not %s", name, d,
+             rule == NUM_RATE ? "a positive rate (tok/s, or null)"
+             : rule == NUM_MS ? "a time >= 0 ms (or null)"
+                              : "a number >= 0 (or null)");
+}
+
+static int check_num(const struct where *w, json_t *obj, const char *path, enum num_rule rule) {
+  return check_num_at(w, json_path(obj, path), path, rule);
+}
+
+/* An integer in [lo, hi]; absent is an error only when required, null only
+ * when nullable. what: "a positive integer" etc., for the message. */
+static int check_int_at(const struct where *w, json_t *v, const char *name, long long lo,
+                        long long hi, bool required, bool nullable, const char *what) {
+  if (!v) return required ? bad(w, "%s missing (%s expected)", name, what) : 0;
+  if (json_is_null(v) && nullable) return 0;
+  if (json_is_integer(v)) {
+    long long x = (long long)json_integer_value(v);
+    if (x >= lo && x <= hi) return 0;
+    if (x >= lo) return bad(w, "%s %lld is out of range (at most %lld)", name, x, hi);
+  }
+  char d[64];
+  describe(v, d, sizeof d);
+  return bad(w, "%s %s is not %s", name, d, what);
+}
+
+static int check_int(const struct where *w, json_t *obj, const char *path, long long lo,
+                     long long hi, bool required, bool nullable, const char *what) {
+  return check_int_at(w, json_path(obj, path), path, lo, hi, required, nullable, what);
+}
+
+/* true / false, or absent: json_is_true would read "yes" as false and drop
+ * (or keep) a run silently. */
+static int check_bool(const struct where *w, json_t *obj, const char *path) {
+  json_t *v = json_path(obj, path);
+  if (!v || json_is_boolean(v)) return 0;
+  char d[64];
+  describe(v, d, sizeof d);
+  return bad(w, "%s %s is not true or false", path, d);
+}
+
+/* A string, null or absent (labels: a number there would vanish from keys). */
+static int check_str(const struct where *w, json_t *obj, const char *path) {
+  json_t *v = json_path(obj, path);
+  if (!v || json_is_null(v) || json_is_string(v)) return 0;
+  char d[64];
+  describe(v, d, sizeof d);
+  return bad(w, "%s %s is not a string", path, d);
+}
+
+/* An object, null or absent. */
+static int check_obj(const struct where *w, json_t *obj, const char *path) {
+  json_t *v = json_path(obj, path);
+  if (!v || json_is_null(v) || json_is_object(v)) return 0;
+  char d[64];
+  describe(v, d, sizeof d);
+  return bad(w, "%s %s is not an object (or null)", path, d);
+}
+
+#define MAX_THREADS 1000000LL
+#define MAX_TOKENS 1000000000LL
+
+/* decode_by_segment / rates.decode_by_segment: null or [{from, to, tok_s,
+ * ms}] with 1 <= from <= to (the report plots the curve from them). */
+static int check_segments(const struct where *w, json_t *run, const char *path) {
+  json_t *a = json_path(run, path);
+  if (!a || json_is_null(a)) return 0;
+  if (!json_is_array(a)) {
+    char d[64];
+    describe(a, d, sizeof d);
+    return bad(w, "%s %s is not an array (or null)", path, d);
+  }
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    json_t *e = json_array_get(a, i);
+    char name[96];
+    snprintf(name, sizeof name, "%s[%zu]", path, i);
+    if (!json_is_object(e)) return bad(w, "%s is not an object", name);
+    char f[112];
+    snprintf(f, sizeof f, "%s.from", name);
+    if (check_int_at(w, json_object_get(e, "from"), f, 1, MAX_TOKENS, true, false,
+                     "a positive integer"))
+      return -1;
+    snprintf(f, sizeof f, "%s.to", name);
+    if (check_int_at(w, json_object_get(e, "to"), f, 1, MAX_TOKENS, true, false,
+                     "a positive integer"))
+      return -1;
+    if (json_integer_value(json_object_get(e, "to")) < json_integer_value(json_object_get(e, "from")))
+      return bad(w, "%s: to is before from", name);
+    snprintf(f, sizeof f, "%s.tok_s", name);
+    if (check_num_at(w, json_object_get(e, "tok_s"), f, NUM_RATE)) return -1;
+    snprintf(f, sizeof f, "%s.ms", name);
+    if (check_num_at(w, json_object_get(e, "ms"), f, NUM_MS)) return -1;
+  }
+  return 0;
+}
+
+/* pp<L> / tg<N>, L, N from 1 to MAX_TOKENS, digits only: anything else would
+ * merge pp and tg rows or make a row of its own. */
+static bool valid_test_name(const char *t) {
+  if (strncmp(t, "pp", 2) && strncmp(t, "tg", 2)) return false;
+  const char *d = t + 2;
+  if (!*d || *d == '0' || strlen(d) > 10) return false;
+  long long v = 0;
+  for (; *d; d++) {
+    if (*d < '0' || *d > '9') return false;
+    v = v * 10 + (*d - '0');
+  }
+  return v <= MAX_TOKENS;
+}
+
+/* In-process runs ("engine", "llama-bench"): docs/records.md "In-process runs". */
+static int check_inprocess_run(const struct where *w, json_t *run) {
+  json_t *t = json_object_get(run, "test");
+  if (!t) return bad(w, "test missing (an in-process run names pp<N> or tg<N>)");
+  if (!json_is_string(t) || !valid_test_name(json_string_value(t))) {
+    char d[64];
+    describe(t, d, sizeof d);
+    return bad(w, "test %s is not pp<N> or tg<N> (N a positive integer)", d);
+  }
+  const char *test = json_string_value(t);
+  json_t *ph = json_object_get(run, "phase");
+  if (ph && !json_is_null(ph)) {
+    const char *want = test[0] == 'p' ? "prefill" : "decode";
+    if (!json_is_string(ph) || strcmp(json_string_value(ph), want)) {
+      char d[64];
+      describe(ph, d, sizeof d);
+      return bad(w, "phase %s does not match test \"%s\" (\"%s\" expected)", d, test, want);
+    }
+  }
+  if (check_int(w, run, "threads", 1, MAX_THREADS, true, false, "a positive integer") ||
+      check_int(w, run, "depth", 0, MAX_TOKENS, true, false, "a non-negative integer") ||
+      check_int(w, run, "tokens", 1, MAX_TOKENS, false, true, "a positive integer") ||
+      check_int(w, run, "index", 0, MAX_TOKENS, false, true, "a non-negative integer") ||
+      check_num(w, run, "ms", NUM_MS) || check_num(w, run, "rate_tok_s", NUM_RATE) ||
+      check_obj(w, run, "ceiling") || check_num(w, run, "ceiling.ceiling_tok_s", NUM_RATE) ||
+      check_num(w, run, "ceiling.read_bandwidth_bytes_s", NUM_NONNEG) ||
+      check_num(w, run, "ceiling.bytes_per_token", NUM_NONNEG) ||
+      check_num(w, run, "ceiling.compute_ops_s", NUM_NONNEG) ||
+      check_num(w, run, "ceiling.flops_per_token", NUM_NONNEG) ||
+      check_segments(w, run, "decode_by_segment"))
+    return -1;
+  json_t *model = json_object_get(run, "model");
+  if (json_is_object(model) &&
+      (check_str(w, run, "model.name") || check_str(w, run, "model.file") ||
+       check_str(w, run, "model.type") || check_num(w, run, "model.load_ms", NUM_MS)))
+    return -1;
+  return 0;
+}
+
+/* Server runs: docs/records.md "run" (the figures the analysis reads). */
+static int check_server_run(const struct where *w, json_t *run) {
+  static const char *const ms_keys[] = {"client.ttft_ms",    "client.last_ms",
+                                        "client.decode_span_ms", "client.headers_ms",
+                                        "client.end_ms",     "client.connect_ms",
+                                        "client.tls_ms"};
+  static const char *const rate_keys[] = {
+      "rates.prefill_tok_s.server", "rates.prefill_tok_s.client", "rates.prefill_tok_s.headline",
+      "rates.decode_tok_s.server",  "rates.decode_tok_s.client",  "rates.decode_tok_s.headline"};
+  static const char *const count_keys[] = {"tokens.prompt", "tokens.processed",
+                                           "tokens.completion"};
+  for (size_t i = 0; i < sizeof ms_keys / sizeof ms_keys[0]; i++)
+    if (check_num(w, run, ms_keys[i], NUM_MS)) return -1;
+  for (size_t i = 0; i < sizeof rate_keys / sizeof rate_keys[0]; i++)
+    if (check_num(w, run, rate_keys[i], NUM_RATE)) return -1;
+  for (size_t i = 0; i < sizeof count_keys / sizeof count_keys[0]; i++)
+    if (check_int(w, run, count_keys[i], 0, LLONG_MAX, false, true, "a non-negative integer"))
+      return -1;
+  if (check_int(w, run, "max_tokens", 1, 2147483647LL, false, true, "a positive integer") ||
+      check_str(w, run, "workload") || check_str(w, run, "target") || check_str(w, run, "model") ||
+      check_bool(w, run, "cache.prefill_excluded") || check_obj(w, run, "ceiling") ||
+      check_num(w, run, "ceiling.decode_ceiling_tok_s", NUM_NONNEG) ||
+      check_num(w, run, "ceiling.prefill_ceiling_tok_s", NUM_NONNEG) ||
+      check_num(w, run, "ceiling.read_bandwidth_bytes_s", NUM_NONNEG) ||
+      check_segments(w, run, "rates.decode_by_segment"))
+    return -1;
+  return 0;
+}
+
+static bool is_inprocess(json_t *run, const char *backend) {
+  return json_object_get(run, "test") ||
+         (backend && (!strcmp(backend, "engine") || !strcmp(backend, "llama-bench")));
+}
+
+static int check_record(const struct where *w, const char *kind, json_t *line) {
+  if (!strcmp(kind, "identity")) {
+    json_t *id = json_object_get(line, "id");
+    if (!json_is_string(id) || !*json_string_value(id)) {
+      char d[64] = "missing";
+      if (id) describe(id, d, sizeof d);
+      return bad(w, "identity id %s is not a non-empty string", d);
+    }
+    return check_str(w, line, "backend") || check_str(w, line, "target") ||
+                   check_obj(w, line, "model") ||
+                   check_num(w, line, "model.bytes_per_token", NUM_NONNEG)
+               ? -1
+               : 0;
+  }
+  /* run, summary, end: their invocation's id */
+  json_t *id = json_object_get(line, "identity");
+  if (!json_is_string(id) || !*json_string_value(id)) {
+    char d[64] = "missing";
+    if (id) describe(id, d, sizeof d);
+    return bad(w, "%s's identity %s is not an identity id (a non-empty string)", kind, d);
+  }
+  if (!strcmp(kind, "end"))
+    return check_int(w, line, "runs", 0, LLONG_MAX, false, true, "a non-negative integer") ||
+                   check_int(w, line, "n_failed", 0, LLONG_MAX, false, true,
+                             "a non-negative integer")
+               ? -1
+               : 0;
+  if (strcmp(kind, "run")) return 0; /* summaries: no figure is read back from them */
+  if (check_bool(w, line, "warmup") || check_bool(w, line, "ok") ||
+      check_bool(w, line, "cold") || check_bool(w, line, "calibration") ||
+      check_str(w, line, "backend"))
+    return -1;
+  const char *backend = json_string_value(json_object_get(line, "backend"));
+  return is_inprocess(line, backend) ? check_inprocess_run(w, line) : check_server_run(w, line);
+}
+
+/* ----------------------------------------------------------- loading --- */
 
 static int push(json_t ***arr, size_t *n, json_t *v) {
   json_t **grown = realloc(*arr, (*n + 1) * sizeof **arr);
@@ -18,7 +308,7 @@ static int push(json_t ***arr, size_t *n, json_t *v) {
 }
 
 static struct results_invocation *group_for(struct results *r, const char *id,
-                                            const char *source) {
+                                            const char *source, size_t lineno) {
   for (size_t i = 0; i < r->n_inv; i++)
     if (!strcmp(r->inv[i].id, id)) return &r->inv[i];
   struct results_invocation *grown = realloc(r->inv, (r->n_inv + 1) * sizeof *grown);
@@ -28,6 +318,7 @@ static struct results_invocation *group_for(struct results *r, const char *id,
   memset(g, 0, sizeof *g);
   snprintf(g->id, sizeof g->id, "%s", id);
   g->source = source;
+  g->line = lineno;
   return g;
 }
 
@@ -46,7 +337,14 @@ static int add_record(struct results *r, json_t *line, const char *source, size_
     return tm_errf(err, "%s:%zu: record schema %lld is newer than this tokmeter reads (%d)",
                    source, lineno, s, RESULTS_READ_MAX_SCHEMA);
   }
+  if (schema && (!json_is_integer(schema) || json_integer_value(schema) < 1)) {
+    char d[64];
+    describe(schema, d, sizeof d);
+    json_decref(line);
+    return tm_errf(err, "%s:%zu: schema %s is not a record format version (1)", source, lineno, d);
+  }
   r->n_lines++;
+  r->n_lines_by_source[r->n_sources - 1]++;
   bool is_identity = !strcmp(kind, "identity");
   bool known = is_identity || !strcmp(kind, "run") || !strcmp(kind, "summary") ||
                !strcmp(kind, "end");
@@ -54,8 +352,13 @@ static int add_record(struct results *r, json_t *line, const char *source, size_
     json_decref(line);
     return 0;
   }
+  struct where w = {source, lineno, err};
+  if (check_record(&w, kind, line)) {
+    json_decref(line);
+    return -1;
+  }
   const char *id = json_string_value(json_object_get(line, is_identity ? "id" : "identity"));
-  struct results_invocation *g = group_for(r, id ? id : "", source);
+  struct results_invocation *g = group_for(r, id ? id : "", source, lineno);
   if (!g) goto oom;
   if (is_identity) {
     if (g->identity) {
@@ -63,6 +366,8 @@ static int add_record(struct results *r, json_t *line, const char *source, size_
       return tm_errf(err, "%s:%zu: identity %s appears twice", source, lineno, g->id);
     }
     g->identity = line;
+    g->identity_line = lineno;
+    g->identity_source = source;
   } else if (!strcmp(kind, "run")) {
     if (push(&g->runs, &g->n_runs, line)) goto oom;
   } else if (!strcmp(kind, "summary")) {
@@ -119,7 +424,11 @@ int results_load(const char *const *paths, size_t n_paths, struct results *out,
                  struct tm_err *err) {
   memset(out, 0, sizeof *out);
   out->sources = calloc(n_paths ? n_paths : 1, sizeof *out->sources);
-  if (!out->sources) return tm_errf(err, "out of memory");
+  out->n_lines_by_source = calloc(n_paths ? n_paths : 1, sizeof *out->n_lines_by_source);
+  if (!out->sources || !out->n_lines_by_source) {
+    results_free(out);
+    return tm_errf(err, "out of memory");
+  }
   for (size_t i = 0; i < n_paths; i++) {
     out->sources[i] = strdup(paths[i]);
     if (!out->sources[i]) {
@@ -142,6 +451,18 @@ int results_load(const char *const *paths, size_t n_paths, struct results *out,
       return -1;
     }
   }
+  /* Every run, summary and end names an identity line of the files given
+   * (docs/records.md: they carry the identity's id). tokmeter writes the
+   * identity first, so only an edited, mixed-up or head-cut file fails here;
+   * a file continuing an invocation begun in an earlier file given passes. */
+  for (size_t i = 0; i < out->n_inv; i++) {
+    const struct results_invocation *g = &out->inv[i];
+    if (g->identity) continue;
+    tm_errf(err, "%s:%zu: identity %s names no identity line in %s", g->source, g->line, g->id,
+            n_paths == 1 ? "this file" : "the files given");
+    results_free(out);
+    return -1;
+  }
   return 0;
 }
 
@@ -159,6 +480,7 @@ void results_free(struct results *r) {
   free(r->inv);
   for (size_t i = 0; i < r->n_sources; i++) free(r->sources[i]);
   free(r->sources);
+  free(r->n_lines_by_source);
   memset(r, 0, sizeof *r);
 }
 

@@ -6,11 +6,25 @@
  *    that is not is an error naming the file and line number (bad input, the
  *    CLI exits 2). Unknown record kinds are skipped (new kinds may be added
  *    without a schema bump). A "schema" above RECORD_READ_MAX_SCHEMA is an
- *    error (keys may have changed meaning).
+ *    error (keys may have changed meaning), and so is one that is not a
+ *    positive integer.
+ *  - Every identity, run, summary and end line is checked against
+ *    docs/records.md's types for what the analysis reads; a line that fails
+ *    is an error "FILE:LINE: <field> <value> is not <what>" (one line):
+ *    numbers finite; rates (rate_tok_s, rates.*_tok_s.*, segment tok_s) > 0 or
+ *    null; times (ms, client.*_ms) >= 0 or null; counts non-negative integers
+ *    or null; in-process runs (a "test" key, or backend "engine" /
+ *    "llama-bench"): test "pp<N>" / "tg<N>" (N >= 1), phase matching it when
+ *    present, threads a positive integer, depth a non-negative integer (both
+ *    required); warmup / ok / cold / calibration booleans when present.
+ *    Every line tokmeter writes passes (its blanks are null).
  *  - Lines are grouped by identity id ("id" of the identity line, "identity"
  *    of the others), in the order their identity first appears across the
- *    files given. A run/summary/end whose identity line is missing still forms
- *    a group (identity NULL): files may be cut or concatenated.
+ *    files given. Every run/summary/end must carry a non-empty identity id,
+ *    and that id must have an identity line in one of the files given (in
+ *    any of them: a file may continue an invocation begun in an earlier
+ *    file); otherwise results_load fails naming the first such line. So on
+ *    success every invocation has identity != NULL.
  *  - An invocation without an "end" line (it died) is kept: end stays NULL.
  *  - Values are jansson objects owned by the struct results; borrow them
  *    (json_t *) until results_free. A file with no record at all is not an
@@ -29,6 +43,9 @@
 struct results_invocation {
   char id[64];          /* identity id ("" when the lines carry none) */
   const char *source;   /* path of the file its first line came from (owned by results) */
+  size_t line;          /* 1-based line number of that first line in source */
+  const char *identity_source; /* file and line of the identity line */
+  size_t identity_line;
   json_t *identity;     /* the identity line, or NULL */
   json_t **runs;        /* "run" lines in file order */
   size_t n_runs;
@@ -43,6 +60,9 @@ struct results {
   size_t n_lines;       /* records read (all kinds, skipped ones included) */
   char **sources;       /* the paths given, copied */
   size_t n_sources;
+  size_t *n_lines_by_source; /* records read from sources[i] (all kinds): a file
+                              * whose lines all joined an invocation of an
+                              * earlier file is not empty */
 };
 
 /* Reads every file in order ("-" = stdin). 0, or -1 with err ("FILE:LINE:

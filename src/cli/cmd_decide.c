@@ -246,7 +246,7 @@ static int rates_from_results(struct decide_cli *o) {
   struct series_set set = {0};
   struct tm_err err;
   const char *paths[1] = {o->results};
-  if (results_load(paths, 1, &r, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
+  if (results_load(paths, 1, &r, &err) != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
   int rc = 0;
   if (r.n_inv == 0) {
     rc = cli_fail(CMD, TM_EXIT_USAGE, "no records in %s", o->results);

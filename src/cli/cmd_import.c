@@ -238,6 +238,8 @@ int cmd_import(int argc, char **argv) {
     }
     free(text);
   }
+  if (rc == TM_EXIT_OK && strcmp(out_path, "-") && import_check_output(out_path, &err) != 0)
+    rc = cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
   if (rc == TM_EXIT_OK) {
     bool to_stdout = !strcmp(out_path, "-");
     struct record_file *rf = to_stdout ? NULL : record_open(out_path, &err);

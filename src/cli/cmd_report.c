@@ -116,14 +116,7 @@ int cmd_report(int argc, char **argv) {
     if (has_records_from(&r, paths[i])) continue;
     /* its lines may all belong to an invocation begun in an earlier file:
      * only a file that holds no record at all is empty */
-    bool empty = true;
-    if (strcmp(paths[i], "-")) {
-      struct results one;
-      if (results_load(&paths[i], 1, &one, &err) == 0) empty = one.n_lines == 0;
-      results_free(&one);
-    } else {
-      empty = r.n_lines == 0;
-    }
+    bool empty = r.n_lines_by_source[i] == 0;
     if (empty) {
       results_free(&r);
       return cli_fail(CMD, TM_EXIT_USAGE, "no records in %s", paths[i]);

@@ -371,6 +371,27 @@ static void test_bad_input(void) {
        "{\"model_type\":\"m\", oops}\n",
        "line 2"},
       {"\"just a string\"", "expected '['"},
+      /* llama-bench's own figures must agree with the samples (tokens / time) */
+#define LB(more) "[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1," more "}]"
+      {LB("\"samples_ns\":[1,2,3],\"samples_ts\":[1.0]"),
+       "entry 0: field \"samples_ts\" has 1 value, samples_ns 3"},
+      {LB("\"samples_ns\":[1000000000],\"samples_ts\":[-64]"), "samples_ts[0] -64 is not a positive rate"},
+      {LB("\"samples_ns\":[1000000000],\"samples_ts\":[\"64\"]"), "samples_ts[0] a string is not"},
+      {LB("\"samples_ns\":[1000000000],\"samples_ts\":[70]"),
+       "samples_ts[0] 70 tok/s disagrees with samples_ns[0] 1000000000 ns"},
+      {LB("\"samples_ns\":[1000000000],\"samples_ts\":5"), "\"samples_ts\" is not an array"},
+      {LB("\"samples_ns\":[1000000000],\"avg_ns\":0"), "field \"avg_ns\" 0 is not a positive number"},
+      {LB("\"samples_ns\":[1000000000],\"avg_ts\":-1.5"), "field \"avg_ts\" -1.5 is not a positive"},
+      {LB("\"samples_ns\":[1000000000],\"stddev_ts\":-1"), "\"stddev_ts\" -1 is not a non-negative"},
+      {LB("\"samples_ns\":[1000000000],\"stddev_ns\":\"x\""), "\"stddev_ns\" a string is not"},
+      {LB("\"samples_ns\":[1000000000],\"n_depth\":2000000000"), "\"n_depth\" is 2000000000 (at most"},
+      {"[{\"record\":\"identity\",\"schema\":1,\"id\":\"x\"}]", "a tokmeter record, not llama-bench"},
+      /* JSONL: the line number, blank lines counted */
+      {"\n{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}\n\n"
+       "{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5],"
+       "\"avg_ns\":0}\n",
+       "line 4 (entry 1): field \"avg_ns\" 0"},
+#undef LB
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct import_out out;
@@ -395,7 +416,56 @@ static void test_avg_only(void) {
   import_out_free(&out);
 }
 
+/* samples_ts within 1% of tokens / time, and the reported figures, pass;
+ * stddev 0 and null averages too. */
+static void test_reported_consistent(void) {
+  const char *text =
+      "[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,"
+      "\"samples_ns\":[1000000000,500000000],\"samples_ts\":[64.0001,128.5],"
+      "\"avg_ns\":750000000,\"stddev_ns\":0,\"avg_ts\":96.2,\"stddev_ts\":null}]";
+  struct import_out out;
+  struct tm_err err = {{0}};
+  CHECK_MSG(import_text(text, &NO_CEILING, &out, &err) == 0, "%s", err.msg);
+  CHECK_EQ_INT(out.n_runs, 2);
+  import_out_free(&out);
+}
+
+static void write_text(const char *path, const char *text, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return;
+  fwrite(text, 1, n, f);
+  fclose(f);
+}
+
+/* -o FILE: appending only to a tokmeter results file (or a new / empty one). */
+static void test_check_output(void) {
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(import_check_output(tm_tmpfile("none.jsonl"), &err), 0);
+  const char *empty = tm_tmpfile("empty.jsonl");
+  write_text(empty, "\n \n", 3);
+  CHECK_EQ_INT(import_check_output(empty, &err), 0);
+  const char *good = tm_tmpfile("good.jsonl");
+  const char *rec = "\n{\"record\":\"identity\",\"schema\":1,\"id\":\"x\"}\n{\"record\":\"end\"}\n";
+  write_text(good, rec, strlen(rec));
+  CHECK_MSG(import_check_output(good, &err) == 0, "%s", err.msg);
+  const char *bin = tm_tmpfile("bin.jsonl");
+  write_text(bin, "GGUF\3\0\0\0\1\2\n", 11);
+  CHECK_EQ_INT(import_check_output(bin, &err), -1);
+  CHECK_CONTAINS(err.msg, "bin.jsonl: not a tokmeter results file (its first line is not a JSON object)");
+  const char *other = tm_tmpfile("other.jsonl");
+  write_text(other, "{\"a\":1}\n", 8);
+  CHECK_EQ_INT(import_check_output(other, &err), -1);
+  CHECK_CONTAINS(err.msg, "its first line is not a tokmeter record");
+  const char *cut = tm_tmpfile("cut.jsonl");
+  const char *cuttext = "{\"record\":\"identity\",\"id\":\"x\"}\n{\"record\":\"ru";
+  write_text(cut, cuttext, strlen(cuttext));
+  CHECK_EQ_INT(import_check_output(cut, &err), -1);
+  CHECK_CONTAINS(err.msg, "its last line is cut");
+}
+
 void tm_run_tests(void) {
+  TM_RUN(test_reported_consistent);
+  TM_RUN(test_check_output);
   TM_RUN(test_fixture_json);
   TM_RUN(test_fixture_jsonl);
   TM_RUN(test_ceiling_given_bandwidth);

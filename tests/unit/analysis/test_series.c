@@ -102,6 +102,7 @@ static void test_type_in_label(void) {
   struct results r;
   struct series_set set;
   const char *text =
+      "{\"record\":\"identity\",\"schema\":1,\"id\":\"X\"}\n"
       "{\"record\":\"run\",\"schema\":1,\"identity\":\"X\",\"backend\":\"engine\","
       "\"model\":{\"name\":\"qwen3-0.6b shape, synthetic, Q4_0\",\"type\":\"Q4_0\"},"
       "\"test\":\"tg128\",\"threads\":2,\"depth\":0,\"warmup\":false,\"ok\":true,"
