@@ -172,6 +172,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
   o->endpoint = ENDPOINT_CHAT;
   o->idle_timeout_s = 60;
   o->timeout_s = 600;
+  bool timeouts_given = false; /* the server's timeouts: meaningless in-process */
   optind = 1;
   opterr = 0;
   int c;
@@ -226,9 +227,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       case O_OUT: o->out = optarg; break;
       case O_IDLE:
         if (parse_seconds(optarg, "--idle-timeout", &o->idle_timeout_s)) return TM_EXIT_USAGE;
+        timeouts_given = true;
         break;
       case O_TIMEOUT:
         if (parse_seconds(optarg, "--timeout", &o->timeout_s)) return TM_EXIT_USAGE;
+        timeouts_given = true;
         break;
       case O_REPROBE: o->reprobe = true; break;
       case O_HUGEPAGES: o->hugepages = true; break;
@@ -255,11 +258,13 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
                               : o->list_models   ? "--list-models"
                               : o->api_key_env   ? "--api-key-env"
                               : o->api != API_AUTO ? "--api"
+                              : timeouts_given   ? "--idle-timeout/--timeout"
                                                    : NULL;
     if (server_only) return cli_usage_error(CMD, "%s needs --url (a server to measure)", server_only);
   } else {
     if (o->n_depth) return cli_usage_error(CMD, "--depth is for in-process runs (no --url)");
     if (o->hugepages) return cli_usage_error(CMD, "--hugepages is for in-process runs (no --url)");
+    if (o->n_threads) return cli_usage_error(CMD, "--threads is for in-process runs (no --url)");
     if ((o->n_prompt_tokens > 1 && !o->ttft_sweep) || o->n_max_tokens > 1)
       return cli_usage_error(CMD, "lists of -p/-n are for in-process runs; with --url give "
                                   "one value each");

@@ -124,6 +124,11 @@ expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -w classify,,extract --
 grep -q "empty element" "$dir/err" || fail "-w with an empty element: $(cat "$dir/err")"
 # a well-formed URL with nothing behind it is a runtime failure, not bad usage
 expect_exit 1 "$TOKMETER" bench --url "http://[::1]:1" -w classify -r 1 --out "$dir/x.jsonl"
+# flags of the other mode are refused, not ignored
+expect_exit 2 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" --timeout 5
+grep -q "needs --url" "$dir/err" || fail "--timeout in-process: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -t 2
+grep -q "in-process" "$dir/err" || fail "-t with --url: $(cat "$dir/err")"
 # no command at all: one line naming the commands, and the --help hint
 expect_exit 2 "$TOKMETER"
 grep -q "no command given (bench, " "$dir/err" || fail "no command: $(cat "$dir/err")"
