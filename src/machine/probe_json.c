@@ -182,6 +182,12 @@ int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *er
   const json_t *o = json;
   memset(p, 0, sizeof *p);
   if (!json_is_object(o)) return tm_errf(err, "probe JSON: not an object");
+  /* Another schema's fields may mean other things: not ours to read. An
+   * absent schema is read as this one (files written before it was added). */
+  json_t *schema = json_object_get(o, "schema");
+  if (schema && !(json_is_string(schema) &&
+                  strcmp(json_string_value(schema), "tokmeter.probe/1") == 0))
+    return tm_errf(err, "probe JSON: schema is not \"tokmeter.probe/1\"");
   uint64_t u = 0;
 
   json_t *q = json_object_get(o, "quick");

@@ -239,6 +239,8 @@ static void test_json_malformed(void) {
       {"machine", json_string("x"), "machine"},
       {"thermal", json_array(), "thermal"},
       {"quick", json_integer(1), "quick"},
+      {"schema", json_string("tokmeter.probe/99"), "schema"},
+      {"schema", json_integer(1), "schema"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     json_t *j = probe_to_json(&a);
