@@ -166,6 +166,9 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
  * OpenAI /v1/models). -1 with err when nothing answers like a known API. */
 int backend_detect(const char *base_url, const char *api_key, enum api_family *out,
                    struct tm_err *err);
+/* backend_detect with each request bounded by timeout_s (at most 10 s). */
+int backend_detect_within(const char *base_url, const char *api_key, double timeout_s,
+                          enum api_family *out, struct tm_err *err);
 
 /* What the server says about itself, for the run identity. Absent fields are "". */
 struct server_info {

@@ -28,6 +28,13 @@
 #include "backend/dialect_util.h"
 
 #define PROBE_TIMEOUT_S 10.0
+
+/* What one informational request may take: PROBE_TIMEOUT_S, or less when the
+ * backend was set up with a shorter connect timeout (--timeout). */
+static double info_timeout(const struct backend *b) {
+  return b->connect_timeout_s > 0 && b->connect_timeout_s < PROBE_TIMEOUT_S ? b->connect_timeout_s
+                                                                             : PROBE_TIMEOUT_S;
+}
 #define TOKENIZE_TIMEOUT_S 60.0
 
 /* One exchange, answered with a JSON object. Returns the object for a 2xx
@@ -97,9 +104,14 @@ static bool url_ends_with_v1(const char *u) {
 
 int backend_detect(const char *base_url, const char *api_key, enum api_family *out,
                    struct tm_err *err) {
+  return backend_detect_within(base_url, api_key, PROBE_TIMEOUT_S, out, err);
+}
+
+int backend_detect_within(const char *base_url, const char *api_key, double timeout_s,
+                          enum api_family *out, struct tm_err *err) {
   /* An explicit family: backend_new must not come back here. */
   struct backend_config cfg = {.base_url = base_url, .api = API_OPENAI, .api_key = api_key,
-                               .connect_timeout_s = PROBE_TIMEOUT_S};
+                               .connect_timeout_s = timeout_s > 0 ? timeout_s : PROBE_TIMEOUT_S};
   struct backend *b = backend_new(&cfg, err);
   if (!b) return -1;
   int status = 0;
@@ -107,7 +119,7 @@ int backend_detect(const char *base_url, const char *api_key, enum api_family *o
   char etext[200];
   int rc = -1;
 
-  json_t *o = get_json(b, "GET", "/api/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL,
+  json_t *o = get_json(b, "GET", "/api/version", NULL, info_timeout(b), &status, &no_resp, NULL,
                        0, err);
   if (no_resp) {
     tm_err_prefix(err, "cannot reach %s", base_url);
@@ -120,7 +132,7 @@ int backend_detect(const char *base_url, const char *api_key, enum api_family *o
   }
   json_decref(o);
 
-  o = get_json(b, "GET", "/props", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0, err);
+  o = get_json(b, "GET", "/props", NULL, info_timeout(b), &status, &no_resp, NULL, 0, err);
   if (no_resp) goto unreachable;
   if (looks_like_llamacpp_props(o)) {
     *out = API_OPENAI;
@@ -129,7 +141,7 @@ int backend_detect(const char *base_url, const char *api_key, enum api_family *o
   }
   json_decref(o);
 
-  o = get_json(b, "GET", "/v1/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, etext,
+  o = get_json(b, "GET", "/v1/models", NULL, info_timeout(b), &status, &no_resp, etext,
                sizeof etext, err);
   if (no_resp) goto unreachable;
   if (has_data_array(o)) {
@@ -163,13 +175,13 @@ done:
 static int ollama_info(struct backend *b, struct server_info *out, struct tm_err *err) {
   int status;
   bool no_resp;
-  json_t *o = get_json(b, "GET", "/api/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL,
+  json_t *o = get_json(b, "GET", "/api/version", NULL, info_timeout(b), &status, &no_resp, NULL,
                        0, err);
   if (no_resp) return -1;
   snprintf(out->kind, sizeof out->kind, "ollama");
   set_str(out->build, sizeof out->build, str_of(o, "version"));
   json_decref(o);
-  o = get_json(b, "GET", "/api/ps", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0, err);
+  o = get_json(b, "GET", "/api/ps", NULL, info_timeout(b), &status, &no_resp, NULL, 0, err);
   if (no_resp) return -1;
   json_t *models = json_object_get(o, "models");
   json_t *m0 = json_array_get(models, 0);
@@ -202,7 +214,7 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
 
   int status;
   bool no_resp;
-  json_t *o = get_json(b, "GET", "/props", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0,
+  json_t *o = get_json(b, "GET", "/props", NULL, info_timeout(b), &status, &no_resp, NULL, 0,
                        err);
   if (no_resp) return -1;
   if (looks_like_llamacpp_props(o)) {
@@ -213,7 +225,7 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
   json_decref(o);
 
   /* LM Studio before /v1/models: it answers both, only this one says it is LM Studio. */
-  o = get_json(b, "GET", "/api/v0/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0,
+  o = get_json(b, "GET", "/api/v0/models", NULL, info_timeout(b), &status, &no_resp, NULL, 0,
                err);
   if (no_resp) return -1;
   if (has_data_array(o)) {
@@ -234,7 +246,7 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
   }
   json_decref(o);
 
-  o = get_json(b, "GET", "/v1/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0, err);
+  o = get_json(b, "GET", "/v1/models", NULL, info_timeout(b), &status, &no_resp, NULL, 0, err);
   if (no_resp) return -1;
   bool answered = has_data_array(o);
   if (answered) {
@@ -246,7 +258,7 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
       int64_t ctx = int_of(m0, "max_model_len");
       if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
       out->has_tokenize = true;
-      json_t *v = get_json(b, "GET", "/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL,
+      json_t *v = get_json(b, "GET", "/version", NULL, info_timeout(b), &status, &no_resp, NULL,
                            0, err);
       set_str(out->build, sizeof out->build, str_of(v, "version"));
       json_decref(v);
@@ -257,7 +269,7 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
   json_decref(o);
   /* Ollama's own /v1 endpoints, reached with --api openai. */
   if (!answered || strcmp(out->kind, "openai-compatible") == 0) {
-    json_t *v = get_json(b, "GET", "/api/version", NULL, PROBE_TIMEOUT_S, &status, &no_resp,
+    json_t *v = get_json(b, "GET", "/api/version", NULL, info_timeout(b), &status, &no_resp,
                          NULL, 0, err);
     if (v && json_is_string(json_object_get(v, "version"))) {
       snprintf(out->kind, sizeof out->kind, "ollama");
@@ -290,7 +302,7 @@ int backend_list_models(struct backend *b, char (*names)[256], int max, struct t
   char etext[200];
   if (max < 0) max = 0;
   if (backend_api(b) == API_OLLAMA) {
-    json_t *o = get_json(b, "GET", "/api/tags", NULL, PROBE_TIMEOUT_S, &status, &no_resp, etext,
+    json_t *o = get_json(b, "GET", "/api/tags", NULL, info_timeout(b), &status, &no_resp, etext,
                          sizeof etext, err);
     if (no_resp) return -1;
     json_t *models = o ? json_object_get(o, "models") : NULL;
@@ -303,7 +315,7 @@ int backend_list_models(struct backend *b, char (*names)[256], int max, struct t
     json_decref(o);
     return n;
   }
-  json_t *o = get_json(b, "GET", "/v1/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, etext,
+  json_t *o = get_json(b, "GET", "/v1/models", NULL, info_timeout(b), &status, &no_resp, etext,
                        sizeof etext, err);
   if (no_resp) return -1;
   if (!has_data_array(o)) {
@@ -311,7 +323,7 @@ int backend_list_models(struct backend *b, char (*names)[256], int max, struct t
     int st1 = status;
     char e1[200];
     snprintf(e1, sizeof e1, "%s", etext);
-    o = get_json(b, "GET", "/api/v0/models", NULL, PROBE_TIMEOUT_S, &status, &no_resp, NULL, 0,
+    o = get_json(b, "GET", "/api/v0/models", NULL, info_timeout(b), &status, &no_resp, NULL, 0,
                  err);
     if (no_resp) return -1;
     if (!has_data_array(o)) {

@@ -310,9 +310,12 @@ int bench_server(const struct bench_opts *o) {
   struct served_model model = {0};
   if (o->gguf && (rc = load_model(o->gguf, &model)) != 0) goto out_text;
 
+  /* The server's own information requests (detection, /props, ...) and the
+   * connection: 10 s each, or --timeout when that is shorter. */
+  const double info_timeout_s = o->timeout_s > 0 && o->timeout_s < 10 ? o->timeout_s : 10;
   enum api_family api = (enum api_family)o->api;
   if (api == API_AUTO) {
-    if (backend_detect(o->url, api_key, &api, &err) != 0) {
+    if (backend_detect_within(o->url, api_key, info_timeout_s, &api, &err) != 0) {
       rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
       goto out_text;
     }
@@ -321,7 +324,7 @@ int bench_server(const struct bench_opts *o) {
                                .api = api,
                                .endpoint = (enum api_endpoint)o->endpoint,
                                .api_key = api_key,
-                               .connect_timeout_s = 10};
+                               .connect_timeout_s = info_timeout_s};
   struct backend *b = backend_new(&cfg, &err);
   if (!b) {
     rc = cli_usage_error(CMD, "--url %s: %s", o->url, err.msg);

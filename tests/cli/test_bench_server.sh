@@ -184,4 +184,27 @@ expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --api-key-env TOKMETE
 expect_exit 2 "$TOKMETER" bench --workload classify
 expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --idle-timeout abc
 expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" --hugepages
+
+# a server that accepts connections and never answers: detection gives up
+# after --timeout when that is shorter than its own 10 s, and says so
+python3 - "$dir/silent.port" <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+held, start = [], time.time()
+s.settimeout(0.5)
+while time.time() - start < 60:
+    try:
+        held.append(s.accept()[0])
+    except OSError:
+        pass
+PY
+pids+=($!)
+for _ in $(seq 100); do [ -s "$dir/silent.port" ] && break; sleep 0.05; done
+SPORT=$(cat "$dir/silent.port") || fail "silent server did not start"
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$SPORT" -w classify --timeout 2 \
+  --out "$dir/s.jsonl"
+grep -q "cannot reach .*within 2.0 s" "$dir/err" || fail "silent server: $(cat "$dir/err")"
 echo "test_bench_server: ok"
