@@ -1,6 +1,9 @@
 /* cli: shared helpers; see cli.h. */
 #include "cli/cli.h"
 
+#include "util/err.h"
+#include "util/units.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,4 +53,20 @@ void cli_progress(const char *message, void *ctx) {
 void cli_progress_done(void) {
   if (progress_shown && cli_progress_enabled()) fprintf(stderr, "\r\033[K");
   progress_shown = 0;
+}
+
+int cli_check_rate(const char *cmd, double v, const char *flag, const char *s) {
+  if (!(v >= CLI_MIN_RATE && v <= CLI_MAX_RATE))
+    return cli_usage_error(cmd, "%s: '%s' is outside 0.001 to 1T tok/s", flag, s);
+  return 0;
+}
+
+int cli_parse_rate(const char *cmd, const char *s, const char *flag, double *out) {
+  struct tm_err err;
+  double v;
+  if (tm_parse_tokens(s, &v, &err) != 0 || !(v > 0))
+    return cli_usage_error(cmd, "%s: '%s' is not a rate above 0 tok/s", flag, s);
+  if (cli_check_rate(cmd, v, flag, s) != 0) return TM_EXIT_USAGE;
+  *out = v;
+  return 0;
 }

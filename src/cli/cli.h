@@ -20,6 +20,16 @@ int cli_fail(const char *cmd, int code, const char *fmt, ...) __attribute__((for
 /* "tokmeter CMD: warning: <msg>" on stderr. */
 void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The range a command accepts for a rate in tok/s. */
+#define CLI_MIN_RATE 1e-3
+#define CLI_MAX_RATE 1e12
+/* A rate flag ("75", "1.5k", "1M" tok/s) within [CLI_MIN_RATE, CLI_MAX_RATE]:
+ * 0 and *out set, or a usage error naming the flag (returns 2). */
+int cli_parse_rate(const char *cmd, const char *s, const char *flag, double *out);
+/* v (read from s for flag) within [CLI_MIN_RATE, CLI_MAX_RATE]: 0, or a
+ * usage error (returns 2). */
+int cli_check_rate(const char *cmd, double v, const char *flag, const char *s);
+
 /* True when stderr is a terminal (progress lines are shown only then). */
 bool cli_progress_enabled(void);
 /* A progress callback (ctx = command name): on a TTY, rewrites one status line

@@ -30,11 +30,9 @@ static const char *const CMD = "decide";
 
 /* Ranges, stated in --help. Counts (tokens, requests a day): up to a trillion
  * (exact in a double, far above any real request or service). Rates: 0.001 to
- * 1T tok/s. Durations: up to 100 years. Money and power: generous ceilings
+ * 1T tok/s (CLI_MIN_RATE, CLI_MAX_RATE). Durations: up to 100 years. Money and power: generous ceilings
  * that hold in any currency, so products stay finite. */
 #define DECIDE_MAX_COUNT 1e12
-#define DECIDE_MIN_RATE 1e-3
-#define DECIDE_MAX_RATE 1e12
 #define DECIDE_MAX_DURATION_S (100 * 365.25 * 86400)
 #define DECIDE_MAX_LIFETIME_DAYS (100 * 365.25)
 #define DECIDE_MAX_WATTS 1e6
@@ -216,17 +214,6 @@ static int parse_num(const char *s, const char *flag, double *out, bool whole, d
     else snprintf(lim, sizeof lim, "%g", max);
     return cli_usage_error(CMD, "%s: '%s' is above the limit of %s", flag, s, lim);
   }
-  *out = v;
-  return 0;
-}
-
-static int parse_rate(const char *s, const char *flag, double *out) {
-  struct tm_err err;
-  double v;
-  if (tm_parse_tokens(s, &v, &err) != 0 || !(v > 0))
-    return cli_usage_error(CMD, "%s: '%s' is not a rate above 0 tok/s", flag, s);
-  if (!(v >= DECIDE_MIN_RATE && v <= DECIDE_MAX_RATE))
-    return cli_usage_error(CMD, "%s: '%s' is outside 0.001 to 1T tok/s", flag, s);
   *out = v;
   return 0;
 }
@@ -460,8 +447,8 @@ int cmd_decide(int argc, char **argv) {
         break;
       case O_RESULTS: o.results = optarg; break;
       case O_MATCH: o.match = optarg; break;
-      case O_DPRE: bad = parse_rate(optarg, "--device-prefill", &in->dev_prefill_tok_s); break;
-      case O_DDEC: bad = parse_rate(optarg, "--device-decode", &in->dev_decode_tok_s); break;
+      case O_DPRE: bad = cli_parse_rate(CMD, optarg, "--device-prefill", &in->dev_prefill_tok_s); break;
+      case O_DDEC: bad = cli_parse_rate(CMD, optarg, "--device-decode", &in->dev_decode_tok_s); break;
       case O_DOVER: bad = parse_dur(optarg, "--device-overhead", &in->dev_overhead_s); break;
       case O_DLOAD: bad = parse_dur(optarg, "--device-load", &in->dev_load_s); break;
       case O_DWARM:
@@ -484,8 +471,8 @@ int cmd_decide(int argc, char **argv) {
         break;
       case O_ATTFT: bad = parse_dur(optarg, "--api-ttft", &in->api_ttft_s); o.have_ttft = true; break;
       case O_ARTT: bad = parse_dur(optarg, "--api-rtt", &in->api_rtt_s); break;
-      case O_APRE: bad = parse_rate(optarg, "--api-prefill", &in->api_prefill_tok_s); break;
-      case O_ADEC: bad = parse_rate(optarg, "--api-decode", &in->api_decode_tok_s); o.have_api_decode = true; break;
+      case O_APRE: bad = cli_parse_rate(CMD, optarg, "--api-prefill", &in->api_prefill_tok_s); break;
+      case O_ADEC: bad = cli_parse_rate(CMD, optarg, "--api-decode", &in->api_decode_tok_s); o.have_api_decode = true; break;
       case O_PIN:
         bad = parse_num(optarg, "--price-in", &in->price_in_per_m, false, 0, DECIDE_MAX_PRICE);
         break;

@@ -33,8 +33,6 @@ static const char *const CMD = "whatif";
  * universe; above, no hardware comes close). Fixed steps: 100 years. */
 #define WHATIF_MAX_COUNT 1e12
 #define WHATIF_MAX_STREAMS 1e6
-#define WHATIF_MIN_RATE 1e-3
-#define WHATIF_MAX_RATE 1e12
 #define WHATIF_MAX_RATIO 1e6
 #define WHATIF_MAX_STEP_S (100 * 365.25 * 86400)
 #define WHATIF_MAX_BYTES_PER_TOKEN 1e15
@@ -172,39 +170,17 @@ static int parse_count(const char *s, const char *flag, double *out, bool allow_
   return 0;
 }
 
-/* A rate in tok/s within [WHATIF_MIN_RATE, WHATIF_MAX_RATE]. */
 static int check_rate(double v, const char *flag, const char *s) {
-  if (!(v >= WHATIF_MIN_RATE && v <= WHATIF_MAX_RATE))
-    return cli_usage_error(CMD, "%s: '%s' is outside 0.001 to 1T tok/s", flag, s);
-  return 0;
-}
-
-static int parse_rate_flag(const char *s, const char *flag, double *out) {
-  struct tm_err err;
-  double v;
-  if (tm_parse_tokens(s, &v, &err) != 0 || !(v > 0))
-    return cli_usage_error(CMD, "%s: '%s' is not a rate above 0 tok/s", flag, s);
-  if (check_rate(v, flag, s) != 0) return TM_EXIT_USAGE;
-  *out = v;
-  return 0;
+  return cli_check_rate(CMD, v, flag, s);
 }
 
 /* A comma list with an empty element ("1,,2", ",1", "1,") is a typo, not a
  * shorter list: refused, naming the flag. */
 static int check_list(const char *s, const char *flag) {
-  const char *p = s;
-  for (;;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    bool blank = true;
-    for (size_t i = 0; i < len; i++)
-      if (p[i] != ' ') blank = false;
-    if (blank)
-      return cli_usage_error(CMD, "%s: '%s' has an empty element (write e.g. 1,100,10000)", flag,
-                             s);
-    if (!comma) return 0;
-    p = comma + 1;
-  }
+  struct tm_err err;
+  if (tm_list_check(s, flag, &err) != 0)
+    return cli_usage_error(CMD, "%s (write e.g. 1,100,10000)", err.msg);
+  return 0;
 }
 
 static int parse_streams(const char *s, struct whatif_opts *o) {
@@ -591,7 +567,7 @@ int cmd_whatif(int argc, char **argv) {
         have_rate = true;
         break;
       case O_PREFILL:
-        if (parse_rate_flag(optarg, "--prefill-rate", &o.job.prefill_tok_s)) return TM_EXIT_USAGE;
+        if (cli_parse_rate(CMD, optarg, "--prefill-rate", &o.job.prefill_tok_s)) return TM_EXIT_USAGE;
         have_prefill_rate = true;
         break;
       case O_RATIO: {
@@ -605,7 +581,7 @@ int cmd_whatif(int argc, char **argv) {
         break;
       }
       case O_BASE:
-        if (parse_rate_flag(optarg, "--baseline", &o.baseline)) return TM_EXIT_USAGE;
+        if (cli_parse_rate(CMD, optarg, "--baseline", &o.baseline)) return TM_EXIT_USAGE;
         if (!job_flag) job_flag = "--baseline";
         break;
       case O_CLAIM: o.claim = optarg; break;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
@@ -98,10 +99,15 @@ int tm_parse_u32(const char *s, const char *what, uint32_t *out, struct tm_err *
 
 int tm_list_check(const char *s, const char *what, struct tm_err *err) {
   if (!s || !*s) return tm_errf(err, "%s: empty list", what);
-  size_t n = strlen(s);
-  if (s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,"))
-    return tm_errf(err, "%s: '%s' has an empty element", what, s);
-  return 0;
+  for (const char *p = s;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    bool blank = true;
+    for (size_t i = 0; i < len; i++) blank &= p[i] == ' ';
+    if (blank) return tm_errf(err, "%s: '%s' has an empty element", what, s);
+    if (!comma) return 0;
+    p = comma + 1;
+  }
 }
 
 int tm_parse_u32_list(const char *s, const char *what, uint32_t *out, size_t max, size_t *n,

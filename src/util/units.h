@@ -23,7 +23,8 @@ int tm_parse_tokens(const char *s, double *tokens, struct tm_err *err);
 /* A positive integer that fits in 32 bits; err names `what`. */
 int tm_parse_u32(const char *s, const char *what, uint32_t *out, struct tm_err *err);
 /* 0 when s is a comma-separated list without an empty element; -1 with err
- * ("what: '1,,2' has an empty element") for "", ",1", "1," or "1,,2". */
+ * ("what: '1,,2' has an empty element") for "", ",1", "1,", "1,,2" or
+ * "1, ,2" (an element of spaces only). */
 int tm_list_check(const char *s, const char *what, struct tm_err *err);
 /* "1,2,4" -> up to max values, each a positive integer (tm_list_check first). */
 int tm_parse_u32_list(const char *s, const char *what, uint32_t *out, size_t max, size_t *n,

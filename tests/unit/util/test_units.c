@@ -71,6 +71,15 @@ static void parses_integers(void) {
   CHECK_EQ_INT(list[2], 4);
   CHECK(tm_parse_u32_list("1,2,3,4,5", "-t", list, 4, &n, &err) == -1);
   CHECK(tm_parse_u32_list("1,,x", "-t", list, 4, &n, &err) == -1);
+  /* an empty element is a typo, not a shorter list (strtok would skip it) */
+  const char *bad[] = {"1,,2", ",1", "1,", "", ",", "1, ,2"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECK_MSG(tm_list_check(bad[i], "-t", &err) == -1, "'%s' accepted", bad[i]);
+    CHECK_CONTAINS(err.msg, "-t");
+    CHECK_MSG(tm_parse_u32_list(bad[i], "-t", list, 4, &n, &err) == -1, "'%s' parsed", bad[i]);
+  }
+  CHECK(tm_list_check("1,100,10k", "-r", &err) == 0);
+  CHECK(tm_list_check("7", "-r", &err) == 0);
 }
 
 static void prints_for_people(void) {
