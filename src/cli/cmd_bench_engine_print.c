@@ -178,7 +178,7 @@ static void print_bw_after(const struct eb_state *s) {
 static void conclude(struct eb_state *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void conclude(struct eb_state *s, const char *fmt, ...) {
-  char buf[512];
+  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
@@ -211,9 +211,13 @@ void bench_engine_conclude(struct eb_state *s) {
                  "%s: its weights read at %.1f GB/s in place at %u thread%s, %.0f%% below the "
                  "probe's buffer (%.1f GB/s): the memory holding them is slower (on a VM, where "
                  "the host placed these pages), so decode falls short of the ceiling by that "
-                 "much whatever the kernels do.",
+                 "much whatever the kernels do.%s",
                  name, own / 1e9, t, t == 1 ? "" : "s", 100.0 * (1.0 - own / probe_bw),
-                 probe_bw / 1e9);
+                 probe_bw / 1e9,
+                 m->info.hugepages
+                     ? ""
+                     : " --hugepages reads them instead from an anonymous copy made at load, "
+                       "fresh memory as the probe's buffer is.");
     }
     const struct eb_row *pp0 = p ? find_row(s, mi, t0, ENGINE_BENCH_PP, p, d) : NULL;
     const struct eb_row *pp1 = p ? find_row(s, mi, t1, ENGINE_BENCH_PP, p, d) : NULL;
