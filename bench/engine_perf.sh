@@ -71,7 +71,12 @@ def huge(model):
     return "?" if h is None else f"{100 * h:.0f}%"
 def inplace(model):
     w = model.get("weights_read_bandwidth_by_threads") or []
-    return " / ".join(f"{x['bytes_s'] / 1e9:.1f}" for x in w) or "?"
+    s = " / ".join(f"{x['bytes_s'] / 1e9:.1f}" for x in w) or "?"
+    if model.get("weights") == "copied":
+        mp = model.get("mapped_weights_read_bandwidth_by_threads")
+        s += " (an anonymous copy" + (", the mapped pages read " + " / ".join(
+            f"{x['bytes_s'] / 1e9:.1f}" for x in mp) if mp else "") + ")"
+    return s
 after = " / ".join(f"{x['bytes_s'] / 1e9:.1f}"
                    for x in r.get("read_bandwidth_after_by_threads") or []) or "?"
 print(f"- {date} engine_perf: Intel Xeon (KVM, 2 vCPUs; load average {lb} before, {la} after), "

@@ -33,6 +33,7 @@ static json_t *head(const char *kind, const struct record_engine_in *in,
   bad |= put(m, "arch", str(in->arch));
   bad |= put(m, "type", str(in->type));
   bad |= put(m, "load_ms", num(ms_round(in->load_ms)));
+  bad |= put(m, "weights", str(in->weights));
   bad |= put(o, "model", m);
   bad |= put(o, "test", json_string(engine_bench_test_name(cfg, test, sizeof test)));
   bad |= put(o, "phase", json_string(cfg->kind == ENGINE_BENCH_PP ? "prefill" : "decode"));

@@ -25,6 +25,7 @@ struct record_engine_in {
   const char *type;          /* "Q4_0" */
   const char *kernel_path;   /* what the engine ran, "avx512_vnni" */
   double load_ms;            /* engine_info.load_ms (map + first touch); NAN absent */
+  const char *weights;       /* "mapped" (the file mapping) or "copied" (anonymous copy) */
   /* The ceiling of this configuration (NAN = unknown):
    *   tg: read_bandwidth_bytes_s at these threads / bytes_per_token at the
    *       run's mean depth;

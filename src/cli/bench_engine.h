@@ -30,7 +30,20 @@ struct eb_model {
    * index = threads, up to weights_bw_threads; 0 when not measured. */
   double weights_read_bw[PROBE_MAX_THREADS + 1];
   uint32_t weights_bw_threads;
+  /* The main job only: the mapped weights read more than 10% below the
+   * probe's buffer (eb_pages_slow), so the model was loaded again from an
+   * anonymous copy (engine option hugepages) and weights_read_bw is the
+   * copy's; the mapped pages' figures are kept here. */
+  bool copied;
+  double mapped_read_bw[PROBE_MAX_THREADS + 1];
+  uint32_t mapped_bw_threads;
 };
+
+/* Pages reading more than 10% below the probe's buffer: slower memory, not
+ * pass-to-pass noise. */
+static inline bool eb_pages_slow(double probe_bw, double own) {
+  return probe_bw > 0 && own > 0 && own < 0.9 * probe_bw;
+}
 
 /* One configuration's outcome (a row of the table, a summary line). */
 struct eb_row {

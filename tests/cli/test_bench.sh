@@ -63,11 +63,31 @@ p4, p8 = by[("Q4_0", "pp16")]["ceiling"], by[("Q8_0", "pp16")]["ceiling"]
 assert p4["ceiling_tok_s"] == p8["ceiling_tok_s"], (p4, p8)
 cs = r["conclusions"]
 assert any("Q4_0 reads 41% fewer bytes per token than Q8_0" in c for c in cs), cs
+# weights mapped, or copied because their mapped pages read >10% below the
+# probe's buffer (the main job's rule; which one happens depends on where this
+# machine put the file's pages): either way the figures must agree with it
+probe = {x["threads"]: x["ceiling"]["read_bandwidth_bytes_s"] for x in s if x["phase"] == "decode"}
+for m in ms:
+    assert m["weights"] in ("mapped", "copied"), m
+    if m["weights"] == "copied":
+        mb = m["mapped_weights_read_bandwidth_by_threads"]
+        assert any(x["bytes_s"] < 0.9 * probe[x["threads"]] for x in mb if x["threads"] in probe), (m, probe)
+        assert any(c.startswith(m["type"] + ": its memory-mapped weights read in place") and
+                   "anonymous copy" in c for c in cs), cs
+    else:
+        assert "mapped_weights_read_bandwidth_by_threads" not in m, m
+        for x in m["weights_read_bandwidth_by_threads"]:
+            if x["threads"] in probe:
+                assert x["bytes_s"] >= 0.9 * probe[x["threads"]], (m, probe)
+    for x in s:
+        if x["model"]["type"] == m["type"]:
+            assert x["model"]["weights"] == m["weights"], (x["model"], m["weights"])
 # the records file: identity, 8 runs (4 warm-ups), 4 summaries, end
 lines = [json.loads(l) for l in open(sys.argv[2])]
 assert lines[0]["record"] == "identity" and lines[0]["backend"] == "engine", lines[0]
 runs = [l for l in lines if l["record"] == "run"]
 assert len(runs) == 8 and sum(r["warmup"] for r in runs) == 4, runs
+assert all(x["model"]["weights"] in ("mapped", "copied") for x in runs), runs
 assert lines[-1]["record"] == "end" and lines[-1]["runs"] == 4, lines[-1]
 assert len([l for l in lines if l["record"] == "summary"]) == 4
 PY
