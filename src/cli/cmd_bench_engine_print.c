@@ -267,7 +267,8 @@ void bench_engine_conclude(struct eb_state *s) {
      * that much, whatever the kernels do. 10%: beyond pass-to-pass noise. */
     const struct eb_model *m = &s->models[mi];
     char slow[320], copy[320];
-    if (m->copied && slow_pages_list(s, m->mapped_read_bw, m->mapped_bw_threads, slow, sizeof slow)) {
+    if (m->copied &&
+        slow_pages_list(s, m->mapped_read_bw, m->mapped_bw_threads, slow, sizeof slow)) {
       bw_list(m->weights_read_bw, m->weights_bw_threads, copy, sizeof copy);
       conclude(s,
                "%s: its memory-mapped weights read in place %s below the probe's buffer (on a "
