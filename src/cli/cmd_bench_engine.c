@@ -334,6 +334,17 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
   for (uint32_t t = 1; t <= m->weights_bw_threads; t++)
     slow |= eb_pages_slow(s->probe->read_bw_bytes_s[t], m->weights_read_bw[t]);
   if (!slow || m->info.hugepages) return 0;
+  /* The copy is anonymous memory on top of the mapping while it is made:
+   * only with room for it and the KV cache (the page cache is reclaimable). */
+  uint64_t avail = mem_available_bytes();
+  double need = 1.1 * (double)(m->file_bytes + m->info.kv_bytes);
+  if (avail && (double)avail < need) {
+    char a[32], b[32];
+    cli_warn(CMD, "%s: its mapped pages read slower than fresh memory, but %s available is "
+             "less than a copy needs (%s); decode is measured on the mapped pages", m->path,
+             tm_fmt_bytes((double)avail, a, sizeof a), tm_fmt_bytes(need, b, sizeof b));
+    return 0;
+  }
   memcpy(m->mapped_read_bw, m->weights_read_bw, sizeof m->mapped_read_bw);
   m->mapped_bw_threads = m->weights_bw_threads;
   engine_free(*e);
