@@ -75,10 +75,12 @@ for m in ms:
         assert any(c.startswith(m["type"] + ": its memory-mapped weights read in place") and
                    "anonymous copy" in c for c in cs), cs
     else:
+        # mapped: no page slower than the rule allows, or (no room for a
+        # copy) the conclusion that says decode falls short by that much
         assert "mapped_weights_read_bandwidth_by_threads" not in m, m
-        for x in m["weights_read_bandwidth_by_threads"]:
-            if x["threads"] in probe:
-                assert x["bytes_s"] >= 0.9 * probe[x["threads"]], (m, probe)
+        slow = [x for x in m["weights_read_bandwidth_by_threads"]
+                if x["threads"] in probe and x["bytes_s"] < 0.9 * probe[x["threads"]]]
+        assert not slow or any(c.startswith(m["type"] + ": its weights read in place") for c in cs), (m, probe, cs)
     for x in s:
         if x["model"]["type"] == m["type"]:
             assert x["model"]["weights"] == m["weights"], (x["model"], m["weights"])
