@@ -75,6 +75,12 @@ struct eb_state {
   double bw_after[PROBE_MAX_THREADS + 1];
   uint32_t bw_after_threads;
   bool probe_cached; /* the probe came from the cache, not this run */
+  /* With a cached probe, its read measurement again before the first run,
+   * at threads 1..bw_now_threads (0: not measured): those figures replace
+   * the cached ones in probe->read_bw_bytes_s, so every decode ceiling rests
+   * on a reading of this run; bw_cached keeps what the cache said. */
+  double bw_cached[PROBE_MAX_THREADS + 1];
+  uint32_t bw_now_threads;
 };
 
 /* Prints the machine, per model its table, and (main job) the conclusions,

@@ -56,7 +56,8 @@ static const char *ceil_str(double c, char *buf, size_t n) {
   return buf;
 }
 
-static void print_machine(const struct machine_probe *p, bool cached) {
+static void print_machine(const struct eb_state *s, bool cached) {
+  const struct machine_probe *p = s->probe;
   char a[32], b[32];
   printf("machine: %s, %u cores, %s memory\n", p->info.cpu_model, p->info.cpus,
          tm_fmt_bytes((double)p->info.memory_bytes, a, sizeof a));
@@ -68,6 +69,15 @@ static void print_machine(const struct machine_probe *p, bool cached) {
   for (uint32_t t = 1; t <= p->max_threads; t++)
     printf(" %s (%u thread%s)%s", tm_fmt_bandwidth(p->read_bw_bytes_s[t], a, sizeof a), t,
            t == 1 ? "" : "s", t < p->max_threads ? "," : "");
+  if (s->bw_now_threads) {
+    printf("\n             read now, before the runs, for the decode ceilings (the cached "
+           "probe's:");
+    for (uint32_t t = 1; t <= s->bw_now_threads; t++)
+      printf("%s %s", t > 1 ? "," : "", tm_fmt_bandwidth(s->bw_cached[t], a, sizeof a));
+    printf(")");
+    if (s->bw_now_threads < p->max_threads)
+      printf("; %u+ threads: cached", s->bw_now_threads + 1);
+  }
   printf("\ncompute (best): f32 %s", tm_fmt_ops(probe_best_f32(p, NULL), "FLOPS", a, sizeof a));
   if (probe_best_int8(p, NULL) > 0)
     printf(", int8 dot %s (%s)", tm_fmt_ops(probe_best_int8(p, NULL), "OPS", b, sizeof b),
@@ -182,7 +192,9 @@ static void print_bw_after(const struct eb_state *s) {
     double probe_bw = s->probe->read_bw_bytes_s[t];
     printf("%s%s (%u thread%s", t > 1 ? ", " : "",
            tm_fmt_bandwidth(s->bw_after[t], a, sizeof a), t, t == 1 ? "" : "s");
-    if (probe_bw > 0) printf(", %+.0f%% vs the probe", 100.0 * (s->bw_after[t] / probe_bw - 1));
+    if (probe_bw > 0)
+      printf(", %+.0f%% vs %s", 100.0 * (s->bw_after[t] / probe_bw - 1),
+             t <= s->bw_now_threads ? "before" : "the probe");
     printf(")");
   }
   printf("\n");
@@ -324,9 +336,10 @@ void bench_engine_conclude(struct eb_state *s) {
                "%.0f%% of the memory ceiling.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
                tg1->percent);
   }
-  /* The bandwidth moved between the probe and the end of the runs: 5% is
-   * beyond the pass-to-pass noise of the probe's best-of-5 reads. (A quick
-   * probe's small buffer sits in the caches: no figure to compare.) */
+  /* The bandwidth moved between the probe (or the reading before the runs)
+   * and the end of the runs: 5% is beyond the pass-to-pass noise of the
+   * probe's best-of-5 reads. (A quick probe's small buffer sits in the
+   * caches: no figure to compare.) */
   for (uint32_t t = 1; t <= (s->probe->quick ? 0 : s->bw_after_threads); t++) {
     double probe_bw = s->probe->read_bw_bytes_s[t], after = s->bw_after[t];
     if (!(probe_bw > 0 && after > 0) || fabs(after / probe_bw - 1) <= 0.05) continue;
@@ -336,8 +349,13 @@ void bench_engine_conclude(struct eb_state *s) {
              "percentages at %u thread%s are uncertain by about that much. Compare runs measured "
              "together%s.",
              t, t == 1 ? "" : "s", after / 1e9, 100.0 * (after / probe_bw - 1), probe_bw / 1e9,
-             s->probe_cached ? "cached" : "this run", t, t == 1 ? "" : "s",
-             s->probe_cached ? ", or measure the machine again with --reprobe" : "");
+             t <= s->bw_now_threads ? "read before the runs"
+             : s->probe_cached      ? "cached"
+                                    : "this run",
+             t, t == 1 ? "" : "s",
+             s->probe_cached && t > s->bw_now_threads
+                 ? ", or measure the machine again with --reprobe"
+                 : "");
   }
   for (size_t i = 0; i < s->n_rows; i++) {
     const struct eb_row *r = &s->rows[i];
@@ -370,7 +388,7 @@ void bench_engine_conclude(struct eb_state *s) {
 void bench_engine_print(struct eb_state *s, bool probe_cached) {
   const struct bench_opts *o = s->o;
   printf("tokmeter %s - tokens per second is two numbers\n", TOKMETER_VERSION);
-  print_machine(s->probe, probe_cached);
+  print_machine(s, probe_cached);
   printf("method: in-process (tokmeter's engine), one discarded warm-up then %u timed "
          "repetition%s per configuration; random prompt tokens; greedy decode ignoring "
          "end-of-sequence; rates are mean +- sd\n", s->reps, s->reps == 1 ? "" : "s");
@@ -434,6 +452,14 @@ void bench_engine_print_json(struct eb_state *s) {
                            s->o->out ? s->o->out : RECORD_DEFAULT_FILE, "probe_quick",
                            s->probe->quick, "runs", (int)s->runs, "models", models, "summaries",
                            s->summaries, "conclusions", s->conclusions);
+  /* with a cached probe: its read loop before the runs (the decode ceilings'
+   * bandwidth) and what the cache said, per thread count */
+  if (s->bw_now_threads) {
+    set_bw_by_threads(root, "read_bandwidth_before_by_threads", s->probe->read_bw_bytes_s,
+                      s->bw_now_threads);
+    set_bw_by_threads(root, "read_bandwidth_cached_by_threads", s->bw_cached,
+                      s->bw_now_threads);
+  }
   /* the probe's read loop again after the runs, per thread count */
   set_bw_by_threads(root, "read_bandwidth_after_by_threads", s->bw_after, s->bw_after_threads);
   char warn[400];

@@ -113,6 +113,26 @@ if [ "$ncpu" -ge 2 ]; then
   grep -q "from 1 to $ncpu threads prefill" "$dir/out" || fail "no scaling conclusion"
 fi
 grep -q "records: $dir/r2.jsonl" "$dir/out" || fail "records file not named"
+grep -q "read now, before the runs, for the decode ceilings" "$dir/out" ||
+  fail "a cached probe: the bandwidth must be read again before the runs"
+
+# with the probe cached, the decode ceilings rest on a reading of this run
+# (before the runs), which --json gives beside what the cache said
+expect_exit 0 "$TOKMETER" bench "${FAST[@]}" -t 1 --json --out "$dir/r4.jsonl"
+python3 - "$dir/out" "$TOKMETER_CACHE_DIR" <<'PY' || fail "cached-probe JSON checks (see above)"
+import glob, json, sys
+r = json.load(open(sys.argv[1]))
+now = {x["threads"]: x["bytes_s"] for x in r["read_bandwidth_before_by_threads"]}
+cached = {x["threads"]: x["bytes_s"] for x in r["read_bandwidth_cached_by_threads"]}
+assert sorted(now) == sorted(cached) == [1], (now, cached)
+assert now[1] > 0 and cached[1] > 0, (now, cached)
+probe = json.load(open(glob.glob(sys.argv[2] + "/probe*.json")[0]))
+assert abs(cached[1] - probe["read_bandwidth_by_threads"][0]["bytes_s"]) <= 1e-6 * cached[1], \
+    (cached, probe["read_bandwidth_by_threads"])
+for x in r["summaries"]:
+    if x["phase"] == "decode":
+        assert x["ceiling"]["read_bandwidth_bytes_s"] == now[x["threads"]], (x["ceiling"], now)
+PY
 
 # a given file
 expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -t 1 \
