@@ -335,7 +335,7 @@ AVX2 static void avx2_quantize_q8(const float *x, struct act_q8 *y, int64_t n) {
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     __m256i l, h;
     int32_t sum = hsum_epi32(quant32(x + 32 * b, y[b].q, id, &l, &h));
-    y[b].d = tm_fp16_to_fp32(tm_fp32_to_fp16(amax / 127.0f));
+    y[b].d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     y[b].s = y[b].d * (float)sum;
   }
 }
