@@ -36,6 +36,10 @@ struct record_engine_in {
   double compute_ops_s;           /* pp */
   const char *compute_path;       /* pp: "int8" or "f32" */
   double flops_per_token;         /* pp */
+  /* Summary only: the share (0..1) of this machine's busy CPU time that the
+   * hypervisor gave to others (steal) while the configuration ran, warm-up
+   * included; NAN when unknown (no steal column in /proc/stat). */
+  double cpu_steal_share;
 };
 
 /* One repetition (warm-up included: "warmup": true). index: 0-based among

@@ -52,6 +52,7 @@ struct eb_row {
   struct engine_bench_config cfg;
   struct stats_summary tok_s;
   double ceiling_tok_s, percent;
+  double steal_share; /* record_engine_in.cpu_steal_share: 0..1, NAN unknown */
   size_t n_segments;
   struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
 };

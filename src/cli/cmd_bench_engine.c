@@ -202,12 +202,22 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   struct record_engine_in in = {.identity = s->identity, .model_file = m->path,
                                 .model_label = m->label, .arch = m->arch, .type = m->type,
                                 .kernel_path = m->kernel_path, .load_ms = m->info.load_ms,
-                                .weights = m->info.hugepages ? "copied" : "mapped"};
+                                .weights = m->info.hugepages ? "copied" : "mapped",
+                                .cpu_steal_share = NAN};
   ceiling_of(s, m, t, cfg, &in);
   struct rep_ctx rc = {.s = s, .in = &in, .threads = (int)t, .model_short = m->short_label};
   struct engine_bench_result res;
   struct tm_err err = {{0}};
+  /* Steal time around the runs: on a VM, the hypervisor running other
+   * guests on this machine's CPUs slows every rate measured meanwhile, and
+   * at several threads a step waits for the one descheduled. */
+  struct machine_cpu_ticks t0, t1;
+  bool ticks = machine_cpu_ticks_now(&t0) == 0;
   int rc_run = engine_bench_run(e, cfg, on_rep, &rc, &res, &err);
+  if (ticks && machine_cpu_ticks_now(&t1) == 0) {
+    double share = machine_steal_share(&t0, &t1);
+    if (share >= 0) in.cpu_steal_share = share;
+  }
   if (rc_run != 0) {
     engine_bench_result_free(&res);
     cli_progress_done();
@@ -223,7 +233,7 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   struct eb_row row = {.model = mi, .threads = t, .cfg = *cfg, .tok_s = res.tok_s,
                        .ceiling_tok_s = in.ceiling_tok_s,
                        .percent = record_percent_of(res.tok_s.mean, in.ceiling_tok_s),
-                       .n_segments = res.n_segments};
+                       .steal_share = in.cpu_steal_share, .n_segments = res.n_segments};
   memcpy(row.seg, res.seg, sizeof row.seg);
   engine_bench_result_free(&res);
   if (add_row(s, &row) != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");

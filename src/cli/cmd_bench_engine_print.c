@@ -200,6 +200,34 @@ static void print_bw_after(const struct eb_state *s) {
   printf("\n");
 }
 
+/* The largest steal share among the rows run at t threads; NAN when none
+ * is known. */
+static double steal_at(const struct eb_state *s, uint32_t t) {
+  double worst = NAN;
+  for (size_t i = 0; i < s->n_rows; i++)
+    if (s->rows[i].threads == t && s->rows[i].steal_share >= 0 &&
+        !(s->rows[i].steal_share <= worst))
+      worst = s->rows[i].steal_share;
+  return worst;
+}
+
+/* Steal time per thread count, when the host took any (a quiet host or bare
+ * metal reads 0 and the line is left out). */
+static void print_steal(const struct eb_state *s) {
+  bool any = false;
+  for (size_t i = 0; i < s->n_rows; i++) any |= s->rows[i].steal_share >= 0.0005;
+  if (!any) return;
+  printf("\nsteal while the runs ran (the share of this VM's busy CPU time the host gave to "
+         "other work; the largest of any configuration): ");
+  const struct bench_opts *o = s->o;
+  for (size_t ti = 0; ti < o->n_threads; ti++) {
+    double v = steal_at(s, o->threads[ti]);
+    printf("%s%s%.1f%% at %u thread%s", ti ? ", " : "", isnan(v) ? "? " : "",
+           isnan(v) ? 0.0 : 100.0 * v, o->threads[ti], o->threads[ti] == 1 ? "" : "s");
+  }
+  printf("\n");
+}
+
 static void conclude(struct eb_state *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void conclude(struct eb_state *s, const char *fmt, ...) {
@@ -357,6 +385,13 @@ void bench_engine_conclude(struct eb_state *s) {
                  ? ", or measure the machine again with --reprobe"
                  : "");
   }
+  /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */
+  for (size_t ti = 0; ti < s->o->n_threads; ti++) {
+    char note[400];
+    if (machine_steal_warning(s->o->threads[ti], steal_at(s, s->o->threads[ti]), note,
+                              sizeof note))
+      conclude(s, "%s", note);
+  }
   for (size_t i = 0; i < s->n_rows; i++) {
     const struct eb_row *r = &s->rows[i];
     struct ceiling_verdict v;
@@ -405,6 +440,7 @@ void bench_engine_print(struct eb_state *s, bool probe_cached) {
       print_rows(s, mi);
   }
   print_bw_after(s);
+  print_steal(s);
   if (json_array_size(s->conclusions)) printf("\n");
   for (size_t i = 0; i < json_array_size(s->conclusions); i++)
     printf("%s\n", json_string_value(json_array_get(s->conclusions, i)));

@@ -133,6 +133,28 @@ void machine_thermal_read_at(const char *sysfs_root, struct machine_thermal *t);
 /* /proc/stat's aggregate "cpu" line: busy and total jiffies (busy = total -
  * idle - iowait). -1 when the line is missing or malformed. */
 int machine_parse_proc_stat(const char *text, uint64_t *busy, uint64_t *total);
+/* /proc/stat's aggregate "cpu" line as counters (jiffies): busy as above
+ * (steal included), total, and steal, the time this (virtual) machine's CPUs
+ * wanted to run but the hypervisor ran something else; has_steal is false on
+ * kernels whose line has no steal column. */
+struct machine_cpu_ticks {
+  uint64_t busy, total, steal;
+  bool has_steal;
+};
+int machine_parse_cpu_ticks(const char *text, struct machine_cpu_ticks *t);
+/* The counters now; -1 when /proc/stat is not readable. */
+int machine_cpu_ticks_now(struct machine_cpu_ticks *t);
+/* Steal between two readings as a share (0..1) of the busy time between
+ * them (the CPU time this machine's threads wanted); -1 when unknown (no
+ * steal column, no busy time, or counters that went backwards). */
+double machine_steal_share(const struct machine_cpu_ticks *before,
+                           const struct machine_cpu_ticks *after);
+/* Steal at or above this share of the busy time is worth a sentence. */
+#define MACHINE_STEAL_WARN_SHARE 0.01
+/* The sentence for `share` (0..1) of steal while runs at `threads` threads
+ * ran, into buf; false (buf untouched) below MACHINE_STEAL_WARN_SHARE or
+ * when share is unknown (negative or NAN). */
+bool machine_steal_warning(uint32_t threads, double share, char *buf, size_t n);
 /* CPUs busy with other work over a window of window_ms (this thread sleeps):
  * busy share of all CPUs x online CPUs. -1 when /proc/stat is not readable. */
 double machine_busy_cpus(uint32_t window_ms);

@@ -110,6 +110,29 @@ assert 100e6 < wb[0]["bytes_s"] < 10e12, wb
 ab = r["read_bandwidth_after_by_threads"]
 assert [x["threads"] for x in ab] == [1], ab
 assert 100e6 < ab[0]["bytes_s"] < 10e12, ab
+# steal time while each configuration ran: a share of the busy time, or
+# null when unknown (no steal column in /proc/stat, or a configuration too
+# short for its 10 ms ticks to move)
+has_steal = len(open("/proc/stat").readline().split()) >= 9
+for x in s:
+    v = x["cpu_steal_share"]
+    ran_ms = x["ms"]["mean"] * (x["n"] + x["warmups"])
+    if not has_steal:
+        assert v is None, x
+    elif ran_ms > 200:
+        assert v is not None and 0 <= v <= 1, (v, ran_ms)
+    else:
+        assert v is None or 0 <= v <= 1, (v, ran_ms)
+PY
+# a decode long enough for /proc/stat's ticks to move: its steal share is known
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 0 -n 768 -t 1 -r 1 --json --out "$dir/j.jsonl"
+python3 - "$dir/out" <<'PY' || fail "steal share of a long decode"
+import json, sys
+s = json.load(open(sys.argv[1]))["summaries"]
+assert len(s) == 1 and s[0]["test"] == "tg768", s
+if len(open("/proc/stat").readline().split()) >= 9:
+    v = s[0]["cpu_steal_share"]
+    assert v is not None and 0 <= v <= 1, (v, s[0]["ms"])
 PY
 # no decode measured: no second reading (it is the decode ceiling's)
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"

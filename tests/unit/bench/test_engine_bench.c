@@ -208,7 +208,8 @@ static void test_records(void) {
                                 .type = "Q8_0", .kernel_path = "scalar", .load_ms = 12.5,
                                 .weights = "copied", .ceiling_tok_s = 2 * r.tok_s.mean,
                                 .read_bandwidth_bytes_s = 1e10, .bytes_per_token = 5e9 / r.tok_s.mean,
-                                .compute_ops_s = NAN, .flops_per_token = NAN};
+                                .compute_ops_s = NAN, .flops_per_token = NAN,
+                                .cpu_steal_share = 0.025};
   json_t *run = record_engine_run_build(&in, &c, 1, 0, &r.reps[0]);
   CHECK(run != NULL);
   if (run) {
@@ -247,8 +248,14 @@ static void test_records(void) {
     CHECK_NEAR(json_real_value(json_object_get(sum, "percent_of_ceiling")), 50.0, 1e-9);
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "model"), "load_ms")), 12.5,
                1e-9);
+    CHECK_NEAR(json_real_value(json_object_get(sum, "cpu_steal_share")), 0.025, 1e-12);
     json_decref(sum);
   }
+  /* steal unknown (no steal column): null, not 0 */
+  in.cpu_steal_share = NAN;
+  sum = record_engine_summary_build(&in, &r);
+  CHECK(sum && json_is_null(json_object_get(sum, "cpu_steal_share")));
+  json_decref(sum);
   /* pp: no curve (null), ceiling basis is compute. */
   struct engine_bench_config pc = {.kind = ENGINE_BENCH_PP, .tokens = 16, .reps = 1};
   struct engine_bench_rep rep = {.tokens = 16, .ms = 2.0, .tok_s = 8000.0};

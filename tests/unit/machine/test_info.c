@@ -1,7 +1,9 @@
 /* test_info: the identity parsers (cpuinfo, meminfo, os-release, cache sizes)
  * on sample text, the thermal reader on a fake sysfs tree, and the live
  * identity read of this machine. */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "machine/probe.h"
@@ -205,6 +207,40 @@ static void test_proc_stat(void) {
   CHECK_MSG(b >= 0 && b <= cpus + 0.01, "busy cpus %.3f of %ld", b, cpus);
 }
 
+static void test_steal(void) {
+  struct machine_cpu_ticks a, b;
+  /* user nice system idle iowait irq softirq steal guest guest_nice */
+  CHECK(machine_parse_cpu_ticks("cpu  100 5 50 1000 20 3 2 10 7 0\n", &a) == 0);
+  CHECK(a.has_steal);
+  CHECK_EQ_U64(a.steal, 10);
+  CHECK_EQ_U64(a.busy, 100 + 5 + 50 + 3 + 2 + 10);
+  CHECK(machine_parse_cpu_ticks("cpu  300 5 90 1500 20 3 2 25 7 0\n", &b) == 0);
+  /* 15 of the 255 busy ticks between them were stolen */
+  CHECK_NEAR(machine_steal_share(&a, &b), 15.0 / 255.0, 1e-12);
+  CHECK(machine_steal_share(&b, &a) < 0); /* counters going backwards */
+  CHECK(machine_steal_share(&a, &a) < 0); /* no busy time: unknown, not 0 */
+  struct machine_cpu_ticks old;
+  CHECK(machine_parse_cpu_ticks("cpu  1 2 3 4 5 6 7\n", &old) == 0); /* no steal column */
+  CHECK(!old.has_steal);
+  CHECK(machine_steal_share(&old, &b) < 0);
+  CHECK(machine_parse_cpu_ticks("cpu0 1 2 3 4\n", &old) == -1);
+  struct machine_cpu_ticks now;
+  CHECK(machine_cpu_ticks_now(&now) == 0);
+  CHECK(now.busy <= now.total && now.steal <= now.busy);
+
+  char buf[400] = "untouched";
+  CHECK(!machine_steal_warning(2, 0.009, buf, sizeof buf));
+  CHECK(!machine_steal_warning(2, NAN, buf, sizeof buf));
+  CHECK(!machine_steal_warning(2, -1, buf, sizeof buf));
+  CHECK_STR(buf, "untouched");
+  CHECK(machine_steal_warning(2, 0.035, buf, sizeof buf));
+  CHECK_MSG(strstr(buf, "At 2 threads") && strstr(buf, "3.5%") && strstr(buf, "slowest thread"),
+            "%s", buf);
+  CHECK(machine_steal_warning(1, 0.01, buf, sizeof buf));
+  CHECK_MSG(strstr(buf, "At 1 thread ") && strstr(buf, "1.0%") && !strstr(buf, "slowest"), "%s",
+            buf);
+}
+
 static void test_busy_warning(void) {
   struct machine_probe p;
   memset(&p, 0, sizeof p);
@@ -222,6 +258,7 @@ static void test_busy_warning(void) {
 
 void tm_run_tests(void) {
   TM_RUN(test_proc_stat);
+  TM_RUN(test_steal);
   TM_RUN(test_busy_warning);
   TM_RUN(test_cpuinfo_x86);
   TM_RUN(test_cpuinfo_arm);
