@@ -222,8 +222,10 @@ static void print_steal(const struct eb_state *s) {
   const struct bench_opts *o = s->o;
   for (size_t ti = 0; ti < o->n_threads; ti++) {
     double v = steal_at(s, o->threads[ti]);
-    printf("%s%s%.1f%% at %u thread%s", ti ? ", " : "", isnan(v) ? "? " : "",
-           isnan(v) ? 0.0 : 100.0 * v, o->threads[ti], o->threads[ti] == 1 ? "" : "s");
+    char fig[32] = "unknown";
+    if (!isnan(v)) snprintf(fig, sizeof fig, "%.1f%%", 100.0 * v);
+    printf("%s%s at %u thread%s", ti ? ", " : "", fig, o->threads[ti],
+           o->threads[ti] == 1 ? "" : "s");
   }
   printf("\n");
 }
