@@ -420,7 +420,8 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
 /* --------------------------------------------------------------- end --- */
 
 void *record_end_build(const char *identity, const struct machine_thermal *thermal_after,
-                       uint32_t runs, const uint32_t *failed_by_kind, bool interrupted) {
+                       uint32_t runs, const uint32_t *failed_by_kind, bool interrupted,
+                       double cpu_steal_share) {
   json_t *o = head("end", identity);
   if (!o) return NULL;
   uint32_t n_failed = 0;
@@ -431,6 +432,7 @@ void *record_end_build(const char *identity, const struct machine_thermal *therm
   bad |= put(o, "n_failed", json_integer(n_failed));
   bad |= put(o, "failed", failed_json(failed_by_kind));
   bad |= put(o, "interrupted", json_boolean(interrupted));
+  bad |= put(o, "cpu_steal_share", num(cpu_steal_share));
   if (bad) {
     json_decref(o);
     return NULL;

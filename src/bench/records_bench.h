@@ -54,8 +54,11 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
                            const void *settings, const struct record_ceiling *ceiling);
 
 /* The invocation's last line: thermal after (NULL -> null), timed runs and
- * failures by kind (failed_by_kind has RUN_ERR_COUNT entries; NULL = none). */
+ * failures by kind (failed_by_kind has RUN_ERR_COUNT entries; NULL = none),
+ * and the share (0..1) of this machine's busy CPU time the host gave to other
+ * work while the runs ran (steal; NAN -> null when unknown). */
 void *record_end_build(const char *identity, const struct machine_thermal *thermal_after,
-                       uint32_t runs, const uint32_t *failed_by_kind, bool interrupted);
+                       uint32_t runs, const uint32_t *failed_by_kind, bool interrupted,
+                       double cpu_steal_share);
 
 #endif

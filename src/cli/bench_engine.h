@@ -82,6 +82,11 @@ struct eb_state {
    * on a reading of this run; bw_cached keeps what the cache said. */
   double bw_cached[PROBE_MAX_THREADS + 1];
   uint32_t bw_now_threads;
+  /* Steal over all the models' runs (the end record's cpu_steal_share):
+   * ticks at the first run, the share after the last; NAN when unknown. */
+  struct machine_cpu_ticks ticks_start;
+  bool ticks_started;
+  double steal_share;
 };
 
 /* Prints the machine, per model its table, and (main job) the conclusions,

@@ -474,7 +474,8 @@ static void close_records(struct eb_state *s) {
   struct machine_thermal th;
   machine_thermal_read(&th);
   struct tm_err err;
-  if (record_write(s->rec, record_end_build(s->identity, &th, s->runs, NULL, false), &err) != 0)
+  if (record_write(s->rec, record_end_build(s->identity, &th, s->runs, NULL, false, s->steal_share),
+                   &err) != 0)
     cli_warn(CMD, "cannot write the end record: %s", err.msg);
   record_close(s->rec);
   s->rec = NULL;
@@ -593,6 +594,7 @@ int bench_inprocess(struct bench_opts *o) {
   struct eb_state st;
   memset(&st, 0, sizeof st);
   st.o = o;
+  st.steal_share = NAN;
   bool main_job = !o->gguf;
   bool threads_default = o->n_threads == 0;
   st.reps = o->reps ? o->reps : main_job ? MAIN_JOB_REPS : FILE_REPS;
@@ -659,6 +661,7 @@ int bench_inprocess(struct bench_opts *o) {
   if (!o->command) o->command = command;
   if ((rc = open_records(&st))) goto out;
 
+  st.ticks_started = machine_cpu_ticks_now(&st.ticks_start) == 0;
   for (size_t mi = 0; mi < st.n_models; mi++) {
     if (!e) {
       e = load_engine(&st, mi, main_job ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, o->hugepages, &rc);
@@ -675,6 +678,11 @@ int bench_inprocess(struct bench_opts *o) {
     engine_free(e);
     e = NULL;
     if (rc) goto out;
+  }
+  struct machine_cpu_ticks ticks_end;
+  if (st.ticks_started && machine_cpu_ticks_now(&ticks_end) == 0) {
+    double share = machine_steal_share(&st.ticks_start, &ticks_end);
+    if (share >= 0) st.steal_share = share;
   }
   measure_bw_after(&st);
   bench_engine_conclude(&st);

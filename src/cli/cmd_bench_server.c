@@ -413,8 +413,15 @@ int bench_server(const struct bench_opts *o) {
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_sa);
+  /* Steal over the runs: on a VM whose host runs other work on its CPUs,
+   * every time taken here is stretched (and a local server's too). */
+  struct machine_cpu_ticks ticks0, ticks1;
+  bool ticks = machine_cpu_ticks_now(&ticks0) == 0;
   struct runner_result *res = calloc(1, sizeof *res);
   int run_rc = res ? runner_run(&ro, res, &err) : -1;
+  double steal = NAN;
+  if (ticks && machine_cpu_ticks_now(&ticks1) == 0 && machine_steal_share(&ticks0, &ticks1) >= 0)
+    steal = machine_steal_share(&ticks0, &ticks1);
   sigaction(SIGINT, &old_sa, NULL);
   cli_progress_done();
   if (!res) {
@@ -445,7 +452,7 @@ int bench_server(const struct bench_opts *o) {
   machine_thermal_read(&th_after);
   record_write(sc.file,
                record_end_build(sc.identity, &th_after, res->runs, res->failed_by_kind,
-                                res->interrupted),
+                                res->interrupted, steal),
                &err);
 
   if (!o->json && res->n_workloads) {
@@ -470,6 +477,11 @@ int bench_server(const struct bench_opts *o) {
       printf("model load (--cold, %zu loads): %.0f ms mean\n", res->n_cold_load,
              sum / res->n_cold_load);
     }
+    char note[600];
+    if (steal >= 0.0005)
+      printf("steal while the runs ran (the share of this machine's busy CPU time the host "
+             "gave to other work): %.1f%%\n", 100.0 * steal);
+    if (machine_steal_warning(0, steal, note, sizeof note)) printf("%s\n", note);
     printf("records: %s (%llu lines this run)\n", out_path,
            (unsigned long long)record_lines_written(sc.file));
   }

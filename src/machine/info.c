@@ -413,6 +413,15 @@ double machine_steal_share(const struct machine_cpu_ticks *before,
  * (the team's 2-vCPU VM: 0% at 1 thread, 2-3.5% at 2). */
 bool machine_steal_warning(uint32_t threads, double share, char *buf, size_t n) {
   if (!(share >= MACHINE_STEAL_WARN_SHARE)) return false;
+  if (threads == 0) {
+    snprintf(buf, n,
+             "During the runs the host ran other work on this machine's CPUs for %.1f%% of "
+             "their busy time (steal time, /proc/stat): timings taken here (time to first token, "
+             "client rates) are stretched by it, and so are the server's own when it runs on this "
+             "machine. Compare runs measured together, or measure on a quieter host.",
+             100.0 * share);
+    return true;
+  }
   const char *s = threads == 1 ? "" : "s";
   snprintf(buf, n,
            "At %u thread%s the host ran other work on this VM's CPUs for %.1f%% of their busy "

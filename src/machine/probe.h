@@ -152,8 +152,9 @@ double machine_steal_share(const struct machine_cpu_ticks *before,
 /* Steal at or above this share of the busy time is worth a sentence. */
 #define MACHINE_STEAL_WARN_SHARE 0.01
 /* The sentence for `share` (0..1) of steal while runs at `threads` threads
- * ran, into buf; false (buf untouched) below MACHINE_STEAL_WARN_SHARE or
- * when share is unknown (negative or NAN). */
+ * ran (0: runs against a server, timed from this machine), into buf; false
+ * (buf untouched) below MACHINE_STEAL_WARN_SHARE or when share is unknown
+ * (negative or NAN). */
 bool machine_steal_warning(uint32_t threads, double share, char *buf, size_t n);
 /* CPUs busy with other work over a window of window_ms (this thread sleeps):
  * busy share of all CPUs x online CPUs. -1 when /proc/stat is not readable. */

@@ -134,6 +134,14 @@ if len(open("/proc/stat").readline().split()) >= 9:
     v = s[0]["cpu_steal_share"]
     assert v is not None and 0 <= v <= 1, (v, s[0]["ms"])
 PY
+python3 - "$dir/j.jsonl" <<'PY' || fail "steal share in the end record"
+import json, sys
+end = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert end["record"] == "end", end
+if len(open("/proc/stat").readline().split()) >= 9:
+    v = end["cpu_steal_share"]
+    assert v is not None and 0 <= v <= 1, end
+PY
 # no decode measured: no second reading (it is the decode ceiling's)
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['read_bandwidth_after_by_threads'] == [], r" \

@@ -47,6 +47,9 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 kinds = [r["record"] for r in recs]
 assert kinds[0] == "identity" and kinds[-1] == "end", kinds
+# steal over the runs: a share of the busy time, or null when unknown
+st = recs[-1]["cpu_steal_share"]
+assert st is None or 0 <= st <= 1, recs[-1]
 ident = recs[0]["id"]
 assert all(r.get("identity") == ident for r in recs[1:]), "records not tied to the identity"
 runs = [r for r in recs if r["record"] == "run"]

@@ -374,7 +374,7 @@ static void test_end_record(void) {
   failed[RUN_ERR_TIMEOUT] = 1;
   struct machine_thermal th;
   memset(&th, 0, sizeof th);
-  json_t *j = reparse(record_end_build("7f3a", &th, 12, failed, false));
+  json_t *j = reparse(record_end_build("7f3a", &th, 12, failed, false, 0.031));
   CHECK(j != NULL);
   if (!j) return;
   CHECK_STR(str_at(j, "record"), "end");
@@ -386,9 +386,11 @@ static void test_end_record(void) {
   CHECK_EQ_INT(int_at(j, "failed.timeout"), 1);
   CHECK_EQ_INT(json_object_size(get(j, "failed")), 2);
   CHECK(json_is_false(get(j, "interrupted")));
+  CHECK_NEAR(json_real_value(get(j, "cpu_steal_share")), 0.031, 1e-12);
   json_decref(j);
 
-  j = reparse(record_end_build("x", NULL, 0, NULL, true));
+  j = reparse(record_end_build("x", NULL, 0, NULL, true, NAN));
+  CHECK(j && json_is_null(get(j, "cpu_steal_share"))); /* unknown: null, not 0 */
   CHECK(j && json_is_null(get(j, "thermal_after")));
   CHECK(j && json_object_size(get(j, "failed")) == 0);
   CHECK(j && json_is_true(get(j, "interrupted")));
@@ -417,7 +419,7 @@ static void test_file_of_an_invocation(void) {
   snprintf(s.workload, sizeof s.workload, "generate");
   s.cold_ttft_ms = s.cold_load_ms = NAN;
   CHECK_EQ_INT(record_write(f, record_summary_build(id, &s, NULL, NULL), &err), 0);
-  CHECK_EQ_INT(record_write(f, record_end_build(id, NULL, 1, NULL, false), &err), 0);
+  CHECK_EQ_INT(record_write(f, record_end_build(id, NULL, 1, NULL, false, NAN), &err), 0);
   record_close(f);
 
   FILE *in_f = fopen(path, "r");

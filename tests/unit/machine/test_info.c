@@ -239,6 +239,11 @@ static void test_steal(void) {
   CHECK(machine_steal_warning(1, 0.01, buf, sizeof buf));
   CHECK_MSG(strstr(buf, "At 1 thread ") && strstr(buf, "1.0%") && !strstr(buf, "slowest"), "%s",
             buf);
+  /* 0 threads: runs against a server, timed from this machine */
+  CHECK(machine_steal_warning(0, 0.02, buf, sizeof buf));
+  CHECK_MSG(strstr(buf, "During the runs") && strstr(buf, "2.0%") && strstr(buf, "server"), "%s",
+            buf);
+  CHECK(!machine_steal_warning(0, 0.0099, buf, sizeof buf));
 }
 
 static void test_busy_warning(void) {
