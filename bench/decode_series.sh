@@ -29,7 +29,7 @@ target=${5:-90}
 [ -r "$model" ] || { echo "decode_series: cannot read $model" >&2; exit 2; }
 [ -x "$bin" ] || { echo "decode_series: no binary at $bin (build first: scripts/build)" >&2; exit 2; }
 case "$runs$threads$target" in *[!0-9]*) echo "decode_series: RUNS, THREADS and TARGET are whole numbers" >&2; exit 2;; esac
-[ "$runs" -ge 1 ] && [ "$threads" -ge 1 ] || { echo "decode_series: RUNS and THREADS must be at least 1" >&2; exit 2; }
+if [ "$runs" -lt 1 ] || [ "$threads" -lt 1 ]; then echo "decode_series: RUNS and THREADS must be at least 1" >&2; exit 2; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for i in $(seq 1 "$runs"); do

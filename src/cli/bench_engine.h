@@ -85,7 +85,6 @@ struct eb_state {
   /* Steal over all the models' runs (the end record's cpu_steal_share):
    * ticks at the first run, the share after the last; NAN when unknown. */
   struct machine_cpu_ticks ticks_start;
-  bool ticks_started;
   double steal_share;
 };
 

@@ -211,13 +211,10 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   /* Steal time around the runs: on a VM, the hypervisor running other
    * guests on this machine's CPUs slows every rate measured meanwhile, and
    * at several threads a step waits for the one descheduled. */
-  struct machine_cpu_ticks t0, t1;
-  bool ticks = machine_cpu_ticks_now(&t0) == 0;
+  struct machine_cpu_ticks ticks;
+  machine_cpu_ticks_now(&ticks);
   int rc_run = engine_bench_run(e, cfg, on_rep, &rc, &res, &err);
-  if (ticks && machine_cpu_ticks_now(&t1) == 0) {
-    double share = machine_steal_share(&t0, &t1);
-    if (share >= 0) in.cpu_steal_share = share;
-  }
+  in.cpu_steal_share = machine_steal_since(&ticks);
   if (rc_run != 0) {
     engine_bench_result_free(&res);
     cli_progress_done();
@@ -661,7 +658,7 @@ int bench_inprocess(struct bench_opts *o) {
   if (!o->command) o->command = command;
   if ((rc = open_records(&st))) goto out;
 
-  st.ticks_started = machine_cpu_ticks_now(&st.ticks_start) == 0;
+  machine_cpu_ticks_now(&st.ticks_start);
   for (size_t mi = 0; mi < st.n_models; mi++) {
     if (!e) {
       e = load_engine(&st, mi, main_job ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, o->hugepages, &rc);
@@ -679,11 +676,7 @@ int bench_inprocess(struct bench_opts *o) {
     e = NULL;
     if (rc) goto out;
   }
-  struct machine_cpu_ticks ticks_end;
-  if (st.ticks_started && machine_cpu_ticks_now(&ticks_end) == 0) {
-    double share = machine_steal_share(&st.ticks_start, &ticks_end);
-    if (share >= 0) st.steal_share = share;
-  }
+  st.steal_share = machine_steal_since(&st.ticks_start);
   measure_bw_after(&st);
   bench_engine_conclude(&st);
   if (o->json) bench_engine_print_json(&st);

@@ -415,13 +415,11 @@ int bench_server(const struct bench_opts *o) {
   sigaction(SIGINT, &sa, &old_sa);
   /* Steal over the runs: on a VM whose host runs other work on its CPUs,
    * every time taken here is stretched (and a local server's too). */
-  struct machine_cpu_ticks ticks0, ticks1;
-  bool ticks = machine_cpu_ticks_now(&ticks0) == 0;
+  struct machine_cpu_ticks ticks;
+  machine_cpu_ticks_now(&ticks);
   struct runner_result *res = calloc(1, sizeof *res);
   int run_rc = res ? runner_run(&ro, res, &err) : -1;
-  double steal = NAN;
-  if (ticks && machine_cpu_ticks_now(&ticks1) == 0 && machine_steal_share(&ticks0, &ticks1) >= 0)
-    steal = machine_steal_share(&ticks0, &ticks1);
+  const double steal = machine_steal_since(&ticks);
   sigaction(SIGINT, &old_sa, NULL);
   cli_progress_done();
   if (!res) {

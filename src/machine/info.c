@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -390,6 +391,7 @@ int machine_parse_proc_stat(const char *text, uint64_t *busy, uint64_t *total) {
 
 int machine_cpu_ticks_now(struct machine_cpu_ticks *t) {
   char buf[4096];
+  memset(t, 0, sizeof *t); /* unreadable: no steal column, so no share from it */
   FILE *f = fopen("/proc/stat", "r");
   if (!f) return -1;
   size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -406,6 +408,13 @@ double machine_steal_share(const struct machine_cpu_ticks *before,
       after->steal < before->steal)
     return -1;
   return (double)(after->steal - before->steal) / (double)(after->busy - before->busy);
+}
+
+double machine_steal_since(const struct machine_cpu_ticks *before) {
+  struct machine_cpu_ticks now;
+  if (machine_cpu_ticks_now(&now) != 0) return NAN;
+  double share = machine_steal_share(before, &now);
+  return share >= 0 ? share : NAN;
 }
 
 /* Every rate measured while the host ran other guests is lower for it, and a

@@ -142,13 +142,17 @@ struct machine_cpu_ticks {
   bool has_steal;
 };
 int machine_parse_cpu_ticks(const char *text, struct machine_cpu_ticks *t);
-/* The counters now; -1 when /proc/stat is not readable. */
+/* The counters now; -1 when /proc/stat is not readable (then *t is zeroed,
+ * has_steal false). */
 int machine_cpu_ticks_now(struct machine_cpu_ticks *t);
 /* Steal between two readings as a share (0..1) of the busy time between
  * them (the CPU time this machine's threads wanted); -1 when unknown (no
  * steal column, no busy time, or counters that went backwards). */
 double machine_steal_share(const struct machine_cpu_ticks *before,
                            const struct machine_cpu_ticks *after);
+/* machine_steal_share from `before` (taken with machine_cpu_ticks_now) to
+ * now; NAN when unknown. */
+double machine_steal_since(const struct machine_cpu_ticks *before);
 /* Steal at or above this share of the busy time is worth a sentence. */
 #define MACHINE_STEAL_WARN_SHARE 0.01
 /* The sentence for `share` (0..1) of steal while runs at `threads` threads

@@ -227,6 +227,10 @@ static void test_steal(void) {
   struct machine_cpu_ticks now;
   CHECK(machine_cpu_ticks_now(&now) == 0);
   CHECK(now.busy <= now.total && now.steal <= now.busy);
+  /* from a reading without a steal column: unknown (NAN), never 0 */
+  CHECK(isnan(machine_steal_since(&old)));
+  double since = machine_steal_since(&now);
+  CHECK(isnan(since) || (since >= 0 && since <= 1));
 
   char buf[400] = "untouched";
   CHECK(!machine_steal_warning(2, 0.009, buf, sizeof buf));
