@@ -265,6 +265,8 @@ VNNI_INLINE void q6_block_vnni(const struct block_q6_k *wb, const struct act_q8k
   ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
                         const struct act_q8k *x, float *out) {                                  \
     const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                             \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,       \
+                          KERNEL_PREFETCH_BYTES);                                               \
     for (int64_t i = 0; i < q; i++) {                                                           \
       const struct block_q6_k *w0 = (const struct block_q6_k *)(w + (size_t)(r0 + i) * w_stride); \
       const struct block_q6_k *w1 = (const struct block_q6_k *)((const uint8_t *)w0 + (size_t)q * w_stride); \
@@ -581,6 +583,7 @@ VNNI static void gemv_q8_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, in
   const int64_t q = (r1 - r0) / 4;
 #endif
   const size_t qs = (size_t)q * w_stride;
+  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES);
   for (int64_t i = 0; i < q; i++) {
     const uint8_t *w0 = w + (size_t)(r0 + i) * w_stride;
     __m512 a[4][2];

@@ -25,7 +25,7 @@
  * block's exact dot product times the two scales. Integer parts are exact;
  * only the float summation order differs from the other paths (tests compare
  * with the scalar reference within rounding). */
-#include "engine/kernels_internal.h"
+#include "engine/kernels_x86.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -132,6 +132,8 @@ VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
   alignas(64) struct vnni_quad qd[VBMI_MAX_QUADS];
   quad_repack(x, nb, qd);
   const int64_t q = (r1 - r0) / 4;
+  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
+                        VBMI_PF_BYTES);
   for (int64_t i = 0; i < q; i++) {
     const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = wa + (size_t)q * w_stride;
     const uint8_t *wc = wb + (size_t)q * w_stride, *wd = wc + (size_t)q * w_stride;

@@ -27,9 +27,10 @@
  * for experiments (bench/kernel_bench.c); after the VNNI decode rewrite,
  * 1024 / 4096 / 8192 bytes and the T1 / NTA hints were within the noise of
  * 2048 / T0 (NTA and no prefetch clearly worse), so the default stays.
- * KERNEL_ONE_STREAM turns off the decode kernels' two interleaved row
- * streams (kernels_avx512.c) for comparison: two streams were worth +30-40%
- * cold decode bandwidth on 4 KiB pages; four were no better than two. */
+ * KERNEL_ONE_STREAM turns off the decode kernels' interleaved row streams
+ * (kernels_avx512.c) for comparison: two streams were worth +30-40% cold
+ * decode bandwidth on 4 KiB pages; four beat two once the weights were on
+ * 2 MiB pages (docs/engine.md). */
 #ifndef KERNEL_PREFETCH_BYTES
 #define KERNEL_PREFETCH_BYTES 2048
 #endif
@@ -43,6 +44,25 @@
   do {                                                                                      \
     for (int pf_ = 0; pf_ < (int)(bytes); pf_ += 64)                                        \
       _mm_prefetch((const char *)(p) + KERNEL_PREFETCH_BYTES + pf_, KERNEL_PF_HINT);        \
+  } while (0)
+#endif
+
+/* The first `ahead` bytes of each of a decode kernel's n_streams row streams
+ * (stream s starts at w0 + s * stream_bytes), prefetched when the kernel
+ * starts on a chunk. The loops prefetch `ahead` bytes past where they read,
+ * so without this every stream of every chunk began with that many bytes of
+ * demand misses, several hundred per chunk of 256 KiB. Step-interleaved A/Bs
+ * (bench/step_ab.c, 2026-11-29, Qwen3-0.6B shape, tg128): Q4_0 +0.5-1.3% at 2
+ * threads and +1.1% at 1; Q8_0 +0.5-1.0% at 2 and +0.3-0.5% at 1. Twice the
+ * distance was no better. */
+#ifdef KERNEL_NO_PF
+#define PREFETCH_STREAM_HEADS(w0, stream_bytes, n_streams, ahead) ((void)0)
+#else
+#define PREFETCH_STREAM_HEADS(w0, stream_bytes, n_streams, ahead)                         \
+  do {                                                                                      \
+    for (int s_ = 0; s_ < (n_streams); s_++)                                                \
+      for (int pf_ = 0; pf_ < (int)(ahead); pf_ += 64)                                      \
+        _mm_prefetch((const char *)(w0) + (size_t)s_ * (stream_bytes) + pf_, KERNEL_PF_HINT); \
   } while (0)
 #endif
 
