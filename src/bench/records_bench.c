@@ -353,7 +353,8 @@ static json_t *rate_stats_json(const struct stats_summary *server,
 }
 
 void *record_summary_build(const char *identity, const struct bench_summary *s,
-                           const void *settings, const struct record_ceiling *ceiling) {
+                           const void *settings, const struct record_ceiling *ceiling,
+                           double cpu_steal_share) {
   json_t *o = head("summary", identity);
   if (!o) return NULL;
   int bad = 0;
@@ -410,6 +411,7 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
   bad |= put(v, RECORD_VERDICT_COUNT_MISMATCH, json_integer(s->n_count_mismatch));
   bad |= put(v, RECORD_VERDICT_REASONING_BUDGET, json_integer(s->n_reasoning_ate_budget));
   bad |= put(o, "verdicts", v);
+  bad |= put(o, "cpu_steal_share", num(cpu_steal_share));
   if (bad) {
     json_decref(o);
     return NULL;

@@ -49,9 +49,11 @@ struct record_run_in {
 void *record_run_build(const struct record_run_in *in, const struct run_result *r,
                        const struct run_metrics *m);
 
-/* One workload's summary. settings as above; ceiling NULL = absent. */
+/* One workload's summary. settings as above; ceiling NULL = absent;
+ * cpu_steal_share: steal while its timed runs ran (0..1; NAN -> null). */
 void *record_summary_build(const char *identity, const struct bench_summary *s,
-                           const void *settings, const struct record_ceiling *ceiling);
+                           const void *settings, const struct record_ceiling *ceiling,
+                           double cpu_steal_share);
 
 /* The invocation's last line: thermal after (NULL -> null), timed runs and
  * failures by kind (failed_by_kind has RUN_ERR_COUNT entries; NULL = none),

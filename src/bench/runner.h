@@ -88,6 +88,9 @@ struct runner_workload_result {
   struct workload workload;
   struct bench_summary summary;
   uint32_t n_words;               /* prompt words used for the timed runs */
+  double cpu_steal_share;         /* steal while its timed runs ran: the share
+                                     of this machine's busy CPU time the host
+                                     gave to other work, 0..1; NAN unknown */
 };
 
 struct runner_result {

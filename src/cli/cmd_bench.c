@@ -76,7 +76,7 @@ static void usage(FILE *out) {
           "checked (a run whose cache reaches past the nonce is flagged and left out of the\n"
           "prefill figures); token counts come from the server; server and client timers are\n"
           "both reported. Every run is appended to the results file as it ends. Steal time\n"
-          "(/proc/stat) over the runs is recorded and called out from 1%%.\n"
+          "(/proc/stat) over the runs and per workload is recorded and called out from 1%%.\n"
           "      --url URL          the server's base URL, e.g. http://127.0.0.1:8080\n"
           "      --api KIND         auto, openai, ollama or llamacpp (default auto: detected)\n"
           "      --endpoint E       chat or completion (default chat): /v1/chat/completions or\n"

@@ -214,6 +214,38 @@ static void check_build_flags(const struct server_info *si, const struct machine
              missing[i]);
 }
 
+/* Steal over the invocation, and per workload when there are several and
+ * any took some; the warning sentence from the largest share (a burst of
+ * steal during one workload stretches that workload's figures most). */
+static void print_steal(const struct runner_result *res, double overall) {
+  double worst = overall;
+  bool any = overall >= 0.0005;
+  for (size_t i = 0; i < res->n_workloads; i++) {
+    double v = res->workloads[i].cpu_steal_share;
+    any |= v >= 0.0005;
+    if (v > worst || isnan(worst)) worst = v;
+  }
+  if (any) {
+    printf("steal while the runs ran (the share of this machine's busy CPU time the host "
+           "gave to other work): ");
+    if (!isnan(overall)) printf("%.1f%%", 100.0 * overall);
+    else printf("unknown");
+    if (res->n_workloads > 1) {
+      printf(" (");
+      for (size_t i = 0; i < res->n_workloads; i++) {
+        double v = res->workloads[i].cpu_steal_share;
+        printf("%s%s ", i ? ", " : "", res->workloads[i].workload.name);
+        if (!isnan(v)) printf("%.1f%%", 100.0 * v);
+        else printf("unknown");
+      }
+      printf(")");
+    }
+    printf("\n");
+  }
+  char note[600];
+  if (machine_steal_warning(0, worst, note, sizeof note)) printf("%s\n", note);
+}
+
 /* ---------------------------------------------------------------- sink --- */
 
 struct sink_ctx {
@@ -438,7 +470,8 @@ int bench_server(const struct bench_opts *o) {
                            res->workloads[i].workload.max_tokens, "prompt_words",
                            res->workloads[i].n_words);
     json_t *sum = record_summary_build(sc.identity, &summaries[i], ws,
-                                       model.have ? &ceilings[i] : NULL);
+                                       model.have ? &ceilings[i] : NULL,
+                                       res->workloads[i].cpu_steal_share);
     if (o->json && sum) {
       char *line = record_dump(sum);
       if (line) printf("%s\n", line);
@@ -475,11 +508,7 @@ int bench_server(const struct bench_opts *o) {
       printf("model load (--cold, %zu loads): %.0f ms mean\n", res->n_cold_load,
              sum / res->n_cold_load);
     }
-    char note[600];
-    if (steal >= 0.0005)
-      printf("steal while the runs ran (the share of this machine's busy CPU time the host "
-             "gave to other work): %.1f%%\n", 100.0 * steal);
-    if (machine_steal_warning(0, steal, note, sizeof note)) printf("%s\n", note);
+    print_steal(res, steal);
     printf("records: %s (%llu lines this run)\n", out_path,
            (unsigned long long)record_lines_written(sc.file));
   }

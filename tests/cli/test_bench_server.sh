@@ -72,6 +72,9 @@ for r in by["classify"]:
     assert r["rates"]["decode_tok_s"]["headline"] is None, "decode must be null below 24 tokens"
 sums = [r for r in recs if r["record"] == "summary"]
 assert [s["workload"] for s in sums] == ["classify", "extract", "generate"], sums
+for s in sums:  # steal over each workload's timed runs: a share, or null when unknown
+    assert "cpu_steal_share" in s, s
+    assert s["cpu_steal_share"] is None or 0 <= s["cpu_steal_share"] <= 1, s
 end = recs[-1]
 assert end["runs"] == 6 and not any(end["failed"].values()), end
 PY

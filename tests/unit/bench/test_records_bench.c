@@ -325,11 +325,12 @@ static void test_summary_record(void) {
   json_t *settings = json_pack("{s:i}", "prompt_tokens", 50);
   struct record_ceiling c = {.decode_ceiling_tok_s = 87.6, .prefill_ceiling_tok_s = 712.0,
                              .read_bandwidth_bytes_s = NAN};
-  json_t *j = reparse(record_summary_build("7f3a", &s, settings, &c));
+  json_t *j = reparse(record_summary_build("7f3a", &s, settings, &c, 0.024));
   json_decref(settings);
   CHECK(j != NULL);
   if (!j) return;
   CHECK_STR(str_at(j, "record"), "summary");
+  CHECK_NEAR(json_real_value(get(j, "cpu_steal_share")), 0.024, 1e-12);
   CHECK_STR(str_at(j, "identity"), "7f3a");
   CHECK_STR(str_at(j, "workload"), "generate");
   CHECK_EQ_INT(int_at(j, "settings.prompt_tokens"), 50);
@@ -418,7 +419,7 @@ static void test_file_of_an_invocation(void) {
   memset(&s, 0, sizeof s);
   snprintf(s.workload, sizeof s.workload, "generate");
   s.cold_ttft_ms = s.cold_load_ms = NAN;
-  CHECK_EQ_INT(record_write(f, record_summary_build(id, &s, NULL, NULL), &err), 0);
+  CHECK_EQ_INT(record_write(f, record_summary_build(id, &s, NULL, NULL, NAN), &err), 0);
   CHECK_EQ_INT(record_write(f, record_end_build(id, NULL, 1, NULL, false, NAN), &err), 0);
   record_close(f);
 
@@ -435,6 +436,7 @@ static void test_file_of_an_invocation(void) {
     if (j && n < 4) {
       CHECK_STR(str_at(j, "record"), kinds[n]);
       CHECK_STR(str_at(j, n == 0 ? "id" : "identity"), id);
+      if (n == 2) CHECK(json_is_null(get(j, "cpu_steal_share"))); /* unknown: null */
     }
     json_decref(j);
     n++;
