@@ -295,6 +295,7 @@ static int run_workload(struct run_ctx *c, size_t wi) {
   const struct workload *w = &c->opt->workloads[wi];
   struct runner_workload_result *out = &c->res->workloads[wi];
   out->workload = *w;
+  out->cpu_steal_share = NAN; /* until its timed runs have run */
   uint32_t n_words = words_for(c, w->prompt_tokens);
   if (c->have_tokenizer && !w->prompt_text) n_words = words_by_tokenizer(c, w, n_words);
   struct run_metrics *ms = calloc(c->opt->reps ? c->opt->reps : 1, sizeof *ms);
