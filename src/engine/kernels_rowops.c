@@ -23,8 +23,9 @@
  *     acc = f16(acc + vs * v_p)       (one fused multiply-add, then rounding)
  *     S = S * ms + vs
  *   out = f32(acc) / S
- * The scalar path is the reference: SIMD paths differ only in the summation
- * order of the dot product. */
+ * The scalar path is the reference: SIMD paths differ in the summation order
+ * of the dot product, and AVX-512 heads of up to 128 values (attn_pipe) take
+ * the exponentials from a polynomial within 2 ulp of expf. */
 #include <math.h>
 #include <stdalign.h>
 #include <stdbool.h>
@@ -273,6 +274,21 @@ RO_AVX512 static inline __m512 ro_round16x16(__m512 x) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(x, RNE));
 }
 
+RO_AVX512 static inline __m512 ro_exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LO)), _mm512_set1_ps(EXP_HI));
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_HI), x);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_LO), r);
+  __m512 p = _mm512_set1_ps(EXP_P0);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, k);
+}
 /* The AVX-512 attention row in three passes over chunks of ATTN_CHUNK
  * positions, so the long dependency chain of the one-pass loop (dot ->
  * horizontal sum -> compare -> expf -> rescale -> accumulate, ~190 cycles per
@@ -283,12 +299,11 @@ RO_AVX512 static inline __m512 ro_round16x16(__m512 x) {
  * and their order are exactly those of the one-pass loop. */
 #define ATTN_CHUNK 128
 
-/* The cache rows of one position are kv_stride elements apart (all KV heads
- * of a position are contiguous), a stride the hardware prefetchers follow
- * poorly, and after the weights streamed through the caches they come from
- * DRAM: fetch the rows ATTN_PF_AHEAD positions ahead (measured: attention
- * 5% of a 1-thread tg128 step without; 16 and 32 positions were no faster
- * than 8 on tg512, 2026-11-29). */
+/* The cache rows come from DRAM after the weights streamed through the
+ * caches: fetch them ATTN_PF_AHEAD positions ahead into L1 (measured:
+ * attention 5% of a 1-thread tg128 step without; 16 and 32 positions no
+ * faster than 8 on tg512; in the pipeline, 2 to 8 ahead and an extra
+ * prefetch into L2 16 to 64 ahead all within the noise, 2026-11-29). */
 #ifndef ATTN_PF_AHEAD
 #define ATTN_PF_AHEAD 8
 #endif
@@ -352,7 +367,7 @@ attn_accumulate(float *acc, int nv, const uint16_t *v, size_t kv_stride, int64_t
   for (int i = 0; i < nv; i++) _mm512_store_ps(acc + 16 * i, a[i]);
 }
 
-RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const uint16_t *v,
+RO_AVX512 static void avx512_attn_row_wide(const float *q32, const uint16_t *k, const uint16_t *v,
                                       size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
                                       float *out) {
   if (hd % 16 != 0) {
@@ -387,12 +402,27 @@ RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const
     _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_load_ps(acc + i), inv));
 }
 
-/* Two query rows that share a KV head (grouped-query attention), in one
- * sweep over the cache: each K and V row is converted from F16 once for
- * both, and the two accumulator chains of pass 3 (fma -> round to F16, a
- * latency chain per position) interleave. Per row, every operation and its
- * order are those of avx512_attn_row, so the results are bit-identical
- * (tests/unit/engine/test_kernels_rowops.c checks it). */
+/* Query rows that share a KV head (grouped-query attention), one or two per
+ * sweep over the cache, as a software pipeline over blocks of ATTN_BLK
+ * positions. The three passes of a block (scores, softmax factors, F16
+ * accumulation) depend on each other, but block b+1's scores do not depend
+ * on block b's accumulation: one loop does both, so the out-of-order core
+ * overlaps the scoring pass's K misses (memory-bound: 256 bytes per position
+ * and a short dot product) with the accumulation's arithmetic (compute-bound:
+ * an fma and an F16 round trip per 16 values). Run one after the other, the
+ * two passes took the sum of their times: 66-83 ns per (KV head, position)
+ * at 2 threads from DRAM against 28 ns from L1 and 30 ns for the 512 bytes at
+ * a core's 17 GB/s (bench/RESULTS.md, 2026-11-29).
+ *
+ * Two rows per sweep: each K and V row is converted from F16 once for both,
+ * and their accumulator chains (fma -> round to F16, a latency chain per
+ * position) interleave. A row's operations and their order do not depend on
+ * whether it runs alone or paired, so results are bit-identical whatever the
+ * pairing (tests/unit/engine/test_kernels_rowops.c checks attn_rows against
+ * attn_row, and both against the scalar path). Measured after the change:
+ * 38-42 ns per (KV head, position) from DRAM at 2 threads, huge pages. */
+#define ATTN_BLK 16 /* = the lanes of attn_softmax_factors16 */
+
 RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, const float *qb,
                                           int64_t hd, float *da, float *db) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
@@ -413,86 +443,183 @@ RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, c
   *db = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
 }
 
+
+/* Pass 2 of the pipeline for np <= 16 scores on 16 lanes: the factors of
+ * attn_softmax_factors, each lane's running maximum before it from a prefix
+ * maximum (NaN scores never become the maximum, as in the scalar loop), the
+ * exponentials from ro_exp16 (within 2 ulp of expf's; exp(-inf) and
+ * arguments below EXP_LO give 0, NaN stays NaN) and the running sum S in
+ * position order. */
+RO_AVX512 static inline __m512 attn_shift_up(__m512 x, int lanes, __m512 fill) {
+  /* lane j <- lane j - lanes, the first `lanes` lanes from fill */
+  switch (lanes) {
+  case 1: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 15));
+  case 2: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 14));
+  case 4: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 12));
+  default: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 8));
+  }
+}
+
+RO_AVX512 static inline void attn_softmax_factors16(const float *s, int64_t np, float *M, float *S,
+                                                    float *ms, float *vs) {
+  const __mmask16 live = (__mmask16)((1u << np) - 1);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY), one = _mm512_set1_ps(1.0f);
+  const __m512 x = _mm512_mask_loadu_ps(ninf, live, s);
+  __m512 incl = x; /* lane j: max(x_0..x_j), NaN lanes skipped (max_ps returns its 2nd operand on NaN) */
+  incl = _mm512_max_ps(incl, attn_shift_up(incl, 1, ninf));
+  incl = _mm512_max_ps(incl, attn_shift_up(incl, 2, ninf));
+  incl = _mm512_max_ps(incl, attn_shift_up(incl, 4, ninf));
+  incl = _mm512_max_ps(incl, attn_shift_up(incl, 8, ninf));
+  const __m512 prev = _mm512_max_ps(attn_shift_up(incl, 1, ninf), _mm512_set1_ps(*M));
+  const __mmask16 fresh = _mm512_mask_cmp_ps_mask(live, x, prev, _CMP_GT_OQ);
+  /* new maximum: ms = exp(prev - x), vs = 1; else ms = 1, vs = exp(x - prev) */
+  const __m512 arg = _mm512_mask_sub_ps(_mm512_sub_ps(x, prev), fresh, prev, x);
+  __m512 e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(arg, _mm512_set1_ps(EXP_LO), _CMP_NLT_UQ), ro_exp16(arg));
+  e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(arg, arg, _CMP_UNORD_Q), arg);
+  _mm512_storeu_ps(ms, _mm512_mask_mov_ps(one, fresh, e));
+  _mm512_storeu_ps(vs, _mm512_mask_mov_ps(e, fresh, one));
+  alignas(64) float last[16];
+  _mm512_store_ps(last, incl);
+  if (last[np - 1] > *M) *M = last[np - 1];
+  float sum = *S;
+  for (int64_t j = 0; j < np; j++) sum = sum * ms[j] + vs[j];
+  *S = sum;
+}
+/* Scores of np positions starting at k, for nr (1 or 2) rows; k_left is the
+ * number of cache rows from k on (the prefetch stays inside them). */
 RO_AVX512 static inline __attribute__((always_inline)) void
-attn_accumulate2(float *acca, float *accb, int nv, const uint16_t *v, size_t kv_stride,
-                 int64_t np, const float *msa, const float *vsa, const float *msb,
-                 const float *vsb) {
-  __m512 a[8], b[8]; /* nv <= 8 (hd <= 128): both in registers */
-  for (int i = 0; i < nv; i++) a[i] = _mm512_load_ps(acca + 16 * i);
-  for (int i = 0; i < nv; i++) b[i] = _mm512_load_ps(accb + 16 * i);
+attn_score_rows(int nr, int64_t hd, const uint16_t *k, int64_t k_left, size_t kv_stride,
+                int64_t j, const float *q0, const float *q1, float scale, float *s0, float *s1) {
+  const uint16_t *kp = k + (size_t)j * kv_stride;
+  attn_prefetch(kp + ATTN_PF_AHEAD * kv_stride, hd, j + ATTN_PF_AHEAD < k_left);
+  if (nr == 2) {
+    float d0, d1;
+    attn_dot16x2(kp, q0, q1, hd, &d0, &d1);
+    s0[j] = d0 * scale;
+    s1[j] = d1 * scale;
+  } else {
+    s0[j] = attn_dot16(kp, q0, hd) * scale;
+  }
+}
+
+/* One block: accumulate the np V rows at v (factors ms/vs per row) into the
+ * nr accumulators acc0/acc1 (nv vectors of 16 each, in registers for the
+ * block) and, in the same loop, score the np_next K rows at k_next into
+ * s0/s1. np_next <= np (only the last block is short). */
+RO_AVX512 static inline __attribute__((always_inline)) void
+attn_pipe_block(int nr, int nv, float *acc0, float *acc1, const uint16_t *v, int64_t v_left,
+                const uint16_t *k_next, int64_t k_left, size_t kv_stride, int64_t np,
+                int64_t np_next, const float *ms0, const float *vs0, const float *ms1,
+                const float *vs1, const float *q0, const float *q1, float scale, float *s0,
+                float *s1) {
+  __m512 a[8], b[8]; /* nv <= 8 (hd <= 128) */
+  for (int i = 0; i < nv; i++) a[i] = _mm512_load_ps(acc0 + 16 * i);
+  if (nr == 2)
+    for (int i = 0; i < nv; i++) b[i] = _mm512_load_ps(acc1 + 16 * i);
   for (int64_t j = 0; j < np; j++) {
+    if (j < np_next) attn_score_rows(nr, 16 * nv, k_next, k_left, kv_stride, j, q0, q1, scale, s0, s1);
     const uint16_t *vp = v + (size_t)j * kv_stride;
-    attn_prefetch(vp + ATTN_PF_AHEAD * kv_stride, 16 * nv, j + ATTN_PF_AHEAD < np);
-    if (msa[j] != 1.0f) {
-      const __m512 vms = _mm512_set1_ps(msa[j]);
-      for (int i = 0; i < nv; i++) a[i] = ro_round16x16(_mm512_mul_ps(a[i], vms));
+    attn_prefetch(vp + ATTN_PF_AHEAD * kv_stride, 16 * nv, j + ATTN_PF_AHEAD < v_left);
+    if (ms0[j] != 1.0f) { /* a new maximum: rescale (x 1 is the identity) */
+      const __m512 m = _mm512_set1_ps(ms0[j]);
+      for (int i = 0; i < nv; i++) a[i] = ro_round16x16(_mm512_mul_ps(a[i], m));
     }
-    if (msb[j] != 1.0f) {
-      const __m512 vms = _mm512_set1_ps(msb[j]);
-      for (int i = 0; i < nv; i++) b[i] = ro_round16x16(_mm512_mul_ps(b[i], vms));
+    if (nr == 2 && ms1[j] != 1.0f) {
+      const __m512 m = _mm512_set1_ps(ms1[j]);
+      for (int i = 0; i < nv; i++) b[i] = ro_round16x16(_mm512_mul_ps(b[i], m));
     }
-    const __m512 vva = _mm512_set1_ps(vsa[j]), vvb = _mm512_set1_ps(vsb[j]);
+    const __m512 w0 = _mm512_set1_ps(vs0[j]), w1 = _mm512_set1_ps(nr == 2 ? vs1[j] : 0.0f);
     for (int i = 0; i < nv; i++) {
       const __m512 x = ro_f16x16(vp + 16 * i);
-      a[i] = ro_round16x16(_mm512_fmadd_ps(x, vva, a[i]));
-      b[i] = ro_round16x16(_mm512_fmadd_ps(x, vvb, b[i]));
+      a[i] = ro_round16x16(_mm512_fmadd_ps(x, w0, a[i]));
+      if (nr == 2) b[i] = ro_round16x16(_mm512_fmadd_ps(x, w1, b[i]));
     }
   }
-  for (int i = 0; i < nv; i++) _mm512_store_ps(acca + 16 * i, a[i]);
-  for (int i = 0; i < nv; i++) _mm512_store_ps(accb + 16 * i, b[i]);
+  for (int i = 0; i < nv; i++) _mm512_store_ps(acc0 + 16 * i, a[i]);
+  if (nr == 2)
+    for (int i = 0; i < nv; i++) _mm512_store_ps(acc1 + 16 * i, b[i]);
 }
 
-RO_AVX512 static void avx512_attn_pair(const float *q32a, const float *q32b, const uint16_t *k,
-                                       const uint16_t *v, size_t kv_stride, int64_t n_pos,
-                                       int64_t hd, float scale, float *outa, float *outb) {
-  alignas(64) float qa[128], qb[128], acca[128], accb[128];
-  float sa[ATTN_CHUNK], sb[ATTN_CHUNK];
-  float msa[ATTN_CHUNK], vsa[ATTN_CHUNK], msb[ATTN_CHUNK], vsb[ATTN_CHUNK];
+/* nr (1 or 2) rows q32a/q32b over n_pos >= 1 positions; hd = 16 * nv <= 128. */
+RO_AVX512 static inline __attribute__((always_inline)) void
+attn_pipe(int nr, int nv, const float *q32a, const float *q32b, const uint16_t *k,
+          const uint16_t *v, size_t kv_stride, int64_t n_pos, float scale, float *outa,
+          float *outb) {
+  const int64_t hd = 16 * nv;
+  alignas(64) float q0[128], q1[128], acc0[128], acc1[128];
+  float s[2][2][ATTN_BLK]; /* [block parity][row][position] */
+  float ms0[ATTN_BLK], vs0[ATTN_BLK], ms1[ATTN_BLK], vs1[ATTN_BLK];
   for (int64_t i = 0; i < hd; i += 16) {
-    _mm512_store_ps(qa + i, ro_round16x16(_mm512_loadu_ps(q32a + i)));
-    _mm512_store_ps(qb + i, ro_round16x16(_mm512_loadu_ps(q32b + i)));
-    _mm512_store_ps(acca + i, _mm512_setzero_ps());
-    _mm512_store_ps(accb + i, _mm512_setzero_ps());
-  }
-  float Ma = -INFINITY, Sa = 0.0f, Mb = -INFINITY, Sb = 0.0f;
-  for (int64_t p0 = 0; p0 < n_pos; p0 += ATTN_CHUNK) {
-    const int64_t np = n_pos - p0 < ATTN_CHUNK ? n_pos - p0 : ATTN_CHUNK;
-    for (int64_t j = 0; j < np; j++) {
-      attn_prefetch(k + (size_t)(p0 + j + ATTN_PF_AHEAD) * kv_stride, hd, p0 + j + ATTN_PF_AHEAD < n_pos);
-      float da, db;
-      attn_dot16x2(k + (size_t)(p0 + j) * kv_stride, qa, qb, hd, &da, &db);
-      sa[j] = da * scale;
-      sb[j] = db * scale;
+    _mm512_store_ps(q0 + i, ro_round16x16(_mm512_loadu_ps(q32a + i)));
+    _mm512_store_ps(acc0 + i, _mm512_setzero_ps());
+    if (nr == 2) {
+      _mm512_store_ps(q1 + i, ro_round16x16(_mm512_loadu_ps(q32b + i)));
+      _mm512_store_ps(acc1 + i, _mm512_setzero_ps());
     }
-    attn_softmax_factors(sa, np, &Ma, &Sa, msa, vsa);
-    attn_softmax_factors(sb, np, &Mb, &Sb, msb, vsb);
-    const uint16_t *vc = v + (size_t)p0 * kv_stride;
-    if (hd == 128)
-      attn_accumulate2(acca, accb, 8, vc, kv_stride, np, msa, vsa, msb, vsb);
-    else if (hd == 64)
-      attn_accumulate2(acca, accb, 4, vc, kv_stride, np, msa, vsa, msb, vsb);
-    else
-      attn_accumulate2(acca, accb, (int)(hd / 16), vc, kv_stride, np, msa, vsa, msb, vsb);
   }
-  const __m512 inva = _mm512_set1_ps(1.0f / Sa), invb = _mm512_set1_ps(1.0f / Sb);
+  float M0 = -INFINITY, S0 = 0.0f, M1 = -INFINITY, S1 = 0.0f;
+  const int64_t np_first = n_pos < ATTN_BLK ? n_pos : ATTN_BLK;
+  for (int64_t j = 0; j < np_first; j++)
+    attn_score_rows(nr, hd, k, n_pos, kv_stride, j, q0, q1, scale, s[0][0], s[0][1]);
+  int cur = 0;
+  for (int64_t p0 = 0; p0 < n_pos; p0 += ATTN_BLK, cur ^= 1) {
+    const int64_t np = n_pos - p0 < ATTN_BLK ? n_pos - p0 : ATTN_BLK;
+    const int64_t rest = n_pos - p0 - np; /* positions after this block */
+    const int64_t np_next = rest < ATTN_BLK ? rest : ATTN_BLK;
+    attn_softmax_factors16(s[cur][0], np, &M0, &S0, ms0, vs0);
+    if (nr == 2) attn_softmax_factors16(s[cur][1], np, &M1, &S1, ms1, vs1);
+    const uint16_t *k_next = np_next ? k + (size_t)(p0 + np) * kv_stride : k;
+    attn_pipe_block(nr, nv, acc0, acc1, v + (size_t)p0 * kv_stride, n_pos - p0, k_next, rest,
+                    kv_stride, np, np_next, ms0, vs0, ms1, vs1, q0, q1, scale, s[cur ^ 1][0],
+                    s[cur ^ 1][1]);
+  }
+  const __m512 inv0 = _mm512_set1_ps(1.0f / S0), inv1 = _mm512_set1_ps(1.0f / S1);
   for (int64_t i = 0; i < hd; i += 16) {
-    _mm512_storeu_ps(outa + i, _mm512_mul_ps(_mm512_load_ps(acca + i), inva));
-    _mm512_storeu_ps(outb + i, _mm512_mul_ps(_mm512_load_ps(accb + i), invb));
+    _mm512_storeu_ps(outa + i, _mm512_mul_ps(_mm512_load_ps(acc0 + i), inv0));
+    if (nr == 2) _mm512_storeu_ps(outb + i, _mm512_mul_ps(_mm512_load_ps(acc1 + i), inv1));
   }
 }
 
-/* attn_rows on AVX-512: pairs of query rows fused where hd allows (a
- * multiple of 16, at most 128: the two accumulators stay in registers), one
- * row at a time otherwise. */
+/* attn_pipe with nv a constant for the common head sizes (the accumulators
+ * and the unrolled vector loops then stay in registers). */
+RO_AVX512 static void attn_pipe_rows(int nr, const float *q32a, const float *q32b,
+                                     const uint16_t *k, const uint16_t *v, size_t kv_stride,
+                                     int64_t n_pos, int64_t hd, float scale, float *outa,
+                                     float *outb) {
+  if (nr == 2) {
+    if (hd == 128) attn_pipe(2, 8, q32a, q32b, k, v, kv_stride, n_pos, scale, outa, outb);
+    else if (hd == 64) attn_pipe(2, 4, q32a, q32b, k, v, kv_stride, n_pos, scale, outa, outb);
+    else attn_pipe(2, (int)(hd / 16), q32a, q32b, k, v, kv_stride, n_pos, scale, outa, outb);
+  } else {
+    if (hd == 128) attn_pipe(1, 8, q32a, q32a, k, v, kv_stride, n_pos, scale, outa, outa);
+    else if (hd == 64) attn_pipe(1, 4, q32a, q32a, k, v, kv_stride, n_pos, scale, outa, outa);
+    else attn_pipe(1, (int)(hd / 16), q32a, q32a, k, v, kv_stride, n_pos, scale, outa, outa);
+  }
+}
+
+#define ATTN_PIPE_OK(hd) ((hd) % 16 == 0 && (hd) <= 128)
+
+RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const uint16_t *v,
+                                      size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
+                                      float *out) {
+  if (ATTN_PIPE_OK(hd))
+    attn_pipe_rows(1, q32, q32, k, v, kv_stride, n_pos, hd, scale, out, out);
+  else
+    avx512_attn_row_wide(q32, k, v, kv_stride, n_pos, hd, scale, out);
+}
+
+/* attn_rows on AVX-512: rows in pairs through the pipeline where hd allows
+ * (a multiple of 16, at most 128: two rows' accumulators in registers), an
+ * odd last row alone; wider heads one row at a time. */
 RO_AVX512 static void avx512_attn_rows(const float *q, size_t q_stride, int nq, const uint16_t *k,
                                        const uint16_t *v, size_t kv_stride, int64_t n_pos,
                                        int64_t hd, float scale, float *out, size_t out_stride) {
   int h = 0;
-  if (hd % 16 == 0 && hd <= 128)
+  if (ATTN_PIPE_OK(hd))
     for (; h + 2 <= nq; h += 2)
-      avx512_attn_pair(q + (size_t)h * q_stride, q + (size_t)(h + 1) * q_stride, k, v, kv_stride,
-                       n_pos, hd, scale, out + (size_t)h * out_stride,
-                       out + (size_t)(h + 1) * out_stride);
+      attn_pipe_rows(2, q + (size_t)h * q_stride, q + (size_t)(h + 1) * q_stride, k, v,
+                     kv_stride, n_pos, hd, scale, out + (size_t)h * out_stride,
+                     out + (size_t)(h + 1) * out_stride);
   for (; h < nq; h++)
     avx512_attn_row(q + (size_t)h * q_stride, k, v, kv_stride, n_pos, hd, scale,
                     out + (size_t)h * out_stride);
@@ -517,22 +644,6 @@ RO_AVX512 static int64_t avx512_argmax(const float *x, int64_t n) {
   _mm512_store_ps(bv, best);
   _mm512_store_si512(bi, besti);
   return argmax_finish(bv, bi, 16, x, i, n);
-}
-
-RO_AVX512 static inline __m512 ro_exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LO)), _mm512_set1_ps(EXP_HI));
-  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_HI), x);
-  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_LO), r);
-  __m512 p = _mm512_set1_ps(EXP_P0);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, k);
 }
 
 RO_AVX512 static void avx512_swiglu(float *g, const float *u, int64_t n) {

@@ -1,7 +1,7 @@
 /* test_kernels_rowops: attn_row, argmax and sumsq of every path this CPU runs
  * against the scalar reference (kernels_rowops.c), the scalar attn_row
  * against a plain float64 softmax attention, and attn_rows (query heads
- * sharing a KV head, fused in pairs on AVX-512) bit-identical to attn_row
+ * sharing a KV head, in pairs through the AVX-512 pipeline) bit-identical to attn_row
  * per row on every path. Outputs are NaN-filled first so
  * an element a kernel forgets to write fails. */
 #include <math.h>
@@ -69,7 +69,8 @@ static void test_attn_row(void) {
   const struct kv_case cases[] = {
       {128, 1, 1024, 0},   {128, 37, 1024, 384}, {64, 200, 256, 64},
       {80, 13, 160, 80},   {24, 5, 48, 24},      {256, 70, 512, 256},
-      {128, 300, 128, 0},
+      {128, 300, 128, 0},  {128, 16, 128, 0},   {128, 17, 256, 128},
+      {64, 32, 64, 0},     {128, 48, 128, 0},
   };
   const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -109,10 +110,13 @@ static void test_attn_row(void) {
 
 static void test_attn_rows(void) {
   /* hd: fused (64, 128), not fused (80: no pair kernel, 256: too wide, 24);
-   * n_pos across the 128-position chunks; nq odd and even. */
+   * n_pos across the 128-position chunks of the wide row and the 16-position
+   * blocks of the pipeline (16, 17, 32, 48: one, a block and one, whole
+   * blocks); nq odd and even. */
   const struct kv_case cases[] = {
       {128, 1, 1024, 0}, {128, 37, 1024, 384}, {64, 200, 256, 64}, {80, 13, 160, 80},
-      {256, 70, 512, 256}, {24, 5, 48, 24}, {128, 300, 128, 0},
+      {256, 70, 512, 256}, {24, 5, 48, 24}, {128, 300, 128, 0}, {128, 16, 128, 0},
+      {128, 17, 256, 128}, {64, 32, 64, 0}, {128, 48, 128, 0},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const struct kv_case *c = &cases[ci];
