@@ -14,11 +14,14 @@
  * Build (against a build dir's static libraries) and run:
  *   cc -O2 -Isrc bench/attn_rate.c build/libtm_engine.a build/libtm_gguf.a \
  *      build/libtm_util.a -lpthread -lm -o /tmp/attn_rate
- *   /tmp/attn_rate N_POS HEADS THREADS     e.g. 4096 224 2 (DRAM), 1024 2 2 (cache) */
+ *   /tmp/attn_rate N_POS HEADS THREADS [PATH]
+ *     e.g. 4096 224 2 (DRAM), 1024 2 2 (cache); PATH one of the kernel paths'
+ *     names (scalar, avx2, avx512, ...), by default the best for this CPU. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "engine/kernels.h"
@@ -66,8 +69,8 @@ static uint16_t *cache_alloc(size_t elems) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: attn_rate N_POS HEADS THREADS\n");
+  if (argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: attn_rate N_POS HEADS THREADS [PATH]\n");
     return 2;
   }
   n_pos = atoi(argv[1]), n_heads = atoi(argv[2]), n_threads = atoi(argv[3]);
@@ -78,6 +81,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   ops = kernels_get(kernels_best_for_cpu());
+  if (argc == 5) {
+    ops = NULL;
+    for (int p = KERNEL_SCALAR; p < KERNEL_PATH_COUNT; p++)
+      if (strcmp(argv[4], kernel_path_name((enum kernel_path)p)) == 0)
+        ops = kernels_get((enum kernel_path)p);
+    if (!ops) {
+      fprintf(stderr, "attn_rate: no kernel path '%s' in this build or on this CPU\n", argv[4]);
+      return 2;
+    }
+  }
   size_t n = (size_t)n_heads * n_pos * HD;
   kc = cache_alloc(n), vc = cache_alloc(n);
   for (size_t i = 0; i < n; i++) {

@@ -130,50 +130,6 @@ RO_AVX2 static inline float ro_hsum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-RO_AVX2 static void avx2_attn_row(const float *q32, const uint16_t *k, const uint16_t *v,
-                                  size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
-                                  float *out) {
-  if (hd % 8 != 0) {
-    scalar_attn_row(q32, k, v, kv_stride, n_pos, hd, scale, out);
-    return;
-  }
-  alignas(32) float q[ROWOPS_MAX_HD];
-  alignas(32) float acc[ROWOPS_MAX_HD];
-  for (int64_t i = 0; i < hd; i += 8) {
-    _mm256_store_ps(q + i, ro_round16x8(_mm256_loadu_ps(q32 + i)));
-    _mm256_store_ps(acc + i, _mm256_setzero_ps());
-  }
-  float M = -INFINITY, S = 0.0f;
-  for (int64_t p = 0; p < n_pos; p++) {
-    const uint16_t *kp = k + (size_t)p * kv_stride, *vp = v + (size_t)p * kv_stride;
-    __m256 d0 = _mm256_setzero_ps(), d1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= hd; i += 16) {
-      d0 = _mm256_fmadd_ps(ro_f16x8(kp + i), _mm256_load_ps(q + i), d0);
-      d1 = _mm256_fmadd_ps(ro_f16x8(kp + i + 8), _mm256_load_ps(q + i + 8), d1);
-    }
-    if (i < hd) d0 = _mm256_fmadd_ps(ro_f16x8(kp + i), _mm256_load_ps(q + i), d0);
-    float s = ro_hsum8(_mm256_add_ps(d0, d1)) * scale, ms = 1.0f, vs = 1.0f;
-    if (s > M) {
-      float m_old = M;
-      M = s;
-      ms = expf(m_old - M);
-      const __m256 vms = _mm256_set1_ps(ms);
-      for (i = 0; i < hd; i += 8)
-        _mm256_store_ps(acc + i, ro_round16x8(_mm256_mul_ps(_mm256_load_ps(acc + i), vms)));
-    } else {
-      vs = expf(s - M);
-    }
-    const __m256 vvs = _mm256_set1_ps(vs);
-    for (i = 0; i < hd; i += 8)
-      _mm256_store_ps(acc + i,
-                      ro_round16x8(_mm256_fmadd_ps(ro_f16x8(vp + i), vvs, _mm256_load_ps(acc + i))));
-    S = S * ms + vs;
-  }
-  const __m256 inv = _mm256_set1_ps(1.0f / S);
-  for (int64_t i = 0; i < hd; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_load_ps(acc + i), inv));
-}
 
 /* The end of a SIMD argmax: the lane with the largest value (among equals
  * the smallest index), then the scalar tail x[i..n). */
@@ -265,6 +221,225 @@ RO_AVX2 static void avx2_swiglu(float *g, const float *u, int64_t n) {
   scalar_swiglu(g + i, u + i, n - i);
 }
 
+/* The cache rows come from DRAM after the weights streamed through the
+ * caches: fetch them ATTN_PF_AHEAD positions ahead into L1 (measured:
+ * attention 5% of a 1-thread tg128 step without; 16 and 32 positions no
+ * faster than 8 on tg512; in the pipeline, 2 to 8 ahead and an extra
+ * prefetch into L2 16 to 64 ahead all within the noise, 2026-11-29). */
+#ifndef ATTN_PF_AHEAD
+#define ATTN_PF_AHEAD 8
+#endif
+
+/* ---- AVX2 attention: the block pipeline of attn_pipe (AVX-512, below) on
+ * 8 lanes. The accumulators live in L1 (16 ymm registers would hold one
+ * 128-value row and nothing else); rows go in pairs so each K and V row is
+ * converted once for both. A row's result does not depend on its pairing.
+ * Measured (bench/attn_rate.c, avx2 path on the team's Xeon, 2 threads):
+ * the one-pass loop it replaced took 94 ns per (KV head, position) from
+ * DRAM at 1024 positions and 57 ns from cache. */
+#define ATTN_BLK8 8 /* = the lanes of attn8_softmax_factors */
+
+RO_AVX2 static inline void attn8_prefetch(const uint16_t *row, int64_t hd, bool ok) {
+  if (!ok) return;
+  for (int64_t b = 0; b < hd * 2; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
+}
+
+RO_AVX2 static inline float attn8_dot(const uint16_t *kp, const float *q, int64_t hd) {
+  __m256 d0 = _mm256_setzero_ps(), d1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= hd; i += 16) {
+    d0 = _mm256_fmadd_ps(ro_f16x8(kp + i), _mm256_load_ps(q + i), d0);
+    d1 = _mm256_fmadd_ps(ro_f16x8(kp + i + 8), _mm256_load_ps(q + i + 8), d1);
+  }
+  if (i < hd) d0 = _mm256_fmadd_ps(ro_f16x8(kp + i), _mm256_load_ps(q + i), d0);
+  return ro_hsum8(_mm256_add_ps(d0, d1));
+}
+
+RO_AVX2 static inline void attn8_dot2(const uint16_t *kp, const float *qa, const float *qb,
+                                      int64_t hd, float *da, float *db) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 16 <= hd; i += 16) {
+    const __m256 k0 = ro_f16x8(kp + i), k1 = ro_f16x8(kp + i + 8);
+    a0 = _mm256_fmadd_ps(k0, _mm256_load_ps(qa + i), a0);
+    a1 = _mm256_fmadd_ps(k1, _mm256_load_ps(qa + i + 8), a1);
+    b0 = _mm256_fmadd_ps(k0, _mm256_load_ps(qb + i), b0);
+    b1 = _mm256_fmadd_ps(k1, _mm256_load_ps(qb + i + 8), b1);
+  }
+  if (i < hd) {
+    const __m256 k0 = ro_f16x8(kp + i);
+    a0 = _mm256_fmadd_ps(k0, _mm256_load_ps(qa + i), a0);
+    b0 = _mm256_fmadd_ps(k0, _mm256_load_ps(qb + i), b0);
+  }
+  *da = ro_hsum8(_mm256_add_ps(a0, a1));
+  *db = ro_hsum8(_mm256_add_ps(b0, b1));
+}
+
+/* lane j <- lane j - lanes (1, 2 or 4), the first lanes from fill */
+RO_AVX2 static inline __m256 attn8_shift_up(__m256 x, int lanes, __m256 fill) {
+  switch (lanes) {
+  case 1:
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6)), fill, 0x01);
+  case 2:
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5)), fill, 0x03);
+  default:
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3)), fill, 0x0f);
+  }
+}
+
+/* attn_softmax_factors16 on 8 lanes, np <= 8. */
+RO_AVX2 static inline void attn8_softmax_factors(const float *s, int64_t np, float *M, float *S,
+                                                 float *ms, float *vs) {
+  const __m256 ninf = _mm256_set1_ps(-INFINITY), one = _mm256_set1_ps(1.0f);
+  alignas(32) float in[8], e_ms[8], e_vs[8], last[8];
+  for (int j = 0; j < 8; j++) in[j] = j < np ? s[j] : -INFINITY;
+  const __m256 x = _mm256_load_ps(in);
+  __m256 incl = x; /* max_ps returns its 2nd operand on NaN: NaN lanes skipped */
+  incl = _mm256_max_ps(incl, attn8_shift_up(incl, 1, ninf));
+  incl = _mm256_max_ps(incl, attn8_shift_up(incl, 2, ninf));
+  incl = _mm256_max_ps(incl, attn8_shift_up(incl, 4, ninf));
+  const __m256 prev = _mm256_max_ps(attn8_shift_up(incl, 1, ninf), _mm256_set1_ps(*M));
+  const __m256 fresh = _mm256_cmp_ps(x, prev, _CMP_GT_OQ); /* padding: -inf > prev is false */
+  const __m256 arg = _mm256_blendv_ps(_mm256_sub_ps(x, prev), _mm256_sub_ps(prev, x), fresh);
+  __m256 e = _mm256_and_ps(ro_exp8(arg), _mm256_cmp_ps(arg, _mm256_set1_ps(EXP_LO), _CMP_NLT_UQ));
+  e = _mm256_blendv_ps(e, arg, _mm256_cmp_ps(arg, arg, _CMP_UNORD_Q));
+  _mm256_store_ps(e_ms, _mm256_blendv_ps(one, e, fresh));
+  _mm256_store_ps(e_vs, _mm256_blendv_ps(e, one, fresh));
+  _mm256_store_ps(last, incl);
+  if (last[np - 1] > *M) *M = last[np - 1];
+  float sum = *S;
+  for (int64_t j = 0; j < np; j++) {
+    ms[j] = e_ms[j];
+    vs[j] = e_vs[j];
+    sum = sum * ms[j] + vs[j];
+  }
+  *S = sum;
+}
+
+/* One block of the AVX2 pipeline: accumulate np V rows at v into acc0/acc1
+ * (hd values each, in L1) and score the np_next K rows at k_next. */
+RO_AVX2 static inline __attribute__((always_inline)) void
+attn8_block(int nr, int64_t hd, float *acc0, float *acc1, const uint16_t *v, int64_t v_left,
+            const uint16_t *k_next, int64_t k_left, size_t kv_stride, int64_t np, int64_t np_next,
+            const float *ms0, const float *vs0, const float *ms1, const float *vs1,
+            const float *q0, const float *q1, float scale, float *s0, float *s1) {
+  for (int64_t j = 0; j < np; j++) {
+    if (j < np_next) {
+      const uint16_t *kp = k_next + (size_t)j * kv_stride;
+      attn8_prefetch(kp + ATTN_PF_AHEAD * kv_stride, hd, j + ATTN_PF_AHEAD < k_left);
+      if (nr == 2) {
+        float d0, d1;
+        attn8_dot2(kp, q0, q1, hd, &d0, &d1);
+        s0[j] = d0 * scale;
+        s1[j] = d1 * scale;
+      } else {
+        s0[j] = attn8_dot(kp, q0, hd) * scale;
+      }
+    }
+    const uint16_t *vp = v + (size_t)j * kv_stride;
+    attn8_prefetch(vp + ATTN_PF_AHEAD * kv_stride, hd, j + ATTN_PF_AHEAD < v_left);
+    if (ms0[j] != 1.0f) { /* a new maximum: rescale (x 1 is the identity) */
+      const __m256 m = _mm256_set1_ps(ms0[j]);
+      for (int64_t i = 0; i < hd; i += 8)
+        _mm256_store_ps(acc0 + i, ro_round16x8(_mm256_mul_ps(_mm256_load_ps(acc0 + i), m)));
+    }
+    if (nr == 2 && ms1[j] != 1.0f) {
+      const __m256 m = _mm256_set1_ps(ms1[j]);
+      for (int64_t i = 0; i < hd; i += 8)
+        _mm256_store_ps(acc1 + i, ro_round16x8(_mm256_mul_ps(_mm256_load_ps(acc1 + i), m)));
+    }
+    const __m256 w0 = _mm256_set1_ps(vs0[j]), w1 = _mm256_set1_ps(nr == 2 ? vs1[j] : 0.0f);
+    for (int64_t i = 0; i < hd; i += 8) {
+      const __m256 x = ro_f16x8(vp + i);
+      _mm256_store_ps(acc0 + i, ro_round16x8(_mm256_fmadd_ps(x, w0, _mm256_load_ps(acc0 + i))));
+      if (nr == 2)
+        _mm256_store_ps(acc1 + i, ro_round16x8(_mm256_fmadd_ps(x, w1, _mm256_load_ps(acc1 + i))));
+    }
+  }
+}
+
+/* nr (1 or 2) rows over n_pos >= 1 positions; hd a multiple of 8. */
+RO_AVX2 static inline __attribute__((always_inline)) void
+attn8_pipe(int nr, int64_t hd, const float *q32a, const float *q32b, const uint16_t *k,
+           const uint16_t *v, size_t kv_stride, int64_t n_pos, float scale, float *outa,
+           float *outb) {
+  alignas(32) float q0[ROWOPS_MAX_HD], q1[ROWOPS_MAX_HD];
+  alignas(32) float acc0[ROWOPS_MAX_HD], acc1[ROWOPS_MAX_HD];
+  float s[2][2][ATTN_BLK8]; /* [block parity][row][position] */
+  float ms0[ATTN_BLK8], vs0[ATTN_BLK8], ms1[ATTN_BLK8], vs1[ATTN_BLK8];
+  for (int64_t i = 0; i < hd; i += 8) {
+    _mm256_store_ps(q0 + i, ro_round16x8(_mm256_loadu_ps(q32a + i)));
+    _mm256_store_ps(acc0 + i, _mm256_setzero_ps());
+    if (nr == 2) {
+      _mm256_store_ps(q1 + i, ro_round16x8(_mm256_loadu_ps(q32b + i)));
+      _mm256_store_ps(acc1 + i, _mm256_setzero_ps());
+    }
+  }
+  float M0 = -INFINITY, S0 = 0.0f, M1 = -INFINITY, S1 = 0.0f;
+  const int64_t np_first = n_pos < ATTN_BLK8 ? n_pos : ATTN_BLK8;
+  for (int64_t j = 0; j < np_first; j++) {
+    const uint16_t *kp = k + (size_t)j * kv_stride;
+    attn8_prefetch(kp + ATTN_PF_AHEAD * kv_stride, hd, j + ATTN_PF_AHEAD < n_pos);
+    if (nr == 2) {
+      float d0, d1;
+      attn8_dot2(kp, q0, q1, hd, &d0, &d1);
+      s[0][0][j] = d0 * scale;
+      s[0][1][j] = d1 * scale;
+    } else {
+      s[0][0][j] = attn8_dot(kp, q0, hd) * scale;
+    }
+  }
+  int cur = 0;
+  for (int64_t p0 = 0; p0 < n_pos; p0 += ATTN_BLK8, cur ^= 1) {
+    const int64_t np = n_pos - p0 < ATTN_BLK8 ? n_pos - p0 : ATTN_BLK8;
+    const int64_t rest = n_pos - p0 - np;
+    const int64_t np_next = rest < ATTN_BLK8 ? rest : ATTN_BLK8;
+    attn8_softmax_factors(s[cur][0], np, &M0, &S0, ms0, vs0);
+    if (nr == 2) attn8_softmax_factors(s[cur][1], np, &M1, &S1, ms1, vs1);
+    const uint16_t *k_next = np_next ? k + (size_t)(p0 + np) * kv_stride : k;
+    attn8_block(nr, hd, acc0, acc1, v + (size_t)p0 * kv_stride, n_pos - p0, k_next, rest,
+                kv_stride, np, np_next, ms0, vs0, ms1, vs1, q0, q1, scale, s[cur ^ 1][0],
+                s[cur ^ 1][1]);
+  }
+  const __m256 inv0 = _mm256_set1_ps(1.0f / S0), inv1 = _mm256_set1_ps(1.0f / S1);
+  for (int64_t i = 0; i < hd; i += 8) {
+    _mm256_storeu_ps(outa + i, _mm256_mul_ps(_mm256_load_ps(acc0 + i), inv0));
+    if (nr == 2) _mm256_storeu_ps(outb + i, _mm256_mul_ps(_mm256_load_ps(acc1 + i), inv1));
+  }
+}
+
+RO_AVX2 static void avx2_attn_row(const float *q32, const uint16_t *k, const uint16_t *v,
+                                  size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
+                                  float *out) {
+  if (hd % 8 != 0) {
+    scalar_attn_row(q32, k, v, kv_stride, n_pos, hd, scale, out);
+    return;
+  }
+  if (hd == 128)
+    attn8_pipe(1, 128, q32, q32, k, v, kv_stride, n_pos, scale, out, out);
+  else
+    attn8_pipe(1, hd, q32, q32, k, v, kv_stride, n_pos, scale, out, out);
+}
+
+/* attn_rows on AVX2: rows in pairs through the pipeline, an odd last row alone. */
+RO_AVX2 static void avx2_attn_rows(const float *q, size_t q_stride, int nq, const uint16_t *k,
+                                   const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd,
+                                   float scale, float *out, size_t out_stride) {
+  int h = 0;
+  if (hd % 8 == 0)
+    for (; h + 2 <= nq; h += 2) {
+      const float *qa = q + (size_t)h * q_stride, *qb = qa + q_stride;
+      float *oa = out + (size_t)h * out_stride, *ob = oa + out_stride;
+      if (hd == 128)
+        attn8_pipe(2, 128, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);
+      else
+        attn8_pipe(2, hd, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);
+    }
+  for (; h < nq; h++)
+    avx2_attn_row(q + (size_t)h * q_stride, k, v, kv_stride, n_pos, hd, scale,
+                  out + (size_t)h * out_stride);
+}
+
 /* ---- AVX-512: 16 wide ----------------------------------------------------- */
 
 RO_AVX512 static inline __m512 ro_f16x16(const uint16_t *p) {
@@ -299,14 +474,6 @@ RO_AVX512 static inline __m512 ro_exp16(__m512 x) {
  * and their order are exactly those of the one-pass loop. */
 #define ATTN_CHUNK 128
 
-/* The cache rows come from DRAM after the weights streamed through the
- * caches: fetch them ATTN_PF_AHEAD positions ahead into L1 (measured:
- * attention 5% of a 1-thread tg128 step without; 16 and 32 positions no
- * faster than 8 on tg512; in the pipeline, 2 to 8 ahead and an extra
- * prefetch into L2 16 to 64 ahead all within the noise, 2026-11-29). */
-#ifndef ATTN_PF_AHEAD
-#define ATTN_PF_AHEAD 8
-#endif
 RO_AVX512 static inline void attn_prefetch(const uint16_t *row, int64_t hd, bool ok) {
   if (!ok) return;
   for (int64_t b = 0; b < hd * 2; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
@@ -669,7 +836,6 @@ RO_AVX512 static void avx512_swiglu(float *g, const float *u, int64_t n) {
   }
 DEFINE_ATTN_ROWS_LOOP(scalar_attn_rows, scalar_attn_row)
 #if defined(__x86_64__)
-DEFINE_ATTN_ROWS_LOOP(avx2_attn_rows, avx2_attn_row)
 #endif
 
 void kernels_fill_rowops(struct kernel_ops *ops) {
