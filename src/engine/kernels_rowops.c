@@ -24,8 +24,10 @@
  *     S = S * ms + vs
  *   out = f32(acc) / S
  * The scalar path is the reference: SIMD paths differ in the summation order
- * of the dot product, and AVX-512 heads of up to 128 values (attn_pipe) take
- * the exponentials from a polynomial within 2 ulp of expf. */
+ * of the dot product, and the AVX2 and AVX-512 pipelines (attn8_pipe; attn_pipe
+ * for heads of up to 128 values) take the exponentials from a polynomial
+ * within 2 ulp of expf (exp(-inf) = 0; below EXP_LO, 0 where expf would give
+ * a value under 1e-38). */
 #include <math.h>
 #include <stdalign.h>
 #include <stdbool.h>
