@@ -280,12 +280,18 @@ RO_AVX2 static inline void attn8_dot2(const uint16_t *kp, const float *qa, const
 /* lane j <- lane j - lanes (1, 2 or 4), the first lanes from fill */
 RO_AVX2 static inline __m256 attn8_shift_up(__m256 x, int lanes, __m256 fill) {
   switch (lanes) {
-  case 1:
-    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6)), fill, 0x01);
-  case 2:
-    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5)), fill, 0x03);
-  default:
-    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3)), fill, 0x0f);
+  case 1: {
+    const __m256i idx = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, idx), fill, 0x01);
+  }
+  case 2: {
+    const __m256i idx = _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5);
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, idx), fill, 0x03);
+  }
+  default: {
+    const __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3);
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(x, idx), fill, 0x0f);
+  }
   }
 }
 
@@ -612,7 +618,6 @@ RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, c
   *db = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
 }
 
-
 /* Pass 2 of the pipeline for np <= 16 scores on 16 lanes: the factors of
  * attn_softmax_factors, each lane's running maximum before it from a prefix
  * maximum (NaN scores never become the maximum, as in the scalar loop), the
@@ -621,11 +626,12 @@ RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, c
  * position order. */
 RO_AVX512 static inline __m512 attn_shift_up(__m512 x, int lanes, __m512 fill) {
   /* lane j <- lane j - lanes, the first `lanes` lanes from fill */
+  const __m512i xi = _mm512_castps_si512(x), fi = _mm512_castps_si512(fill);
   switch (lanes) {
-  case 1: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 15));
-  case 2: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 14));
-  case 4: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 12));
-  default: return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 8));
+  case 1: return _mm512_castsi512_ps(_mm512_alignr_epi32(xi, fi, 15));
+  case 2: return _mm512_castsi512_ps(_mm512_alignr_epi32(xi, fi, 14));
+  case 4: return _mm512_castsi512_ps(_mm512_alignr_epi32(xi, fi, 12));
+  default: return _mm512_castsi512_ps(_mm512_alignr_epi32(xi, fi, 8));
   }
 }
 
@@ -634,7 +640,8 @@ RO_AVX512 static inline void attn_softmax_factors16(const float *s, int64_t np, 
   const __mmask16 live = (__mmask16)((1u << np) - 1);
   const __m512 ninf = _mm512_set1_ps(-INFINITY), one = _mm512_set1_ps(1.0f);
   const __m512 x = _mm512_mask_loadu_ps(ninf, live, s);
-  __m512 incl = x; /* lane j: max(x_0..x_j), NaN lanes skipped (max_ps returns its 2nd operand on NaN) */
+  /* lane j: max(x_0..x_j), NaN lanes skipped (max_ps returns its 2nd operand on NaN) */
+  __m512 incl = x;
   incl = _mm512_max_ps(incl, attn_shift_up(incl, 1, ninf));
   incl = _mm512_max_ps(incl, attn_shift_up(incl, 2, ninf));
   incl = _mm512_max_ps(incl, attn_shift_up(incl, 4, ninf));
@@ -643,7 +650,8 @@ RO_AVX512 static inline void attn_softmax_factors16(const float *s, int64_t np, 
   const __mmask16 fresh = _mm512_mask_cmp_ps_mask(live, x, prev, _CMP_GT_OQ);
   /* new maximum: ms = exp(prev - x), vs = 1; else ms = 1, vs = exp(x - prev) */
   const __m512 arg = _mm512_mask_sub_ps(_mm512_sub_ps(x, prev), fresh, prev, x);
-  __m512 e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(arg, _mm512_set1_ps(EXP_LO), _CMP_NLT_UQ), ro_exp16(arg));
+  const __mmask16 in_range = _mm512_cmp_ps_mask(arg, _mm512_set1_ps(EXP_LO), _CMP_NLT_UQ);
+  __m512 e = _mm512_maskz_mov_ps(in_range, ro_exp16(arg));
   e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(arg, arg, _CMP_UNORD_Q), arg);
   _mm512_storeu_ps(ms, _mm512_mask_mov_ps(one, fresh, e));
   _mm512_storeu_ps(vs, _mm512_mask_mov_ps(e, fresh, one));
@@ -686,7 +694,8 @@ attn_pipe_block(int nr, int nv, float *acc0, float *acc1, const uint16_t *v, int
   if (nr == 2)
     for (int i = 0; i < nv; i++) b[i] = _mm512_load_ps(acc1 + 16 * i);
   for (int64_t j = 0; j < np; j++) {
-    if (j < np_next) attn_score_rows(nr, 16 * nv, k_next, k_left, kv_stride, j, q0, q1, scale, s0, s1);
+    if (j < np_next)
+      attn_score_rows(nr, 16 * nv, k_next, k_left, kv_stride, j, q0, q1, scale, s0, s1);
     const uint16_t *vp = v + (size_t)j * kv_stride;
     attn_prefetch(vp + ATTN_PF_AHEAD * kv_stride, 16 * nv, j + ATTN_PF_AHEAD < v_left);
     if (ms0[j] != 1.0f) { /* a new maximum: rescale (x 1 is the identity) */
