@@ -316,8 +316,17 @@ static void attn_worker(void *ctx, int ith, int nth) {
     /* One item = one token x one KV head and the `group` query heads that
      * share it, so those heads read its cache rows from this core's caches
      * (split over threads, each would fetch them from memory: measured, the
-     * attention's CPU time doubled at 2 threads). */
-    uint32_t t = (uint32_t)(item / m->n_head_kv), kvh = (uint32_t)(item % m->n_head_kv);
+     * attention's CPU time doubled at 2 threads). A prompt's items go head
+     * by head, token after token, so a thread's next item reads the same
+     * head's rows, still in its caches: attn_rows_cached. */
+    const long n_tok = j->n_items / (long)m->n_head_kv;
+    const bool batch = j->qkv == NULL;
+    uint32_t t, kvh;
+    if (batch) {
+      kvh = (uint32_t)(item / n_tok), t = (uint32_t)(item % n_tok);
+    } else {
+      t = (uint32_t)(item / m->n_head_kv), kvh = (uint32_t)(item % m->n_head_kv);
+    }
     uint32_t n_pos = j->pos0 + t + 1;
     size_t off = (size_t)kvh * head_cells;
     if (j->qkv) {
@@ -325,8 +334,9 @@ static void attn_worker(void *ctx, int ith, int nth) {
       for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++) qkv_q_head(e, j->qkv, t, h);
     }
     const size_t h0 = (size_t)kvh * group * hd; /* the group's first query head */
-    e->ops->attn_rows(e->q + (size_t)t * Q + h0, hd, (int)group, kc + off, vc + off, hd, n_pos,
-                      hd, scale, e->att + (size_t)t * Q + h0, hd);
+    (batch ? e->ops->attn_rows_cached : e->ops->attn_rows)(
+        e->q + (size_t)t * Q + h0, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale,
+        e->att + (size_t)t * Q + h0, hd);
   }
 }
 

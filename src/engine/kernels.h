@@ -92,6 +92,12 @@ struct kernel_ops {
   void (*attn_rows)(const float *q, size_t q_stride, int nq, const uint16_t *k,
                     const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
                     float *out, size_t out_stride);
+  /* attn_rows for K and V rows already in cache (a prompt's tokens reading
+   * the same head one after the other): bit-identical results, an order of
+   * work that is faster from cache and slower from DRAM. */
+  void (*attn_rows_cached)(const float *q, size_t q_stride, int nq, const uint16_t *k,
+                           const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd,
+                           float scale, float *out, size_t out_stride);
   /* Index of the first largest of x[0..n), n >= 1 (NaN never wins). */
   int64_t (*argmax)(const float *x, int64_t n);
   /* Sum of x[i]^2 in double, in the same order on every path (RMSNorm). */

@@ -618,6 +618,76 @@ RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, c
   *db = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
 }
 
+/* The same dot products left as 16 partial sums per row (the vector
+ * attn_dot16x2 adds across lanes), for attn_reduce16. */
+RO_AVX512 static inline void attn_dot16x2v(const uint16_t *kp, const float *qa, const float *qb,
+                                           int64_t hd, __m512 *da, __m512 *db) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= hd; i += 32) {
+    const __m512 k0 = ro_f16x16(kp + i), k1 = ro_f16x16(kp + i + 16);
+    a0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qa + i), a0);
+    a1 = _mm512_fmadd_ps(k1, _mm512_load_ps(qa + i + 16), a1);
+    b0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qb + i), b0);
+    b1 = _mm512_fmadd_ps(k1, _mm512_load_ps(qb + i + 16), b1);
+  }
+  if (i < hd) {
+    const __m512 k0 = ro_f16x16(kp + i);
+    a0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qa + i), a0);
+    b0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qb + i), b0);
+  }
+  *da = _mm512_add_ps(a0, a1);
+  *db = _mm512_add_ps(b0, b1);
+}
+
+RO_AVX512 static inline __m512 attn_dot16v(const uint16_t *kp, const float *q, int64_t hd) {
+  __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= hd; i += 32) {
+    d0 = _mm512_fmadd_ps(ro_f16x16(kp + i), _mm512_load_ps(q + i), d0);
+    d1 = _mm512_fmadd_ps(ro_f16x16(kp + i + 16), _mm512_load_ps(q + i + 16), d1);
+  }
+  if (i < hd) d0 = _mm512_fmadd_ps(ro_f16x16(kp + i), _mm512_load_ps(q + i), d0);
+  return _mm512_add_ps(d0, d1);
+}
+
+/* The lane sums of 16 vectors at once, for K/V rows already in cache: a
+ * transposed tree of 30 shuffles and 15 adds instead of ~8 operations per
+ * vector. Its additions are those of _mm512_reduce_add_ps, in the same tree
+ * (lanes i and i+8, then i and i+4, i and i+2, i and i+1), so every sum is
+ * bit-identical to the per-position one (tests/unit/engine/
+ * test_kernels_rowops.c). P holds position j's vector at slot attn_slot[j],
+ * so that lane j of the result is position j's sum. From DRAM it is slower
+ * (the tree is a burst at the block's end the core cannot overlap with the
+ * loads): decode keeps the per-position sums. */
+static const uint8_t attn_slot[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+RO_AVX512 static inline __m512 attn_reduce16(const float *P) {
+  __m512 t[8], u[4], w[2];
+  for (int i = 0; i < 8; i++) { /* lanes i + i+8, for slots 2i and 2i+1 */
+    const __m512 a = _mm512_load_ps(P + 32 * i), b = _mm512_load_ps(P + 32 * i + 16);
+    t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  }
+  for (int i = 0; i < 4; i++) /* i + i+4: one slot per 128-bit quarter */
+    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; i++) /* i + i+2 */
+    w[i] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0x44),
+                         _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0xEE));
+  /* i + i+1 */
+  return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
+/* A block's np scores from the partial sums in P (the slots of positions
+ * np..15 zeroed first): s[j] = sum * scale, as attn_score_rows computes it. */
+RO_AVX512 static inline void attn_scores_finish(float *P, int64_t np, float scale, float *s) {
+  for (int64_t j = np; j < ATTN_BLK; j++)
+    _mm512_store_ps(P + 16 * attn_slot[j], _mm512_setzero_ps());
+  alignas(64) float sum[16];
+  _mm512_store_ps(sum, attn_reduce16(P));
+  for (int64_t j = 0; j < np; j++) s[j] = sum[j] * scale;
+}
+
 /* Pass 2 of the pipeline for np <= 16 scores on 16 lanes: the factors of
  * attn_softmax_factors, each lane's running maximum before it from a prefix
  * maximum (NaN scores never become the maximum, as in the scalar loop), the
@@ -662,14 +732,25 @@ RO_AVX512 static inline void attn_softmax_factors16(const float *s, int64_t np, 
   for (int64_t j = 0; j < np; j++) sum = sum * ms[j] + vs[j];
   *S = sum;
 }
-/* Scores of np positions starting at k, for nr (1 or 2) rows; k_left is the
- * number of cache rows from k on (the prefetch stays inside them). */
+/* The score of position j of the block at k, for nr (1 or 2) rows; k_left
+ * is the number of cache rows from k on (the prefetch stays inside them).
+ * With tree, its partial sums into P0/P1 instead (attn_reduce16). */
 RO_AVX512 static inline __attribute__((always_inline)) void
-attn_score_rows(int nr, int64_t hd, const uint16_t *k, int64_t k_left, size_t kv_stride,
-                int64_t j, const float *q0, const float *q1, float scale, float *s0, float *s1) {
+attn_score_rows(int nr, bool tree, int64_t hd, const uint16_t *k, int64_t k_left,
+                size_t kv_stride, int64_t j, const float *q0, const float *q1, float scale,
+                float *s0, float *s1, float *P0, float *P1) {
   const uint16_t *kp = k + (size_t)j * kv_stride;
   attn_prefetch(kp + ATTN_PF_AHEAD * kv_stride, hd, j + ATTN_PF_AHEAD < k_left);
-  if (nr == 2) {
+  if (tree) { /* partial sums, added across lanes by attn_scores_finish */
+    if (nr == 2) {
+      __m512 d0, d1;
+      attn_dot16x2v(kp, q0, q1, hd, &d0, &d1);
+      _mm512_store_ps(P0 + 16 * attn_slot[j], d0);
+      _mm512_store_ps(P1 + 16 * attn_slot[j], d1);
+    } else {
+      _mm512_store_ps(P0 + 16 * attn_slot[j], attn_dot16v(kp, q0, hd));
+    }
+  } else if (nr == 2) {
     float d0, d1;
     attn_dot16x2(kp, q0, q1, hd, &d0, &d1);
     s0[j] = d0 * scale;
@@ -682,20 +763,23 @@ attn_score_rows(int nr, int64_t hd, const uint16_t *k, int64_t k_left, size_t kv
 /* One block: accumulate the np V rows at v (factors ms/vs per row) into the
  * nr accumulators acc0/acc1 (nv vectors of 16 each, in registers for the
  * block) and, in the same loop, score the np_next K rows at k_next into
- * s0/s1. np_next <= np (only the last block is short). */
+ * s0/s1 (with tree, their partial sums into P0/P1). np_next <= np (only the
+ * last block is short). */
 RO_AVX512 static inline __attribute__((always_inline)) void
-attn_pipe_block(int nr, int nv, float *acc0, float *acc1, const uint16_t *v, int64_t v_left,
+attn_pipe_block(int nr, bool tree, int nv, float *acc0, float *acc1, const uint16_t *v,
+                int64_t v_left,
                 const uint16_t *k_next, int64_t k_left, size_t kv_stride, int64_t np,
                 int64_t np_next, const float *ms0, const float *vs0, const float *ms1,
                 const float *vs1, const float *q0, const float *q1, float scale, float *s0,
-                float *s1) {
+                float *s1, float *P0, float *P1) {
   __m512 a[8], b[8]; /* nv <= 8 (hd <= 128) */
   for (int i = 0; i < nv; i++) a[i] = _mm512_load_ps(acc0 + 16 * i);
   if (nr == 2)
     for (int i = 0; i < nv; i++) b[i] = _mm512_load_ps(acc1 + 16 * i);
   for (int64_t j = 0; j < np; j++) {
     if (j < np_next)
-      attn_score_rows(nr, 16 * nv, k_next, k_left, kv_stride, j, q0, q1, scale, s0, s1);
+      attn_score_rows(nr, tree, 16 * nv, k_next, k_left, kv_stride, j, q0, q1, scale, s0, s1,
+                      P0, P1);
     const uint16_t *vp = v + (size_t)j * kv_stride;
     attn_prefetch(vp + ATTN_PF_AHEAD * kv_stride, 16 * nv, j + ATTN_PF_AHEAD < v_left);
     if (ms0[j] != 1.0f) { /* a new maximum: rescale (x 1 is the identity) */
@@ -718,15 +802,17 @@ attn_pipe_block(int nr, int nv, float *acc0, float *acc1, const uint16_t *v, int
     for (int i = 0; i < nv; i++) _mm512_store_ps(acc1 + 16 * i, b[i]);
 }
 
-/* nr (1 or 2) rows q32a/q32b over n_pos >= 1 positions; hd = 16 * nv <= 128. */
+/* nr (1 or 2) rows q32a/q32b over n_pos >= 1 positions; hd = 16 * nv <= 128;
+ * tree: the scores' lane sums per block (attn_reduce16), same results. */
 RO_AVX512 static inline __attribute__((always_inline)) void
-attn_pipe(int nr, int nv, const float *q32a, const float *q32b, const uint16_t *k,
+attn_pipe(int nr, bool tree, int nv, const float *q32a, const float *q32b, const uint16_t *k,
           const uint16_t *v, size_t kv_stride, int64_t n_pos, float scale, float *outa,
           float *outb) {
   const int64_t hd = 16 * nv;
   alignas(64) float q0[128], q1[128], acc0[128], acc1[128];
   float s[2][2][ATTN_BLK]; /* [block parity][row][position] */
   float ms0[ATTN_BLK], vs0[ATTN_BLK], ms1[ATTN_BLK], vs1[ATTN_BLK];
+  alignas(64) float P0[tree ? 16 * ATTN_BLK : 16], P1[tree ? 16 * ATTN_BLK : 16];
   for (int64_t i = 0; i < hd; i += 16) {
     _mm512_store_ps(q0 + i, ro_round16x16(_mm512_loadu_ps(q32a + i)));
     _mm512_store_ps(acc0 + i, _mm512_setzero_ps());
@@ -738,7 +824,12 @@ attn_pipe(int nr, int nv, const float *q32a, const float *q32b, const uint16_t *
   float M0 = -INFINITY, S0 = 0.0f, M1 = -INFINITY, S1 = 0.0f;
   const int64_t np_first = n_pos < ATTN_BLK ? n_pos : ATTN_BLK;
   for (int64_t j = 0; j < np_first; j++)
-    attn_score_rows(nr, hd, k, n_pos, kv_stride, j, q0, q1, scale, s[0][0], s[0][1]);
+    attn_score_rows(nr, tree, hd, k, n_pos, kv_stride, j, q0, q1, scale, s[0][0], s[0][1], P0,
+                    P1);
+  if (tree) {
+    attn_scores_finish(P0, np_first, scale, s[0][0]);
+    if (nr == 2) attn_scores_finish(P1, np_first, scale, s[0][1]);
+  }
   int cur = 0;
   for (int64_t p0 = 0; p0 < n_pos; p0 += ATTN_BLK, cur ^= 1) {
     const int64_t np = n_pos - p0 < ATTN_BLK ? n_pos - p0 : ATTN_BLK;
@@ -747,9 +838,13 @@ attn_pipe(int nr, int nv, const float *q32a, const float *q32b, const uint16_t *
     attn_softmax_factors16(s[cur][0], np, &M0, &S0, ms0, vs0);
     if (nr == 2) attn_softmax_factors16(s[cur][1], np, &M1, &S1, ms1, vs1);
     const uint16_t *k_next = np_next ? k + (size_t)(p0 + np) * kv_stride : k;
-    attn_pipe_block(nr, nv, acc0, acc1, v + (size_t)p0 * kv_stride, n_pos - p0, k_next, rest,
-                    kv_stride, np, np_next, ms0, vs0, ms1, vs1, q0, q1, scale, s[cur ^ 1][0],
-                    s[cur ^ 1][1]);
+    attn_pipe_block(nr, tree, nv, acc0, acc1, v + (size_t)p0 * kv_stride, n_pos - p0, k_next,
+                    rest, kv_stride, np, np_next, ms0, vs0, ms1, vs1, q0, q1, scale,
+                    s[cur ^ 1][0], s[cur ^ 1][1], P0, P1);
+    if (tree && np_next) {
+      attn_scores_finish(P0, np_next, scale, s[cur ^ 1][0]);
+      if (nr == 2) attn_scores_finish(P1, np_next, scale, s[cur ^ 1][1]);
+    }
   }
   const __m512 inv0 = _mm512_set1_ps(1.0f / S0), inv1 = _mm512_set1_ps(1.0f / S1);
   for (int64_t i = 0; i < hd; i += 16) {
@@ -758,22 +853,28 @@ attn_pipe(int nr, int nv, const float *q32a, const float *q32b, const uint16_t *
   }
 }
 
-/* attn_pipe with nv a constant for the common head sizes (the accumulators
- * and the unrolled vector loops then stay in registers). */
-RO_AVX512 static void attn_pipe_rows(int nr, const float *q32a, const float *q32b,
+/* attn_pipe with nr, tree and nv constants for the common head sizes (the
+ * accumulators and the unrolled vector loops then stay in registers). */
+#define ATTN_PIPE_NV(nr, tree, qa, qb, oa, ob)                                               \
+  do {                                                                                      \
+    if (hd == 128)                                                                          \
+      attn_pipe(nr, tree, 8, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);                \
+    else if (hd == 64)                                                                      \
+      attn_pipe(nr, tree, 4, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);                \
+    else                                                                                    \
+      attn_pipe(nr, tree, (int)(hd / 16), qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);   \
+  } while (0)
+
+RO_AVX512 static void attn_pipe_rows(int nr, bool tree, const float *q32a, const float *q32b,
                                      const uint16_t *k, const uint16_t *v, size_t kv_stride,
                                      int64_t n_pos, int64_t hd, float scale, float *outa,
                                      float *outb) {
-  if (nr == 2) {
-    if (hd == 128) attn_pipe(2, 8, q32a, q32b, k, v, kv_stride, n_pos, scale, outa, outb);
-    else if (hd == 64) attn_pipe(2, 4, q32a, q32b, k, v, kv_stride, n_pos, scale, outa, outb);
-    else attn_pipe(2, (int)(hd / 16), q32a, q32b, k, v, kv_stride, n_pos, scale, outa, outb);
-  } else {
-    if (hd == 128) attn_pipe(1, 8, q32a, q32a, k, v, kv_stride, n_pos, scale, outa, outa);
-    else if (hd == 64) attn_pipe(1, 4, q32a, q32a, k, v, kv_stride, n_pos, scale, outa, outa);
-    else attn_pipe(1, (int)(hd / 16), q32a, q32a, k, v, kv_stride, n_pos, scale, outa, outa);
-  }
+  if (nr == 2 && tree) ATTN_PIPE_NV(2, true, q32a, q32b, outa, outb);
+  else if (nr == 2) ATTN_PIPE_NV(2, false, q32a, q32b, outa, outb);
+  else if (tree) ATTN_PIPE_NV(1, true, q32a, q32a, outa, outa);
+  else ATTN_PIPE_NV(1, false, q32a, q32a, outa, outa);
 }
+#undef ATTN_PIPE_NV
 
 #define ATTN_PIPE_OK(hd) ((hd) % 16 == 0 && (hd) <= 128)
 
@@ -781,26 +882,47 @@ RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const
                                       size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
                                       float *out) {
   if (ATTN_PIPE_OK(hd))
-    attn_pipe_rows(1, q32, q32, k, v, kv_stride, n_pos, hd, scale, out, out);
+    attn_pipe_rows(1, false, q32, q32, k, v, kv_stride, n_pos, hd, scale, out, out);
   else
     avx512_attn_row_wide(q32, k, v, kv_stride, n_pos, hd, scale, out);
 }
 
 /* attn_rows on AVX-512: rows in pairs through the pipeline where hd allows
  * (a multiple of 16, at most 128: two rows' accumulators in registers), an
- * odd last row alone; wider heads one row at a time. */
+ * odd last row alone; wider heads one row at a time. tree: the lane sums of
+ * the scores per block (attn_rows_cached), bit-identical results. */
+RO_AVX512 static inline __attribute__((always_inline)) void
+avx512_attn_rows_any(bool tree, const float *q, size_t q_stride, int nq, const uint16_t *k,
+                     const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
+                     float *out, size_t out_stride) {
+  int h = 0;
+  if (ATTN_PIPE_OK(hd)) {
+    for (; h + 2 <= nq; h += 2)
+      attn_pipe_rows(2, tree, q + (size_t)h * q_stride, q + (size_t)(h + 1) * q_stride, k, v,
+                     kv_stride, n_pos, hd, scale, out + (size_t)h * out_stride,
+                     out + (size_t)(h + 1) * out_stride);
+    if (h < nq)
+      attn_pipe_rows(1, tree, q + (size_t)h * q_stride, NULL, k, v, kv_stride, n_pos, hd, scale,
+                     out + (size_t)h * out_stride, NULL);
+    return;
+  }
+  for (; h < nq; h++)
+    avx512_attn_row_wide(q + (size_t)h * q_stride, k, v, kv_stride, n_pos, hd, scale,
+                         out + (size_t)h * out_stride);
+}
+
 RO_AVX512 static void avx512_attn_rows(const float *q, size_t q_stride, int nq, const uint16_t *k,
                                        const uint16_t *v, size_t kv_stride, int64_t n_pos,
                                        int64_t hd, float scale, float *out, size_t out_stride) {
-  int h = 0;
-  if (ATTN_PIPE_OK(hd))
-    for (; h + 2 <= nq; h += 2)
-      attn_pipe_rows(2, q + (size_t)h * q_stride, q + (size_t)(h + 1) * q_stride, k, v,
-                     kv_stride, n_pos, hd, scale, out + (size_t)h * out_stride,
-                     out + (size_t)(h + 1) * out_stride);
-  for (; h < nq; h++)
-    avx512_attn_row(q + (size_t)h * q_stride, k, v, kv_stride, n_pos, hd, scale,
-                    out + (size_t)h * out_stride);
+  avx512_attn_rows_any(false, q, q_stride, nq, k, v, kv_stride, n_pos, hd, scale, out,
+                       out_stride);
+}
+
+RO_AVX512 static void avx512_attn_rows_cached(const float *q, size_t q_stride, int nq,
+                                              const uint16_t *k, const uint16_t *v,
+                                              size_t kv_stride, int64_t n_pos, int64_t hd,
+                                              float scale, float *out, size_t out_stride) {
+  avx512_attn_rows_any(true, q, q_stride, nq, k, v, kv_stride, n_pos, hd, scale, out, out_stride);
 }
 
 RO_AVX512 static int64_t avx512_argmax(const float *x, int64_t n) {
@@ -846,12 +968,11 @@ RO_AVX512 static void avx512_swiglu(float *g, const float *u, int64_t n) {
           out + (size_t)h * out_stride);                                                     \
   }
 DEFINE_ATTN_ROWS_LOOP(scalar_attn_rows, scalar_attn_row)
-#if defined(__x86_64__)
-#endif
 
 void kernels_fill_rowops(struct kernel_ops *ops) {
   ops->attn_row = scalar_attn_row;
   ops->attn_rows = scalar_attn_rows;
+  ops->attn_rows_cached = NULL; /* = attn_rows, set at the end */
   ops->argmax = scalar_argmax;
   ops->sumsq = scalar_sumsq;
   ops->swiglu = scalar_swiglu;
@@ -868,6 +989,7 @@ void kernels_fill_rowops(struct kernel_ops *ops) {
   case KERNEL_AVX512_VNNI:
     ops->attn_row = avx512_attn_row;
     ops->attn_rows = avx512_attn_rows;
+    ops->attn_rows_cached = avx512_attn_rows_cached;
     ops->argmax = avx512_argmax;
     ops->sumsq = avx2_sumsq;
     ops->swiglu = avx512_swiglu;
@@ -875,4 +997,5 @@ void kernels_fill_rowops(struct kernel_ops *ops) {
   default: break;
   }
 #endif
+  if (!ops->attn_rows_cached) ops->attn_rows_cached = ops->attn_rows;
 }

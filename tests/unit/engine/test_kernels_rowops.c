@@ -1,8 +1,8 @@
 /* test_kernels_rowops: attn_row, argmax and sumsq of every path this CPU runs
  * against the scalar reference (kernels_rowops.c), the scalar attn_row
  * against a plain float64 softmax attention, and attn_rows (query heads
- * sharing a KV head, in pairs through the AVX-512 pipeline) bit-identical to attn_row
- * per row on every path. Outputs are NaN-filled first so
+ * sharing a KV head, in pairs through the AVX-512 pipeline) and attn_rows_cached
+ * bit-identical to attn_row per row on every path. Outputs are NaN-filled first so
  * an element a kernel forgets to write fails. */
 #include <math.h>
 #include <stdlib.h>
@@ -147,6 +147,17 @@ static void test_attn_rows(void) {
           for (size_t i = h < nq ? (size_t)c->hd : 0; i < qs; i++) bad += !isnan(many[h * qs + i]);
         CHECK_MSG(bad == 0, "%s case %zu nq %d: attn_rows differs from attn_row", ops->name, ci,
                   nq);
+        /* the variant for rows in cache: the same bits */
+        for (size_t i = 0; i < qs * max_q; i++) many[i] = NAN;
+        ops->attn_rows_cached(q, qs, nq, k + c->off, v + c->off, c->stride, c->n_pos, c->hd,
+                              scale, many, qs);
+        bad = 0;
+        for (int h = 0; h < nq; h++)
+          bad += memcmp(one + h * qs, many + h * qs, sizeof(float) * (size_t)c->hd) != 0;
+        for (int h = 0; h < max_q; h++)
+          for (size_t i = h < nq ? (size_t)c->hd : 0; i < qs; i++) bad += !isnan(many[h * qs + i]);
+        CHECK_MSG(bad == 0, "%s case %zu nq %d: attn_rows_cached differs from attn_row", ops->name,
+                  ci, nq);
       }
     }
     free(k), free(v), free(q), free(one), free(many);
