@@ -487,7 +487,9 @@ RO_AVX512 static inline void attn_prefetch(const uint16_t *row, int64_t hd, bool
   for (int64_t b = 0; b < hd * 2; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
 }
 
-RO_AVX512 static inline float attn_dot16(const uint16_t *kp, const float *q, int64_t hd) {
+/* A position's dot product as 16 partial sums (two chains over the head,
+ * added); attn_dot16 sums its lanes. */
+RO_AVX512 static inline __m512 attn_dot16v(const uint16_t *kp, const float *q, int64_t hd) {
   __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= hd; i += 32) {
@@ -495,7 +497,11 @@ RO_AVX512 static inline float attn_dot16(const uint16_t *kp, const float *q, int
     d1 = _mm512_fmadd_ps(ro_f16x16(kp + i + 16), _mm512_load_ps(q + i + 16), d1);
   }
   if (i < hd) d0 = _mm512_fmadd_ps(ro_f16x16(kp + i), _mm512_load_ps(q + i), d0);
-  return _mm512_reduce_add_ps(_mm512_add_ps(d0, d1));
+  return _mm512_add_ps(d0, d1);
+}
+
+RO_AVX512 static inline float attn_dot16(const uint16_t *kp, const float *q, int64_t hd) {
+  return _mm512_reduce_add_ps(attn_dot16v(kp, q, hd));
 }
 
 /* Pass 2 of a chunk of np scores: the online-softmax factors (ms rescales
@@ -598,28 +604,8 @@ RO_AVX512 static void avx512_attn_row_wide(const float *q32, const uint16_t *k, 
  * 38-42 ns per (KV head, position) from DRAM at 2 threads, huge pages. */
 #define ATTN_BLK 16 /* = the lanes of attn_softmax_factors16 */
 
-RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, const float *qb,
-                                          int64_t hd, float *da, float *db) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
-  int64_t i = 0;
-  for (; i + 32 <= hd; i += 32) {
-    const __m512 k0 = ro_f16x16(kp + i), k1 = ro_f16x16(kp + i + 16);
-    a0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qa + i), a0);
-    a1 = _mm512_fmadd_ps(k1, _mm512_load_ps(qa + i + 16), a1);
-    b0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qb + i), b0);
-    b1 = _mm512_fmadd_ps(k1, _mm512_load_ps(qb + i + 16), b1);
-  }
-  if (i < hd) {
-    const __m512 k0 = ro_f16x16(kp + i);
-    a0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qa + i), a0);
-    b0 = _mm512_fmadd_ps(k0, _mm512_load_ps(qb + i), b0);
-  }
-  *da = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-  *db = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
-}
-
-/* The same dot products left as 16 partial sums per row (the vector
- * attn_dot16x2 adds across lanes), for attn_reduce16. */
+/* Two rows' dot products with one K row, as 16 partial sums each
+ * (attn_reduce16 sums 16 positions' at once); attn_dot16x2 sums the lanes. */
 RO_AVX512 static inline void attn_dot16x2v(const uint16_t *kp, const float *qa, const float *qb,
                                            int64_t hd, __m512 *da, __m512 *db) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
@@ -640,16 +626,15 @@ RO_AVX512 static inline void attn_dot16x2v(const uint16_t *kp, const float *qa, 
   *db = _mm512_add_ps(b0, b1);
 }
 
-RO_AVX512 static inline __m512 attn_dot16v(const uint16_t *kp, const float *q, int64_t hd) {
-  __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= hd; i += 32) {
-    d0 = _mm512_fmadd_ps(ro_f16x16(kp + i), _mm512_load_ps(q + i), d0);
-    d1 = _mm512_fmadd_ps(ro_f16x16(kp + i + 16), _mm512_load_ps(q + i + 16), d1);
-  }
-  if (i < hd) d0 = _mm512_fmadd_ps(ro_f16x16(kp + i), _mm512_load_ps(q + i), d0);
-  return _mm512_add_ps(d0, d1);
+RO_AVX512 static inline void attn_dot16x2(const uint16_t *kp, const float *qa, const float *qb,
+                                          int64_t hd, float *da, float *db) {
+  __m512 va, vb;
+  attn_dot16x2v(kp, qa, qb, hd, &va, &vb);
+  *da = _mm512_reduce_add_ps(va);
+  *db = _mm512_reduce_add_ps(vb);
 }
+
+
 
 /* The lane sums of 16 vectors at once, for K/V rows already in cache: a
  * transposed tree of 30 shuffles and 15 adds instead of ~8 operations per
