@@ -2,29 +2,32 @@
  * with AVX-512 VNNI and VBMI (Ice Lake and later Xeons, Zen 4 and later).
  *
  * Why a second Q4_0 decode kernel: the VNNI one (kernels_avx512.c) unpacks
- * two 18-byte blocks per 512-bit vector with a 128-bit insert, a 256-bit
- * insert and a shift, then spends a convert and two FMAs on those two
- * blocks: ~9 port-0/5 operations per 36 bytes. From cache it reads ~17 GB/s
- * on one core of the team's Xeon, barely above the ~14.5 GB/s one core gets
- * from DRAM, so compute and memory do not overlap and decode stays near 75%
- * of the bandwidth (bench/kernel_bench.c). Here one vpermt2b gathers the 16
- * nibble bytes of four blocks into one vector (their offsets 2 + 18 b are
- * not 16-byte aligned, which is what the inserts paid for), the low and
- * high nibbles become two vectors against activations repacked to match,
- * and two vpdpbusd accumulate into ONE integer vector: four blocks per
- * convert and per pair of FMAs, ~10 operations per 72 bytes.
+ * two 18-byte blocks per 512-bit vector with inserts and a shift, then spends
+ * a convert and two FMAs on those two blocks; from cache it barely outran one
+ * core's DRAM stream, so compute and memory did not overlap. Here an octet of
+ * eight blocks (144 bytes) becomes ONE integer vector, two 32-bit lanes per
+ * block, so the convert and the two FMAs are paid once per 8 blocks:
  *
- * Layout of a unit of four blocks A..D (72 bytes):
- *   lo = nibbles & 15       -> weights [A0..15 | B0..15 | C0..15 | D0..15]
- *   hi = (nibbles >> 4) & 15 -> weights [A16..31 | B16..31 | ...]
- *   qlo, qhi: the activations at the same positions (struct vnni_quad);
- *   int32 lane l (0..15) sums 8 products of block l / 4.
- * The Q4_0 offset (weights are nibble - 8) is folded in as in the VNNI kernel:
- * lane value = I_l * d_a + ns_l with ns_l = -8 * s_a / 4 (s_a = d_a sum(q_a)),
- * times the weight block's scale; the four lanes of a block add up to the
- * block's exact dot product times the two scales. Integer parts are exact;
- * only the float summation order differs from the other paths (tests compare
- * with the scalar reference within rounding). */
+ *   A = nibble bytes 0-7 of each block, B = bytes 8-15 (8 bytes per block
+ *   side by side: lanes 2b, 2b+1 hold block b);
+ *   A & 15 -> weights 0-7, A >> 4 -> 16-23, B & 15 -> 8-15, B >> 4 -> 24-31,
+ *   each against activations repacked to the same places (struct vnni_oct),
+ *   four vpdpbusd into one accumulator.
+ *
+ * The gathers are single-source byte permutes (vpermb, one per cycle here)
+ * from four unaligned 64-byte windows of the octet (at 0, 8, 72 and 80:
+ * blocks 0-3 and 4-7 each sit at the same offsets within their windows, so
+ * one index vector serves all of them); a two-source vpermt2b or vpermt2w
+ * costs two cycles of the same port, and the previous version of this kernel
+ * (one vector per 4 blocks, five two-source permutes per octet) was bound by
+ * them: 29-31 GB/s per core from L2 against 36-41 now (bench/RESULTS.md).
+ *
+ * The Q4_0 offset (weights are nibble - 8) is folded in per lane: lane value
+ * = I_l * d_a + ns_l with ns_l = -8 * s_a / 2 (s_a = d_a sum(q_a), split over
+ * the block's two lanes), times the weight block's scale; the two lanes of a
+ * block add up to the block's exact dot product times the two scales.
+ * Integer parts are exact; only the float summation order differs from the
+ * other paths (tests compare with the scalar reference within rounding). */
 #include "engine/kernels_x86.h"
 
 #if defined(__x86_64__)
@@ -42,72 +45,78 @@
 #define VBMI_PF_BYTES 2048
 #endif
 
-struct vnni_quad {
-  __m512i qlo, qhi;
-  __m512 da, ns;
+struct vnni_oct {
+  __m512i al, ah, bl, bh; /* activations against A & 15, A >> 4, B & 15, B >> 4 */
+  __m512 da, ns;          /* lane l: block l / 2's d_a and -8 s_a / 2 */
 };
-#define VBMI_MAX_QUADS 128 /* n <= 16384 (32 KiB of repacked activations) */
+#define VBMI_MAX_OCTS 64 /* n <= 16384 (24 KiB of repacked activations) */
 
-/* x: nb activation blocks (nb a multiple of 4) -> nb / 4 quads. */
-VBMI_INLINE void quad_repack(const struct act_q8 *x, int64_t nb, struct vnni_quad *qd) {
-  /* lane l of da / ns takes block l / 4 */
-  const __m512i lane_blk = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  for (int64_t u = 0; u < nb / 4; u++) {
-    const struct act_q8 *b = x + 4 * u;
-    __m256i q0 = _mm256_loadu_si256((const __m256i *)b[0].q);
-    __m256i q1 = _mm256_loadu_si256((const __m256i *)b[1].q);
-    __m256i q2 = _mm256_loadu_si256((const __m256i *)b[2].q);
-    __m256i q3 = _mm256_loadu_si256((const __m256i *)b[3].q);
-    /* [A lo | B lo] and [A hi | B hi] as 256-bit halves, then C, D */
-    __m256i ab_lo = _mm256_permute2x128_si256(q0, q1, 0x20), ab_hi = _mm256_permute2x128_si256(q0, q1, 0x31);
-    __m256i cd_lo = _mm256_permute2x128_si256(q2, q3, 0x20), cd_hi = _mm256_permute2x128_si256(q2, q3, 0x31);
-    qd[u].qlo = _mm512_inserti64x4(_mm512_castsi256_si512(ab_lo), cd_lo, 1);
-    qd[u].qhi = _mm512_inserti64x4(_mm512_castsi256_si512(ab_hi), cd_hi, 1);
-    __m128 d4 = _mm_setr_ps(b[0].d, b[1].d, b[2].d, b[3].d);
-    __m128 s4 = _mm_mul_ps(_mm_setr_ps(b[0].s, b[1].s, b[2].s, b[3].s), _mm_set1_ps(-8.0f * 0.25f));
-    qd[u].da = _mm512_permutexvar_ps(lane_blk, _mm512_castps128_ps512(d4));
-    qd[u].ns = _mm512_permutexvar_ps(lane_blk, _mm512_castps128_ps512(s4));
+/* x: nb activation blocks (nb a multiple of 8) -> nb / 8 octets. A block's
+ * 32 values are 4 qwords (q 0-7, 8-15, 16-23, 24-31); octet vector al takes
+ * qword 0 of each of the 8 blocks, bl qword 1, ah qword 2, bh qword 3. */
+VBMI_INLINE void oct_repack(const struct act_q8 *x, int64_t nb, struct vnni_oct *oc) {
+  const __m512i q01 = _mm512_setr_epi64(0, 4, 8, 12, 1, 5, 9, 13);
+  const __m512i q23 = _mm512_setr_epi64(2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  for (int64_t o = 0; o < nb / 8; o++) {
+    const struct act_q8 *b = x + 8 * o;
+    __m512i z[4]; /* blocks 2k and 2k + 1 */
+    for (int k = 0; k < 4; k++)
+      z[k] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[2 * k].q)),
+          _mm256_loadu_si256((const __m256i *)b[2 * k + 1].q), 1);
+    /* [qword 0 of blocks 0-3 | qword 1 of blocks 0-3], then blocks 4-7 */
+    const __m512i t0 = _mm512_permutex2var_epi64(z[0], q01, z[1]);
+    const __m512i t1 = _mm512_permutex2var_epi64(z[2], q01, z[3]);
+    const __m512i u0 = _mm512_permutex2var_epi64(z[0], q23, z[1]);
+    const __m512i u1 = _mm512_permutex2var_epi64(z[2], q23, z[3]);
+    oc[o].al = _mm512_shuffle_i64x2(t0, t1, 0x44);
+    oc[o].bl = _mm512_shuffle_i64x2(t0, t1, 0xEE);
+    oc[o].ah = _mm512_shuffle_i64x2(u0, u1, 0x44);
+    oc[o].bh = _mm512_shuffle_i64x2(u0, u1, 0xEE);
+    const __m256 d8 = _mm256_setr_ps(b[0].d, b[1].d, b[2].d, b[3].d, b[4].d, b[5].d, b[6].d, b[7].d);
+    const __m256 s8 = _mm256_mul_ps(
+        _mm256_setr_ps(b[0].s, b[1].s, b[2].s, b[3].s, b[4].s, b[5].s, b[6].s, b[7].s),
+        _mm256_set1_ps(-8.0f * 0.5f));
+    oc[o].da = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(d8));
+    oc[o].ns = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(s8));
   }
 }
 
-/* One unit: nib (its 4 x 16 nibble bytes gathered), dw (the 4 weight scales
- * spread over the lanes). */
-VBMI_INLINE __m512 quad_dot(__m512i nib, const struct vnni_quad *qd, __m512 dw, __m512 acc) {
+/* acc += the octet at g (one row's 8 blocks) against oc, lane-wise. */
+VBMI_INLINE __m512 oct_dot(const uint8_t *g, const struct vnni_oct *oc, __m512 acc) {
+  /* Byte 8c + j of each 32-byte half <- window byte 18c + 2 + j (c = 0..3). */
+  const __m512i idx = _mm512_set_epi8(
+      63, 62, 61, 60, 59, 58, 57, 56, 45, 44, 43, 42, 41, 40, 39, 38,
+      27, 26, 25, 24, 23, 22, 21, 20, 9, 8, 7, 6, 5, 4, 3, 2,
+      63, 62, 61, 60, 59, 58, 57, 56, 45, 44, 43, 42, 41, 40, 39, 38,
+      27, 26, 25, 24, 23, 22, 21, 20, 9, 8, 7, 6, 5, 4, 3, 2);
+  const __mmask64 upper = 0xFFFFFFFF00000000ull;
+  /* The scales: fp16 word l of each 8-word half <- window bytes 18 (l / 2)
+   * and 18 (l / 2) + 1 (the block of lane l). */
+  const __m512i sidx = _mm512_set_epi8(
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      55, 54, 55, 54, 37, 36, 37, 36, 19, 18, 19, 18, 1, 0, 1, 0,
+      55, 54, 55, 54, 37, 36, 37, 36, 19, 18, 19, 18, 1, 0, 1, 0);
+  const __mmask64 s_upper = 0x00000000FFFF0000ull;
   const __m512i m4 = _mm512_set1_epi8(15);
-  __m512i lo = _mm512_and_si512(nib, m4);
-  __m512i hi = _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4);
-  __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, qd->qlo);
-  I = _mm512_dpbusd_epi32(I, hi, qd->qhi);
-  __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), qd->da, qd->ns);
-  return _mm512_fmadd_ps(t, dw, acc);
-}
-
-/* Eight blocks (144 bytes at g, two units) of a row against qd[0..1]. */
-VBMI_INLINE void q4_octet(const uint8_t *g, const struct vnni_quad *qd, __m512 *acc0,
-                          __m512 *acc1) {
-  /* vpermt2b indices: unit 0 takes bytes 2 + 18 b + j of [g, g + 128); unit 1
-   * bytes 72 + 2 + 18 b + j, i.e. 10 + 18 b + j of [g + 64, g + 192). */
-  const __m512i idx0 = _mm512_set_epi8(
-      71, 70, 69, 68, 67, 66, 65, 64, 63, 62, 61, 60, 59, 58, 57, 56,
-      53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38,
-      35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20,
-      17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2);
-  const __m512i idx1 = _mm512_add_epi8(idx0, _mm512_set1_epi8(8));
-  /* the 8 fp16 scales: words 0, 9, .., 63 of [g, g + 128) */
-  const __m512i sidx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                        0, 0, 0, 0, 0, 63, 54, 45, 36, 27, 18, 9, 0);
-  const __m512i lanes0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  const __m512i lanes1 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
   for (int pf = 0; pf < 144; pf += 64) _mm_prefetch((const char *)g + VBMI_PF_BYTES + pf, _MM_HINT_T0);
-  __m512i L0 = _mm512_loadu_si512(g);
-  __m512i L1 = _mm512_loadu_si512(g + 64);
-  __m512i L2 = _mm512_maskz_loadu_epi8(0xFFFF, g + 128); /* bytes 128..143 only */
-  __m512 d8 = _mm512_castps256_ps512(
-      _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(L0, sidx, L1))));
-  *acc0 = quad_dot(_mm512_permutex2var_epi8(L0, idx0, L1), &qd[0],
-                   _mm512_permutexvar_ps(lanes0, d8), *acc0);
-  *acc1 = quad_dot(_mm512_permutex2var_epi8(L1, idx1, L2), &qd[1],
-                   _mm512_permutexvar_ps(lanes1, d8), *acc1);
+  /* Windows inside the octet: blocks 0-3 from g and g + 8, 4-7 from g + 72
+   * and g + 80 (the last ends at byte 143). */
+  const __m512i w0 = _mm512_loadu_si512(g), w8 = _mm512_loadu_si512(g + 8);
+  const __m512i w72 = _mm512_loadu_si512(g + 72), w80 = _mm512_loadu_si512(g + 80);
+  const __m512i A = _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(idx, w0), upper, idx, w72);
+  const __m512i B = _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(idx, w8), upper, idx, w80);
+  const __m512i S =
+      _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(sidx, w0), s_upper, sidx, w72);
+  const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(S));
+  __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(A, m4), oc->al);
+  I = _mm512_dpbusd_epi32(I, _mm512_and_si512(_mm512_srli_epi16(A, 4), m4), oc->ah);
+  I = _mm512_dpbusd_epi32(I, _mm512_and_si512(B, m4), oc->bl);
+  I = _mm512_dpbusd_epi32(I, _mm512_and_si512(_mm512_srli_epi16(B, 4), m4), oc->bh);
+  const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), oc->da, oc->ns);
+  return _mm512_fmadd_ps(t, dw, acc);
 }
 
 /* The lane sums of four vectors at once (a transposing tree: 11 shuffles
@@ -129,27 +138,24 @@ VBMI_INLINE void reduce4(__m512 a, __m512 b, __m512 c, __m512 d, float *s4) {
 VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const struct act_q8 *x, float *out) {
   const int64_t nb = n / 32, no = nb / 8;
-  alignas(64) struct vnni_quad qd[VBMI_MAX_QUADS];
-  quad_repack(x, nb, qd);
+  alignas(64) struct vnni_oct oc[VBMI_MAX_OCTS];
+  oct_repack(x, nb, oc);
   const int64_t q = (r1 - r0) / 4;
   PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
                         VBMI_PF_BYTES);
   for (int64_t i = 0; i < q; i++) {
     const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = wa + (size_t)q * w_stride;
     const uint8_t *wc = wb + (size_t)q * w_stride, *wd = wc + (size_t)q * w_stride;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
-    __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
+    __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+    __m512 c = _mm512_setzero_ps(), d = _mm512_setzero_ps();
     for (int64_t o = 0; o < no; o++) {
-      q4_octet(wa + 144 * o, qd + 2 * o, &a0, &a1);
-      q4_octet(wb + 144 * o, qd + 2 * o, &b0, &b1);
-      q4_octet(wc + 144 * o, qd + 2 * o, &c0, &c1);
-      q4_octet(wd + 144 * o, qd + 2 * o, &d0, &d1);
+      a = oct_dot(wa + 144 * o, oc + o, a);
+      b = oct_dot(wb + 144 * o, oc + o, b);
+      c = oct_dot(wc + 144 * o, oc + o, c);
+      d = oct_dot(wd + 144 * o, oc + o, d);
     }
     float s4[4];
-    reduce4(_mm512_add_ps(a0, a1), _mm512_add_ps(b0, b1), _mm512_add_ps(c0, c1),
-            _mm512_add_ps(d0, d1), s4);
+    reduce4(a, b, c, d, s4);
     out[r0 + i] = s4[0];
     out[r0 + q + i] = s4[1];
     out[r0 + 2 * q + i] = s4[2];
@@ -157,13 +163,13 @@ VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
   }
   for (int64_t r = r0 + 4 * q; r < r1; r++) {
     const uint8_t *wr = w + (size_t)r * w_stride;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    for (int64_t o = 0; o < no; o++) q4_octet(wr + 144 * o, qd + 2 * o, &a0, &a1);
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t o = 0; o < no; o++) a = oct_dot(wr + 144 * o, oc + o, a);
     /* the same reduction tree as above: a row's sum never depends on
      * where the row falls in [r0, r1) (chunking is free to change) */
     const __m512 z = _mm512_setzero_ps();
     float s4[4];
-    reduce4(_mm512_add_ps(a0, a1), z, z, z, s4);
+    reduce4(a, z, z, z, s4);
     out[r] = s4[0];
   }
 }
@@ -176,7 +182,7 @@ static gemm_fn q4_0_other;
 VBMI static void gemm_q4_0_vbmi(int64_t n, const void *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const void *a, size_t a_stride, int64_t ncols,
                                 float *out, int64_t out_stride) {
-  if (ncols == 1 && n % 256 == 0 && n / 128 <= VBMI_MAX_QUADS) {
+  if (ncols == 1 && n % 256 == 0 && n / 256 <= VBMI_MAX_OCTS) {
     gemv_q4_0_vbmi(n, w, w_stride, r0, r1, a, out);
     return;
   }
