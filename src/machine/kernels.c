@@ -67,30 +67,45 @@ __attribute__((unused)) static double fma_scalar(uint64_t iters, float mul, floa
 #define TM_AVX512VNNI __attribute__((target("avx512f,avx512vnni")))
 #define TM_AVXVNNI __attribute__((target("avx2,avxvnni")))
 
-/* The read loops stream two halves of the buffer at once, each with software
- * prefetch PROBE_PF_BYTES ahead: a plain sequential loop (hardware prefetch
- * only) read 14.2 GB/s on one core of the team's Xeon where this form reads
- * 16.5 (2026-11-29, 1.9 GiB on huge pages), and the engine's decode kernels,
- * which prefetch, had outrun the plain loop's figure (107% "of the
- * ceiling"). The ceiling is what the memory gives a core that asks well. */
-#define PROBE_PF_BYTES 1024
+/* The read loops stream four quarters of the buffer at once, one 64-byte
+ * line of each per turn, each with software prefetch PROBE_PF_BYTES ahead.
+ * The ceiling is what the memory gives a core that asks well, so the loop
+ * is the best pattern found on the team's Xeon (2026-11-30, 1 GiB on huge
+ * pages, read-loop variants interleaved, GB/s at 1 / 2 threads):
+ *   two halves, two lines of each per turn, 1 KiB ahead (before): 19.0 / 36.5
+ *   four quarters, one line of each per turn, 2 KiB ahead:        20.2 / 38.5
+ *   the same with the quarters exactly 2^k lines apart:            17.7 / 34.4
+ *   four quarters, two lines of each per turn:                     16.4 / 31.5
+ *   a plain sequential loop, hardware prefetch only:               16.2 / 32.0
+ * Streams a power of two apart fall on the same DRAM banks, so the quarters
+ * start probe_stream_lines apart: an odd multiple of 8 lines (== 520 mod
+ * 1024), never a multiple of a large power of two. The engine's decode
+ * kernels read 88-92% of this rate on their own (bench/RESULTS.md). */
+#define PROBE_PF_BYTES 2048
+
+/* Lines per stream for a slice of n lines (0: too small, one plain stream);
+ * the 4 * q lines of the streams are followed by the slice's last lines. */
+static inline size_t probe_stream_lines(size_t n) {
+  size_t q = n / 4;
+  return q < 1544 ? 0 : (q - 520) / 1024 * 1024 + 520;
+}
 
 TM_AVX512 static uint64_t read_avx512(const void *buf, size_t n_bytes) {
-  const __m512i *p = buf;
-  size_t n = n_bytes / 64, h = n / 2 / 4 * 4; /* lines per half, a multiple of 4 */
-  const __m512i *q = p + h;
+  const __m512i *p0 = buf;
+  const size_t n = n_bytes / 64, q = probe_stream_lines(n);
+  const __m512i *p1 = p0 + q, *p2 = p1 + q, *p3 = p2 + q;
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < h; i += 2) {
-    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
-    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 1));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(q + i));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(q + i + 1));
+  for (size_t i = 0; i < q; i++) {
+    _mm_prefetch((const char *)(p0 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p1 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p2 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p3 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p0 + i));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p1 + i));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p2 + i));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p3 + i));
   }
-  for (size_t i = 2 * h; i < n; i++) a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+  for (size_t i = 4 * q; i < n; i++) a0 = _mm512_add_epi64(a0, _mm512_load_si512(p0 + i));
   a0 = _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3));
   /* Not _mm512_reduce_add_epi64: GCC implements it with signed scalar adds,
    * which overflow (undefined behaviour) on arbitrary data. */
@@ -115,26 +130,26 @@ TM_AVX512 static uint64_t copy_avx512(void *dst, const void *src, size_t n_bytes
 }
 
 TM_AVX2 static uint64_t read_avx2(const void *buf, size_t n_bytes) {
-  /* Two halves with prefetch, as read_avx512 (64-byte lines, two loads each). */
-  const __m256i *p = buf;
-  size_t n = n_bytes / 32, h = n / 2 / 8 * 8;
-  const __m256i *q = p + h;
+  /* The streams of read_avx512, each line as two 32-byte loads. */
+  const __m256i *p0 = buf;
+  const size_t n = n_bytes / 64, q = probe_stream_lines(n);
+  const __m256i *p1 = p0 + 2 * q, *p2 = p1 + 2 * q, *p3 = p2 + 2 * q;
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < h; i += 4) {
-    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
-    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(q + i) + PROBE_PF_BYTES + 64, _MM_HINT_T0);
-    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
-    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
-    a2 = _mm256_add_epi64(a2, _mm256_load_si256(q + i));
-    a3 = _mm256_add_epi64(a3, _mm256_load_si256(q + i + 1));
-    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i + 2));
-    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 3));
-    a2 = _mm256_add_epi64(a2, _mm256_load_si256(q + i + 2));
-    a3 = _mm256_add_epi64(a3, _mm256_load_si256(q + i + 3));
+  for (size_t i = 0; i < 2 * q; i += 2) {
+    _mm_prefetch((const char *)(p0 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p1 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p2 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p3 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p0 + i));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p1 + i));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(p2 + i));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(p3 + i));
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p0 + i + 1));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p1 + i + 1));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(p2 + i + 1));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(p3 + i + 1));
   }
-  for (size_t i = 2 * h; i < n; i++) a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
+  for (size_t i = 8 * q; i < 2 * n; i++) a0 = _mm256_add_epi64(a0, _mm256_load_si256(p0 + i));
   a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
   uint64_t w[4];
   _mm256_storeu_si256((__m256i *)w, a0);
