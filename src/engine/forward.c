@@ -300,7 +300,6 @@ struct attn_job {
  * [0, pos0 + t]: softmax(q.k / sqrt(hd)) weighted sum of v, in f32. */
 static void attn_worker(void *ctx, int ith, int nth) {
   (void)ith;
-  (void)nth;
   struct attn_job *j = ctx;
   struct engine *e = j->e;
   const struct model *m = &e->m;
@@ -334,9 +333,22 @@ static void attn_worker(void *ctx, int ith, int nth) {
       for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++) qkv_q_head(e, j->qkv, t, h);
     }
     const size_t h0 = (size_t)kvh * group * hd; /* the group's first query head */
-    (batch ? e->ops->attn_rows_cached : e->ops->attn_rows)(
-        e->q + (size_t)t * Q + h0, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale,
-        e->att + (size_t)t * Q + h0, hd);
+    const float *qh = e->q + (size_t)t * Q + h0;
+    float *oh = e->att + (size_t)t * Q + h0;
+    if (batch) {
+      e->ops->attn_rows_cached(qh, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale, oh,
+                               hd);
+    } else if (e->ops->attn_rows_next && kvh + (uint32_t)nth < m->n_head_kv && j->pos0 > 0) {
+      /* Decode: this thread's likely next item is KV head kvh + nth (items
+       * go out in order while the threads keep pace); its K rows already
+       * cached stream in beside this item's rows, so the two items' misses
+       * overlap (a wrong guess costs only the prefetch). */
+      const uint16_t *next_k = kc + (size_t)(kvh + (uint32_t)nth) * head_cells;
+      e->ops->attn_rows_next(qh, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale, oh,
+                             hd, next_k, (size_t)j->pos0 * hd * sizeof(uint16_t));
+    } else {
+      e->ops->attn_rows(qh, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale, oh, hd);
+    }
   }
 }
 

@@ -745,6 +745,14 @@ attn_score_rows(int nr, bool tree, int64_t hd, const uint16_t *k, int64_t k_left
   }
 }
 
+/* A span the pipeline prefetches into L1 beside its own rows (attn_rows_next):
+ * `per` lines per position while `lines` remain. */
+struct attn_side {
+  const char *p;
+  int64_t lines;
+  int64_t per;
+};
+
 /* One block: accumulate the np V rows at v (factors ms/vs per row) into the
  * nr accumulators acc0/acc1 (nv vectors of 16 each, in registers for the
  * block) and, in the same loop, score the np_next K rows at k_next into
@@ -756,12 +764,17 @@ attn_pipe_block(int nr, bool tree, int nv, float *acc0, float *acc1, const uint1
                 const uint16_t *k_next, int64_t k_left, size_t kv_stride, int64_t np,
                 int64_t np_next, const float *ms0, const float *vs0, const float *ms1,
                 const float *vs1, const float *q0, const float *q1, float scale, float *s0,
-                float *s1, float *P0, float *P1) {
+                float *s1, float *P0, float *P1, struct attn_side *side) {
   __m512 a[8], b[8]; /* nv <= 8 (hd <= 128) */
+  const char *sp = side ? side->p : NULL;
+  int64_t s_left = side ? side->lines : 0;
+  const int64_t s_per = side ? side->per : 0;
   for (int i = 0; i < nv; i++) a[i] = _mm512_load_ps(acc0 + 16 * i);
   if (nr == 2)
     for (int i = 0; i < nv; i++) b[i] = _mm512_load_ps(acc1 + 16 * i);
   for (int64_t j = 0; j < np; j++) {
+    for (int64_t t = 0; t < s_per && s_left > 0; t++, s_left--, sp += 64)
+      _mm_prefetch(sp, _MM_HINT_T0);
     if (j < np_next)
       attn_score_rows(nr, tree, 16 * nv, k_next, k_left, kv_stride, j, q0, q1, scale, s0, s1,
                       P0, P1);
@@ -785,14 +798,16 @@ attn_pipe_block(int nr, bool tree, int nv, float *acc0, float *acc1, const uint1
   for (int i = 0; i < nv; i++) _mm512_store_ps(acc0 + 16 * i, a[i]);
   if (nr == 2)
     for (int i = 0; i < nv; i++) _mm512_store_ps(acc1 + 16 * i, b[i]);
+  if (side) side->p = sp, side->lines = s_left;
 }
 
 /* nr (1 or 2) rows q32a/q32b over n_pos >= 1 positions; hd = 16 * nv <= 128;
- * tree: the scores' lane sums per block (attn_reduce16), same results. */
+ * tree: the scores' lane sums per block (attn_reduce16), same results;
+ * side: a span to prefetch on the way, or NULL. */
 RO_AVX512 static inline __attribute__((always_inline)) void
 attn_pipe(int nr, bool tree, int nv, const float *q32a, const float *q32b, const uint16_t *k,
           const uint16_t *v, size_t kv_stride, int64_t n_pos, float scale, float *outa,
-          float *outb) {
+          float *outb, struct attn_side *side) {
   const int64_t hd = 16 * nv;
   alignas(64) float q0[128], q1[128], acc0[128], acc1[128];
   float s[2][2][ATTN_BLK]; /* [block parity][row][position] */
@@ -825,7 +840,7 @@ attn_pipe(int nr, bool tree, int nv, const float *q32a, const float *q32b, const
     const uint16_t *k_next = np_next ? k + (size_t)(p0 + np) * kv_stride : k;
     attn_pipe_block(nr, tree, nv, acc0, acc1, v + (size_t)p0 * kv_stride, n_pos - p0, k_next,
                     rest, kv_stride, np, np_next, ms0, vs0, ms1, vs1, q0, q1, scale,
-                    s[cur ^ 1][0], s[cur ^ 1][1], P0, P1);
+                    s[cur ^ 1][0], s[cur ^ 1][1], P0, P1, side);
     if (tree && np_next) {
       attn_scores_finish(P0, np_next, scale, s[cur ^ 1][0]);
       if (nr == 2) attn_scores_finish(P1, np_next, scale, s[cur ^ 1][1]);
@@ -843,17 +858,18 @@ attn_pipe(int nr, bool tree, int nv, const float *q32a, const float *q32b, const
 #define ATTN_PIPE_NV(nr, tree, qa, qb, oa, ob)                                               \
   do {                                                                                      \
     if (hd == 128)                                                                          \
-      attn_pipe(nr, tree, 8, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);                \
+      attn_pipe(nr, tree, 8, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob, side);          \
     else if (hd == 64)                                                                      \
-      attn_pipe(nr, tree, 4, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);                \
+      attn_pipe(nr, tree, 4, qa, qb, k, v, kv_stride, n_pos, scale, oa, ob, side);          \
     else                                                                                    \
-      attn_pipe(nr, tree, (int)(hd / 16), qa, qb, k, v, kv_stride, n_pos, scale, oa, ob);   \
+      attn_pipe(nr, tree, (int)(hd / 16), qa, qb, k, v, kv_stride, n_pos, scale, oa, ob,    \
+                side);                                                                      \
   } while (0)
 
 RO_AVX512 static void attn_pipe_rows(int nr, bool tree, const float *q32a, const float *q32b,
                                      const uint16_t *k, const uint16_t *v, size_t kv_stride,
                                      int64_t n_pos, int64_t hd, float scale, float *outa,
-                                     float *outb) {
+                                     float *outb, struct attn_side *side) {
   if (nr == 2 && tree) ATTN_PIPE_NV(2, true, q32a, q32b, outa, outb);
   else if (nr == 2) ATTN_PIPE_NV(2, false, q32a, q32b, outa, outb);
   else if (tree) ATTN_PIPE_NV(1, true, q32a, q32a, outa, outa);
@@ -867,7 +883,7 @@ RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const
                                       size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
                                       float *out) {
   if (ATTN_PIPE_OK(hd))
-    attn_pipe_rows(1, false, q32, q32, k, v, kv_stride, n_pos, hd, scale, out, out);
+    attn_pipe_rows(1, false, q32, q32, k, v, kv_stride, n_pos, hd, scale, out, out, NULL);
   else
     avx512_attn_row_wide(q32, k, v, kv_stride, n_pos, hd, scale, out);
 }
@@ -879,16 +895,21 @@ RO_AVX512 static void avx512_attn_row(const float *q32, const uint16_t *k, const
 RO_AVX512 static inline __attribute__((always_inline)) void
 avx512_attn_rows_any(bool tree, const float *q, size_t q_stride, int nq, const uint16_t *k,
                      const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
-                     float *out, size_t out_stride) {
+                     float *out, size_t out_stride, const void *next, size_t next_bytes) {
   int h = 0;
   if (ATTN_PIPE_OK(hd)) {
-    for (; h + 2 <= nq; h += 2)
+    /* the side span goes with the first pipeline pass, spread over its
+     * positions (lines / n_pos per position, rounded up) */
+    struct attn_side side = {next, next ? (int64_t)((next_bytes + 63) / 64) : 0, 0};
+    side.per = (side.lines + n_pos - 1) / n_pos;
+    struct attn_side *sp = side.lines > 0 ? &side : NULL;
+    for (; h + 2 <= nq; h += 2, sp = NULL)
       attn_pipe_rows(2, tree, q + (size_t)h * q_stride, q + (size_t)(h + 1) * q_stride, k, v,
                      kv_stride, n_pos, hd, scale, out + (size_t)h * out_stride,
-                     out + (size_t)(h + 1) * out_stride);
+                     out + (size_t)(h + 1) * out_stride, sp);
     if (h < nq)
       attn_pipe_rows(1, tree, q + (size_t)h * q_stride, NULL, k, v, kv_stride, n_pos, hd, scale,
-                     out + (size_t)h * out_stride, NULL);
+                     out + (size_t)h * out_stride, NULL, sp);
     return;
   }
   for (; h < nq; h++)
@@ -900,14 +921,24 @@ RO_AVX512 static void avx512_attn_rows(const float *q, size_t q_stride, int nq, 
                                        const uint16_t *v, size_t kv_stride, int64_t n_pos,
                                        int64_t hd, float scale, float *out, size_t out_stride) {
   avx512_attn_rows_any(false, q, q_stride, nq, k, v, kv_stride, n_pos, hd, scale, out,
-                       out_stride);
+                       out_stride, NULL, 0);
+}
+
+RO_AVX512 static void avx512_attn_rows_next(const float *q, size_t q_stride, int nq,
+                                            const uint16_t *k, const uint16_t *v,
+                                            size_t kv_stride, int64_t n_pos, int64_t hd,
+                                            float scale, float *out, size_t out_stride,
+                                            const void *next, size_t next_bytes) {
+  avx512_attn_rows_any(false, q, q_stride, nq, k, v, kv_stride, n_pos, hd, scale, out,
+                       out_stride, next, next_bytes);
 }
 
 RO_AVX512 static void avx512_attn_rows_cached(const float *q, size_t q_stride, int nq,
                                               const uint16_t *k, const uint16_t *v,
                                               size_t kv_stride, int64_t n_pos, int64_t hd,
                                               float scale, float *out, size_t out_stride) {
-  avx512_attn_rows_any(true, q, q_stride, nq, k, v, kv_stride, n_pos, hd, scale, out, out_stride);
+  avx512_attn_rows_any(true, q, q_stride, nq, k, v, kv_stride, n_pos, hd, scale, out, out_stride,
+                       NULL, 0);
 }
 
 RO_AVX512 static int64_t avx512_argmax(const float *x, int64_t n) {
@@ -958,6 +989,7 @@ void kernels_fill_rowops(struct kernel_ops *ops) {
   ops->attn_row = scalar_attn_row;
   ops->attn_rows = scalar_attn_rows;
   ops->attn_rows_cached = NULL; /* = attn_rows, set at the end */
+  ops->attn_rows_next = NULL;
   ops->argmax = scalar_argmax;
   ops->sumsq = scalar_sumsq;
   ops->swiglu = scalar_swiglu;
@@ -975,6 +1007,7 @@ void kernels_fill_rowops(struct kernel_ops *ops) {
     ops->attn_row = avx512_attn_row;
     ops->attn_rows = avx512_attn_rows;
     ops->attn_rows_cached = avx512_attn_rows_cached;
+    ops->attn_rows_next = avx512_attn_rows_next;
     ops->argmax = avx512_argmax;
     ops->sumsq = avx2_sumsq;
     ops->swiglu = avx512_swiglu;

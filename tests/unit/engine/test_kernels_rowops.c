@@ -158,6 +158,22 @@ static void test_attn_rows(void) {
           for (size_t i = h < nq ? (size_t)c->hd : 0; i < qs; i++) bad += !isnan(many[h * qs + i]);
         CHECK_MSG(bad == 0, "%s case %zu nq %d: attn_rows_cached differs from attn_row", ops->name,
                   ci, nq);
+        /* the variant that prefetches another span on the way (here the V
+         * rows, of any length, odd included): the same bits */
+        if (ops->attn_rows_next) {
+          for (size_t i = 0; i < qs * max_q; i++) many[i] = NAN;
+          const size_t next_bytes = (size_t)c->n_pos * c->hd * 2 - (size_t)nq * 7;
+          ops->attn_rows_next(q, qs, nq, k + c->off, v + c->off, c->stride, c->n_pos, c->hd,
+                              scale, many, qs, v, next_bytes);
+          bad = 0;
+          for (int h = 0; h < nq; h++)
+            bad += memcmp(one + h * qs, many + h * qs, sizeof(float) * (size_t)c->hd) != 0;
+          for (int h = 0; h < max_q; h++)
+            for (size_t i = h < nq ? (size_t)c->hd : 0; i < qs; i++)
+              bad += !isnan(many[h * qs + i]);
+          CHECK_MSG(bad == 0, "%s case %zu nq %d: attn_rows_next differs from attn_row",
+                    ops->name, ci, nq);
+        }
       }
     }
     free(k), free(v), free(q), free(one), free(many);
