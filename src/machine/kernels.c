@@ -77,10 +77,10 @@ __attribute__((unused)) static double fma_scalar(uint64_t iters, float mul, floa
  *   the same with the quarters exactly 2^k lines apart:            17.7 / 34.4
  *   four quarters, two lines of each per turn:                     16.4 / 31.5
  *   a plain sequential loop, hardware prefetch only:               16.2 / 32.0
- * Streams a power of two apart fall on the same DRAM banks, so the quarters
- * start probe_stream_lines apart: an odd multiple of 8 lines (== 520 mod
- * 1024), never a multiple of a large power of two. The engine's decode
- * kernels read 88-92% of this rate on their own (bench/RESULTS.md). */
+ * Streams a power of two apart read slowest (most likely they share DRAM
+ * banks), so the quarters start probe_stream_lines apart: an odd multiple of
+ * 8 lines (== 520 mod 1024), never a multiple of a large power of two. The engine's decode
+ * kernels read 87-96% of this rate on their own (bench/decode_stream.c). */
 #define PROBE_PF_BYTES 2048
 
 /* Lines per stream for a slice of n lines (0: too small, one plain stream);
