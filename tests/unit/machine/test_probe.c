@@ -2,10 +2,13 @@
  * (machine_read_bw_of) gives sane figures per thread count, refuses what it
  * cannot read, and does not write; the JSON round trip is exact;
  * the cache saves and loads in the temp cache dir; corrupt cache files and
- * malformed JSON fail cleanly (and probe_get re-probes past them). */
+ * malformed JSON fail cleanly (and probe_get re-probes past them); the read
+ * loop the probe times reads every word exactly once. */
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "machine/kernels.h"
 #include "machine/probe.h"
 #include "tm_test.h"
 
@@ -25,6 +28,31 @@ static const struct machine_probe *get_quick(void) {
 }
 
 static bool sane_bw(double v) { return isfinite(v) && v > 100e6 && v < 10e12; }
+
+/* The read loop sums every 64-bit word of its buffer once: a loop that
+ * skipped or repeated lines (its streams, their tail) would time bytes it
+ * did not read. Sizes below, at and above the size where it starts four
+ * streams, with and without a tail after them. */
+static void test_read_loop_reads_every_word(void) {
+  struct kernels k;
+  kernels_select(&k);
+  const size_t line = 64, four = 4 * 1544 * line;
+  const size_t sizes[] = {256, 4096, four - 256, four, four + 256, 3 * four + 4096 + 768,
+                          (size_t)8 << 20, ((size_t)8 << 20) + 1024 * line + 256};
+  const size_t max = ((size_t)8 << 20) + 1024 * line + 256;
+  uint64_t *buf = aligned_alloc(64, max);
+  CHECK(buf != NULL);
+  if (!buf) return;
+  for (size_t i = 0; i < max / 8; i++) buf[i] = i * 0x9E3779B97F4A7C15ull + 12345;
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    uint64_t want = 0;
+    for (size_t i = 0; i < sizes[si] / 8; i++) want += buf[i];
+    uint64_t got = k.read(buf, sizes[si]);
+    CHECK_MSG(got == want, "%s read loop over %zu bytes: sum %llx, want %llx", k.mem_path,
+              sizes[si], (unsigned long long)got, (unsigned long long)want);
+  }
+  free(buf);
+}
 
 static void test_quick_probe_figures(void) {
   const struct machine_probe *p = get_quick();
@@ -337,6 +365,7 @@ static void test_cache_corrupt(void) {
 }
 
 void tm_run_tests(void) {
+  TM_RUN(test_read_loop_reads_every_word);
   TM_RUN(test_quick_probe_figures);
   TM_RUN(test_threads_option);
   TM_RUN(test_read_bw_of);
