@@ -14,7 +14,9 @@
  * Build (against a build dir's static libraries) and run:
  *   cc -O2 -march=native -Isrc bench/decode_stream.c build/libtm_engine.a \
  *      build/libtm_gguf.a build/libtm_util.a -lpthread -lm -o /tmp/decode_stream
- *   /tmp/decode_stream [TYPE]   (GGML type id: 2 Q4_0 (default), 8 Q8_0, 14 Q6_K) */
+ *   /tmp/decode_stream [TYPE [PATH]]   (GGML type id: 2 Q4_0 (default), 8 Q8_0,
+ *   14 Q6_K; PATH a kernel path's name (scalar, avx2, avx512, avx512_vnni),
+ *   by default the best for this CPU) */
 #define _GNU_SOURCE
 #include <immintrin.h>
 #include <pthread.h>
@@ -106,6 +108,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   ops = kernels_get(KERNEL_AUTO);
+  if (argc > 2) {
+    ops = NULL;
+    for (int p = KERNEL_SCALAR; p < KERNEL_PATH_COUNT; p++)
+      if (strcmp(argv[2], kernel_path_name((enum kernel_path)p)) == 0)
+        ops = kernels_get((enum kernel_path)p);
+    if (!ops) {
+      fprintf(stderr, "decode_stream: no kernel path '%s' on this CPU and build\n", argv[2]);
+      return 2;
+    }
+  }
   rb = type == GGML_TYPE_Q4_0 ? 576 : type == GGML_TYPE_Q8_0 ? 1088 : 840;
   rows = (int64_t)((1ull << 30) / rb);
   chunk = (int64_t)((MM_DECODE_CHUNK_BYTES / rb + 15) / 16 * 16);
