@@ -286,6 +286,69 @@ AVX2_INLINE void tile_q6_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_
   for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(acc[c]);
 }
 
+/* ---- decode (ncols = 1) Q4_0: four row streams ---------------------------
+ * The tile kernel above, given one column, reads one row after another and
+ * spends scalar work per block on the scales and the offset; from DRAM it
+ * read 0.55-0.58 of the probe's loop (bench/decode_stream.c q4_0 avx2).
+ * Here four rows (r, r + q, r + 2q, r + 3q) go together, so each block's
+ * activation loads and broadcasts serve four rows, and the Q4_0 offset is
+ * folded per lane: lane value = I * d_a + ns with ns = -8 s_a / 8 (the eight
+ * lanes of a block add up to -8 s_a), times the weight block's scale; one
+ * accumulator per row, summed across lanes at the row's end. A row's result
+ * is the same wherever it falls in [r0, r1). */
+AVX2_INLINE __m256 q4_0_lane_block(const uint8_t *blk, __m256i xq, __m256 da, __m256 ns,
+                                   __m256 acc) {
+  const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  const __m128i raw = _mm_loadu_si128((const __m128i *)(blk + 2));
+  const __m256i wq = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
+  const __m256i I = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xq), ones);
+  uint16_t dh;
+  memcpy(&dh, blk, 2);
+  const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), da, ns);
+  return _mm256_fmadd_ps(t, _mm256_set1_ps(h2f(dh)), acc);
+}
+
+AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const struct act_q8 *x, float *out) {
+  const int64_t nb = n / 32, q = (r1 - r0) / 4;
+  const size_t qs = (size_t)q * w_stride;
+  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES);
+  for (int64_t i = 0; i < q; i++) {
+    const uint8_t *wa = w + (size_t)(r0 + i) * w_stride;
+    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+    __m256 c = _mm256_setzero_ps(), d = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+      const uint8_t *ba = wa + 18 * k;
+      /* one prefetch per stream per block: a line every ~3.6 blocks, and
+       * the next block's bytes are at most one line further */
+      _mm_prefetch((const char *)ba + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
+      _mm_prefetch((const char *)ba + qs + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
+      _mm_prefetch((const char *)ba + 2 * qs + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
+      _mm_prefetch((const char *)ba + 3 * qs + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
+      const __m256i xq = _mm256_loadu_si256((const __m256i *)x[k].q);
+      const __m256 da = _mm256_set1_ps(x[k].d), ns = _mm256_set1_ps(-x[k].s);
+      a = q4_0_lane_block(ba, xq, da, ns, a);
+      b = q4_0_lane_block(ba + qs, xq, da, ns, b);
+      c = q4_0_lane_block(ba + 2 * qs, xq, da, ns, c);
+      d = q4_0_lane_block(ba + 3 * qs, xq, da, ns, d);
+    }
+    out[r0 + i] = hsum_ps(a);
+    out[r0 + q + i] = hsum_ps(b);
+    out[r0 + 2 * q + i] = hsum_ps(c);
+    out[r0 + 3 * q + i] = hsum_ps(d);
+  }
+  for (int64_t r = r0 + 4 * q; r < r1; r++) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+      _mm_prefetch((const char *)wr + 18 * k + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
+      a = q4_0_lane_block(wr + 18 * k, _mm256_loadu_si256((const __m256i *)x[k].q),
+                          _mm256_set1_ps(x[k].d), _mm256_set1_ps(-x[k].s), a);
+    }
+    out[r] = hsum_ps(a);
+  }
+}
+
 DEFINE_X86_GEMM(AVX2, gemm_f32, tile_f32)
 DEFINE_X86_GEMM(AVX2, gemm_f16, tile_f16)
 DEFINE_X86_GEMM(AVX2, gemm_bf16, tile_bf16)
@@ -296,6 +359,17 @@ DEFINE_X86_GEMM(AVX2, gemm_q5_0, tile_q5_0)
 DEFINE_X86_GEMM(AVX2, gemm_q5_1, tile_q5_1)
 DEFINE_X86_GEMM(AVX2, gemm_q4_k, tile_q4_k)
 DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
+
+/* Q4_0: the four-stream decode kernel for one column, the tiles otherwise. */
+AVX2 static void gemm_q4_0_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                float *out, int64_t out_stride) {
+  if (ncols == 1 && n % 32 == 0) {
+    gemv_q4_0_avx2(n, w, w_stride, r0, r1, a, out);
+    return;
+  }
+  gemm_q4_0(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
 
 /* ---- activation quantizers (same bytes as the scalar ones) -------------- */
 
@@ -426,7 +500,7 @@ void kernels_fill_avx2(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_F16] = gemm_f16;
   ops->gemm[GGML_TYPE_BF16] = gemm_bf16;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0;
-  ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0;
+  ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_fast;
   ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1;
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1;
