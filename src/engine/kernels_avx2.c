@@ -349,6 +349,80 @@ AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, in
   }
 }
 
+/* ---- decode (ncols = 1) Q8_0 and Q6_K: four row streams -------------------
+ * The same four-stream shape for two more types (the Q4_0 comment above says
+ * why): BLOCK(w, x, acc) adds one weight block's dot with its activation
+ * block to the row's accumulator, the same arithmetic whichever stream. */
+AVX2_INLINE void q8_0_row_block(const struct block_q8_0 *wb, const struct act_q8 *x,
+                                __m256 *acc) {
+  const __m256i wq = _mm256_loadu_si256((const __m256i *)wb->qs);
+  const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->q), wq);
+  const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(dot_u8s8(_mm256_sign_epi8(wq, wq), sy)),
+                                 _mm256_set1_ps(x->d));
+  *acc = _mm256_fmadd_ps(t, _mm256_set1_ps(h2f(wb->d)), *acc);
+}
+
+AVX2_INLINE void q6_k_row_block(const struct block_q6_k *wb, const struct act_q8k *x,
+                                __m256 *acc) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wb->scales));
+  __m256i sumi = _mm256_setzero_si256();
+  for (int h = 0; h < 2; h++) {
+    const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
+    const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
+    const __m256i q[4] = {
+        _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+        _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30))};
+    for (int j = 0; j < 4; j++) {
+      const int k = 4 * h + j;
+      const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(wb->scales[2 * k + 1]),
+                                           _mm_set1_epi16(wb->scales[2 * k]));
+      const __m256i p =
+          _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)(x->q + 32 * k)));
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv));
+    }
+  }
+  const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), sc16);
+  sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(off, 5));
+  *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(h2f(wb->d) * x->d), *acc);
+}
+
+#define DEFINE_GEMV4_AVX2(name, WBLOCK, XBLOCK, QK, BLOCK)                                     \
+  AVX2 static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,  \
+                        const XBLOCK *x, float *out) {                                        \
+    const int64_t nb = n / (QK), q = (r1 - r0) / 4;                                           \
+    const size_t qs = (size_t)q * w_stride;                                                   \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES); \
+    for (int64_t i = 0; i < q; i++) {                                                         \
+      const uint8_t *wa = w + (size_t)(r0 + i) * w_stride;                                    \
+      __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),           \
+                     _mm256_setzero_ps()};                                                    \
+      for (int64_t k = 0; k < nb; k++) {                                                      \
+        for (int s = 0; s < 4; s++)                                                           \
+          PREFETCH_W(wa + s * qs + k * sizeof(WBLOCK), sizeof(WBLOCK));                       \
+        for (int s = 0; s < 4; s++)                                                           \
+          BLOCK((const WBLOCK *)(wa + s * qs) + k, x + k, &a[s]);                             \
+      }                                                                                       \
+      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum_ps(a[s]);                        \
+    }                                                                                         \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                               \
+      const WBLOCK *wr = (const WBLOCK *)(w + (size_t)r * w_stride);                          \
+      __m256 a = _mm256_setzero_ps();                                                         \
+      for (int64_t k = 0; k < nb; k++) {                                                      \
+        PREFETCH_W(wr + k, sizeof(WBLOCK));                                                   \
+        BLOCK(wr + k, x + k, &a);                                                             \
+      }                                                                                       \
+      out[r] = hsum_ps(a);                                                                    \
+    }                                                                                         \
+  }
+
+DEFINE_GEMV4_AVX2(gemv_q8_0_avx2, struct block_q8_0, struct act_q8, 32, q8_0_row_block)
+DEFINE_GEMV4_AVX2(gemv_q6_k_avx2, struct block_q6_k, struct act_q8k, QK_K, q6_k_row_block)
+
 DEFINE_X86_GEMM(AVX2, gemm_f32, tile_f32)
 DEFINE_X86_GEMM(AVX2, gemm_f16, tile_f16)
 DEFINE_X86_GEMM(AVX2, gemm_bf16, tile_bf16)
@@ -359,6 +433,27 @@ DEFINE_X86_GEMM(AVX2, gemm_q5_0, tile_q5_0)
 DEFINE_X86_GEMM(AVX2, gemm_q5_1, tile_q5_1)
 DEFINE_X86_GEMM(AVX2, gemm_q4_k, tile_q4_k)
 DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
+
+/* Q8_0, Q6_K: the four-stream decode kernels for one column, the tiles
+ * otherwise. */
+AVX2 static void gemm_q8_0_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                float *out, int64_t out_stride) {
+  if (ncols == 1 && n % 32 == 0) {
+    gemv_q8_0_avx2(n, w, w_stride, r0, r1, a, out);
+    return;
+  }
+  gemm_q8_0(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
+AVX2 static void gemm_q6_k_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                float *out, int64_t out_stride) {
+  if (ncols == 1 && n % QK_K == 0) {
+    gemv_q6_k_avx2(n, w, w_stride, r0, r1, a, out);
+    return;
+  }
+  gemm_q6_k(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
 
 /* Q4_0: the four-stream decode kernel for one column, the tiles otherwise. */
 AVX2 static void gemm_q4_0_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
@@ -499,13 +594,13 @@ void kernels_fill_avx2(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_F32] = gemm_f32;
   ops->gemm[GGML_TYPE_F16] = gemm_f16;
   ops->gemm[GGML_TYPE_BF16] = gemm_bf16;
-  ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0;
+  ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_fast;
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_fast;
   ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1;
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k;
-  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k;
+  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_fast;
   ops->quantize_q8 = avx2_quantize_q8;
   ops->quantize_q8k = avx2_quantize_q8k;
   ops->dot_f16_f32 = avx2_dot_f16_f32;
