@@ -3,7 +3,8 @@
  * build and only runs when kernels.c's dispatch says the CPU can.
  *
  * Specialised here: gemm F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
- * Q6_K; quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
+ * Q6_K, with four-stream decode (one column) kernels for Q4_0, Q8_0 and Q6_K;
+ * quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
  * Scalar on this path (table entry = the scalar function): gemm Q5_K, get_row.
  *
  * Integer dots use maddubs (u8 x s8 -> pairs of i16) then madd (-> i32):
