@@ -297,41 +297,73 @@ AVX2_INLINE void tile_q6_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_
  * lanes of a block add up to -8 s_a), times the weight block's scale; one
  * accumulator per row, summed across lanes at the row's end. A row's result
  * is the same wherever it falls in [r0, r1). */
-AVX2_INLINE __m256 q4_0_lane_block(const uint8_t *blk, __m256i xq, __m256 da, __m256 ns,
-                                   __m256 acc) {
+/* Two consecutive blocks of one row (36 bytes at blk) in one vector: lanes
+ * 0-3 block k, 4-7 block k + 1. p (the activations of the pair, repacked
+ * once per call): lo = [q 0-15 of k | of k + 1], hi = [q 16-31 of k | of
+ * k + 1], da and ns per lane (ns = -8 s_a / 4: four lanes per block). */
+struct q4_pair_act {
+  __m256i lo, hi;
+  __m256 da, ns;
+};
+
+AVX2_INLINE __m256 q4_0_lane_pair(const uint8_t *blk, const struct q4_pair_act *p, __m256 acc) {
   const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-  const __m128i raw = _mm_loadu_si128((const __m128i *)(blk + 2));
-  const __m256i wq = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
-  const __m256i I = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xq), ones);
-  uint16_t dh;
-  memcpy(&dh, blk, 2);
-  const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), da, ns);
-  return _mm256_fmadd_ps(t, _mm256_set1_ps(h2f(dh)), acc);
+  const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blk + 20)),
+                                     _mm_loadu_si128((const __m128i *)(blk + 2)));
+  const __m256i lo = _mm256_and_si256(v, m4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  /* each i16 sum is at most 2 x 2 x 15 x 127 = 7620: no saturation */
+  const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, p->lo),
+                                       _mm256_maddubs_epi16(hi, p->hi));
+  const __m256i I = _mm256_madd_epi16(p16, ones);
+  /* the two fp16 scales, each on four lanes */
+  uint16_t d0, d1;
+  memcpy(&d0, blk, 2);
+  memcpy(&d1, blk + 18, 2);
+  const __m128i dd = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)),
+                                      _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3));
+  const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), p->da, p->ns);
+  return _mm256_fmadd_ps(t, _mm256_cvtph_ps(dd), acc);
+}
+
+#define Q4_PAIRS_MAX 256 /* n <= 16384 */
+
+/* x (nb blocks, nb even) -> nb / 2 pairs. */
+AVX2_INLINE void q4_pair_repack(const struct act_q8 *x, int64_t nb, struct q4_pair_act *pa) {
+  for (int64_t k = 0; k + 1 < nb; k += 2) {
+    const __m256i q0 = _mm256_loadu_si256((const __m256i *)x[k].q);
+    const __m256i q1 = _mm256_loadu_si256((const __m256i *)x[k + 1].q);
+    struct q4_pair_act *p = &pa[k / 2];
+    p->lo = _mm256_permute2x128_si256(q0, q1, 0x20);
+    p->hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+    p->da = _mm256_set_m128(_mm_set1_ps(x[k + 1].d), _mm_set1_ps(x[k].d));
+    p->ns = _mm256_set_m128(_mm_set1_ps(-2.0f * x[k + 1].s), _mm_set1_ps(-2.0f * x[k].s));
+  }
 }
 
 AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const struct act_q8 *x, float *out) {
-  const int64_t nb = n / 32, q = (r1 - r0) / 4;
+  const int64_t nb = n / 32, np = nb / 2, q = (r1 - r0) / 4;
   const size_t qs = (size_t)q * w_stride;
+  struct q4_pair_act pa[Q4_PAIRS_MAX];
+  q4_pair_repack(x, nb, pa);
   PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES);
   for (int64_t i = 0; i < q; i++) {
     const uint8_t *wa = w + (size_t)(r0 + i) * w_stride;
     __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
     __m256 c = _mm256_setzero_ps(), d = _mm256_setzero_ps();
-    for (int64_t k = 0; k < nb; k++) {
-      const uint8_t *ba = wa + 18 * k;
-      /* one prefetch per stream per block: a line every ~3.6 blocks, and
-       * the next block's bytes are at most one line further */
+    for (int64_t k = 0; k < np; k++) {
+      const uint8_t *ba = wa + 36 * k;
+      /* one prefetch per stream per pair: a line every ~1.8 pairs, and the
+       * next pair's bytes are at most one line further */
       _mm_prefetch((const char *)ba + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
       _mm_prefetch((const char *)ba + qs + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
       _mm_prefetch((const char *)ba + 2 * qs + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
       _mm_prefetch((const char *)ba + 3 * qs + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
-      const __m256i xq = _mm256_loadu_si256((const __m256i *)x[k].q);
-      const __m256 da = _mm256_set1_ps(x[k].d), ns = _mm256_set1_ps(-x[k].s);
-      a = q4_0_lane_block(ba, xq, da, ns, a);
-      b = q4_0_lane_block(ba + qs, xq, da, ns, b);
-      c = q4_0_lane_block(ba + 2 * qs, xq, da, ns, c);
-      d = q4_0_lane_block(ba + 3 * qs, xq, da, ns, d);
+      a = q4_0_lane_pair(ba, &pa[k], a);
+      b = q4_0_lane_pair(ba + qs, &pa[k], b);
+      c = q4_0_lane_pair(ba + 2 * qs, &pa[k], c);
+      d = q4_0_lane_pair(ba + 3 * qs, &pa[k], d);
     }
     out[r0 + i] = hsum_ps(a);
     out[r0 + q + i] = hsum_ps(b);
@@ -341,10 +373,9 @@ AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, in
   for (int64_t r = r0 + 4 * q; r < r1; r++) {
     const uint8_t *wr = w + (size_t)r * w_stride;
     __m256 a = _mm256_setzero_ps();
-    for (int64_t k = 0; k < nb; k++) {
-      _mm_prefetch((const char *)wr + 18 * k + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
-      a = q4_0_lane_block(wr + 18 * k, _mm256_loadu_si256((const __m256i *)x[k].q),
-                          _mm256_set1_ps(x[k].d), _mm256_set1_ps(-x[k].s), a);
+    for (int64_t k = 0; k < np; k++) {
+      _mm_prefetch((const char *)wr + 36 * k + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
+      a = q4_0_lane_pair(wr + 36 * k, &pa[k], a);
     }
     out[r] = hsum_ps(a);
   }
@@ -460,7 +491,7 @@ AVX2 static void gemm_q6_k_fast(int64_t n, const void *w, size_t w_stride, int64
 AVX2 static void gemm_q4_0_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const void *a, size_t a_stride, int64_t ncols,
                                 float *out, int64_t out_stride) {
-  if (ncols == 1 && n % 32 == 0) {
+  if (ncols == 1 && n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX) {
     gemv_q4_0_avx2(n, w, w_stride, r0, r1, a, out);
     return;
   }
