@@ -466,37 +466,22 @@ DEFINE_X86_GEMM(AVX2, gemm_q5_1, tile_q5_1)
 DEFINE_X86_GEMM(AVX2, gemm_q4_k, tile_q4_k)
 DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
 
-/* Q8_0, Q6_K: the four-stream decode kernels for one column, the tiles
- * otherwise. */
-AVX2 static void gemm_q8_0_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                float *out, int64_t out_stride) {
-  if (ncols == 1 && n % 32 == 0) {
-    gemv_q8_0_avx2(n, w, w_stride, r0, r1, a, out);
-    return;
+/* Q4_0, Q8_0, Q6_K: the four-stream decode kernel for one column (when the
+ * row width suits it), the tiles otherwise. */
+#define DEFINE_DECODE_DISPATCH(name, gemv, WIDTH_OK, gemm)                                    \
+  AVX2 static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,    \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,            \
+                        int64_t out_stride) {                                                 \
+    if (ncols == 1 && (WIDTH_OK)) {                                                           \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                   \
+      return;                                                                                 \
+    }                                                                                         \
+    gemm(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                        \
   }
-  gemm_q8_0(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
-AVX2 static void gemm_q6_k_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                float *out, int64_t out_stride) {
-  if (ncols == 1 && n % QK_K == 0) {
-    gemv_q6_k_avx2(n, w, w_stride, r0, r1, a, out);
-    return;
-  }
-  gemm_q6_k(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
-
-/* Q4_0: the four-stream decode kernel for one column, the tiles otherwise. */
-AVX2 static void gemm_q4_0_fast(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                float *out, int64_t out_stride) {
-  if (ncols == 1 && n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX) {
-    gemv_q4_0_avx2(n, w, w_stride, r0, r1, a, out);
-    return;
-  }
-  gemm_q4_0(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
+DEFINE_DECODE_DISPATCH(gemm_q4_0_fast, gemv_q4_0_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
+                       gemm_q4_0)
+DEFINE_DECODE_DISPATCH(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, gemm_q8_0)
+DEFINE_DECODE_DISPATCH(gemm_q6_k_fast, gemv_q6_k_avx2, n % QK_K == 0, gemm_q6_k)
 
 /* ---- activation quantizers (same bytes as the scalar ones) -------------- */
 

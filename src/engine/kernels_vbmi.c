@@ -149,58 +149,30 @@ VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
   PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
                         VBMI_PF_BYTES);
   for (int64_t i = 0; i < q; i++) {
-    const uint8_t *wa = w + (size_t)(r0 + i) * w_stride, *wb = wa + (size_t)q * w_stride;
-    const uint8_t *wc = wb + (size_t)q * w_stride, *wd = wc + (size_t)q * w_stride;
-    __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
-    __m512 c = _mm512_setzero_ps(), d = _mm512_setzero_ps();
+    const uint8_t *row0 = w + (size_t)(r0 + i) * w_stride;
+    __m512 acc[4];
+    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();
     for (int64_t o = 0; o < no; o++) {
       /* The loads (and the prefetches VBMI_PF_BYTES ahead) go round the
        * four streams one window at a time, in address order within each,
        * instead of one stream's whole octet after another: the same bytes,
-       * and 1-3% more decode from DRAM (bench/RESULTS.md; /tmp read-loop
-       * tests on this Xeon: a read loop that steps 64-72 bytes per stream
-       * per turn streams 8-10% faster than one stepping 128-144). */
-      const uint8_t *ga = wa + 144 * o, *gb = wb + 144 * o, *gc = wc + 144 * o,
-                    *gd = wd + 144 * o;
+       * and 1-3% more decode from DRAM (bench/RESULTS.md: a read loop that
+       * steps 64-72 bytes per stream per turn streams 8-10% faster than one
+       * stepping 128-144). */
+      const uint8_t *g[4];
+      __m512i w0[4], w8[4], w72[4], w80[4];
+      for (int s = 0; s < 4; s++) g[s] = row0 + (size_t)s * q * w_stride + 144 * o;
 #define VBMI_PF(g, off) _mm_prefetch((const char *)(g) + VBMI_PF_BYTES + (off), _MM_HINT_T0)
-      VBMI_PF(ga, 0);
-      const __m512i a0 = _mm512_loadu_si512(ga);
-      VBMI_PF(gb, 0);
-      const __m512i b0 = _mm512_loadu_si512(gb);
-      VBMI_PF(gc, 0);
-      const __m512i c0 = _mm512_loadu_si512(gc);
-      VBMI_PF(gd, 0);
-      const __m512i d0 = _mm512_loadu_si512(gd);
-      const __m512i a8 = _mm512_loadu_si512(ga + 8), b8 = _mm512_loadu_si512(gb + 8);
-      const __m512i c8 = _mm512_loadu_si512(gc + 8), d8 = _mm512_loadu_si512(gd + 8);
-      VBMI_PF(ga, 72);
-      const __m512i a72 = _mm512_loadu_si512(ga + 72);
-      VBMI_PF(gb, 72);
-      const __m512i b72 = _mm512_loadu_si512(gb + 72);
-      VBMI_PF(gc, 72);
-      const __m512i c72 = _mm512_loadu_si512(gc + 72);
-      VBMI_PF(gd, 72);
-      const __m512i d72 = _mm512_loadu_si512(gd + 72);
-      VBMI_PF(ga, 136);
-      const __m512i a80 = _mm512_loadu_si512(ga + 80);
-      VBMI_PF(gb, 136);
-      const __m512i b80 = _mm512_loadu_si512(gb + 80);
-      VBMI_PF(gc, 136);
-      const __m512i c80 = _mm512_loadu_si512(gc + 80);
-      VBMI_PF(gd, 136);
-      const __m512i d80 = _mm512_loadu_si512(gd + 80);
+      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 0), w0[s] = _mm512_loadu_si512(g[s]);
+      for (int s = 0; s < 4; s++) w8[s] = _mm512_loadu_si512(g[s] + 8);
+      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 72), w72[s] = _mm512_loadu_si512(g[s] + 72);
+      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 136), w80[s] = _mm512_loadu_si512(g[s] + 80);
 #undef VBMI_PF
-      a = oct_dot(a0, a8, a72, a80, oc + o, a);
-      b = oct_dot(b0, b8, b72, b80, oc + o, b);
-      c = oct_dot(c0, c8, c72, c80, oc + o, c);
-      d = oct_dot(d0, d8, d72, d80, oc + o, d);
+      for (int s = 0; s < 4; s++) acc[s] = oct_dot(w0[s], w8[s], w72[s], w80[s], oc + o, acc[s]);
     }
     float s4[4];
-    reduce4(a, b, c, d, s4);
-    out[r0 + i] = s4[0];
-    out[r0 + q + i] = s4[1];
-    out[r0 + 2 * q + i] = s4[2];
-    out[r0 + 3 * q + i] = s4[3];
+    reduce4(acc[0], acc[1], acc[2], acc[3], s4);
+    for (int s = 0; s < 4; s++) out[r0 + s * q + i] = s4[s];
   }
   for (int64_t r = r0 + 4 * q; r < r1; r++) {
     const uint8_t *wr = w + (size_t)r * w_stride;
