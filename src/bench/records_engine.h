@@ -40,6 +40,11 @@ struct record_engine_in {
    * hypervisor gave to others (steal) while the configuration ran, warm-up
    * included; NAN when unknown (no steal column in /proc/stat). */
   double cpu_steal_share;
+  /* Summary only, tg: the read bandwidth at these threads again right after
+   * the last repetition (the ceiling used the reading right before the
+   * warm-up): how far the machine moved while the configuration ran; NAN
+   * when not measured. */
+  double read_bandwidth_after_bytes_s;
 };
 
 /* One repetition (warm-up included: "warmup": true). index: 0-based among

@@ -53,6 +53,10 @@ struct eb_row {
   struct stats_summary tok_s;
   double ceiling_tok_s, percent;
   double steal_share; /* record_engine_in.cpu_steal_share: 0..1, NAN unknown */
+  /* Decode: the read bandwidth at these threads just before the warm-up
+   * (the ceiling's) and just after the last repetition; NAN when not read
+   * (then the ceiling used the figure read before the runs, or the probe's). */
+  double bw_before, bw_after;
   size_t n_segments;
   struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
 };
@@ -78,10 +82,16 @@ struct eb_state {
   bool probe_cached; /* the probe came from the cache, not this run */
   /* With a cached probe, its read measurement again before the first run,
    * at threads 1..bw_now_threads (0: not measured): those figures replace
-   * the cached ones in probe->read_bw_bytes_s, so every decode ceiling rests
-   * on a reading of this run; bw_cached keeps what the cache said. */
+   * the cached ones in probe->read_bw_bytes_s, so the slow-pages rule (and a
+   * decode ceiling whose own reading failed) rests on a reading of this run;
+   * bw_cached keeps what the cache said. */
   double bw_cached[PROBE_MAX_THREADS + 1];
   uint32_t bw_now_threads;
+  /* The buffer the bandwidth readings read (fresh_buffer_bytes, first
+   * touched once), held from the first reading to the end when memory has
+   * room beside the models; bw_buf_tried: the first reading decided. */
+  struct machine_bw_buffer bw_buf;
+  bool bw_buf_tried;
   /* Steal over all the models' runs (the end record's cpu_steal_share):
    * ticks at the first run, the share after the last; NAN when unknown. */
   struct machine_cpu_ticks ticks_start;

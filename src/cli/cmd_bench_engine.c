@@ -130,14 +130,17 @@ static double prefill_flops(const struct model_cost *c, uint32_t L, uint32_t d) 
          c->attn_flops_per_depth_swa * swa_d;
 }
 
-/* Fills the ceiling part of a record input for one configuration. */
+/* Fills the ceiling part of a record input for one configuration. bw_now:
+ * the read bandwidth at t threads just read for this decode configuration,
+ * or NAN (then the probe's figure, or the reading before the runs). */
 static void ceiling_of(const struct eb_state *s, const struct eb_model *m, uint32_t t,
-                       const struct engine_bench_config *cfg, struct record_engine_in *in) {
+                       const struct engine_bench_config *cfg, double bw_now,
+                       struct record_engine_in *in) {
   in->ceiling_tok_s = in->read_bandwidth_bytes_s = in->bytes_per_token = NAN;
   in->compute_ops_s = in->flops_per_token = NAN;
   in->compute_path = NULL;
   if (cfg->kind == ENGINE_BENCH_TG) {
-    in->read_bandwidth_bytes_s = s->probe->read_bw_bytes_s[t];
+    in->read_bandwidth_bytes_s = bw_now > 0 ? bw_now : s->probe->read_bw_bytes_s[t];
     in->bytes_per_token = mean_decode_bytes(&m->cost, cfg->depth, cfg->tokens);
     in->ceiling_tok_s = ceiling_tok_s(in->read_bandwidth_bytes_s, in->bytes_per_token);
   } else {
@@ -195,7 +198,71 @@ static int add_row(struct eb_state *s, const struct eb_row *r) {
   return 0;
 }
 
-/* One configuration: run, record, keep the row. 0 or an exit code. */
+/* The buffer of a fresh bandwidth reading: the probe's size, capped at a
+ * quarter of the memory free now (a cached probe's size was fitted to the
+ * memory free back then). */
+static uint64_t fresh_buffer_bytes(const struct eb_state *s) {
+  uint64_t bytes = s->probe->buffer_bytes ? s->probe->buffer_bytes : 1ull << 30;
+  struct tm_err err = {{0}};
+  struct machine_info now;
+  if (machine_info_read(&now, &err) == 0 && now.memory_available_bytes &&
+      bytes > now.memory_available_bytes / 4)
+    bytes = now.memory_available_bytes / 4;
+  return bytes;
+}
+
+static uint32_t bw_threads(const struct eb_state *s);
+
+/* bw[t] for t = t_lo..t_hi with the probe's read loop (best of 5, 2 with a
+ * quick probe) on the run's reading buffer: opened at the first reading, and
+ * held to the end when the memory available leaves room for it plus twice
+ * the models' files (their page cache, and a copy the main job may make);
+ * else each reading maps and first-touches its own (on this project's VM
+ * that costs seconds of system time per GiB). 0, or -1 (bw untouched). */
+static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw) {
+  struct tm_err err = {{0}};
+  int passes = s->probe->quick ? 2 : 5;
+  uint64_t bytes = fresh_buffer_bytes(s);
+  if (!s->bw_buf_tried) {
+    s->bw_buf_tried = true;
+    uint64_t files = 0;
+    for (size_t i = 0; i < s->n_models; i++) files += s->models[i].file_bytes;
+    uint64_t avail = mem_available_bytes();
+    if (avail && avail >= bytes + 2 * files &&
+        machine_bw_buffer_open(&s->bw_buf, bytes, bw_threads(s), &err) != 0)
+      memset(&s->bw_buf, 0, sizeof s->bw_buf);
+  }
+  struct machine_bw_buffer own = s->bw_buf;
+  if (!own.base && machine_bw_buffer_open(&own, bytes, t_hi, &err) != 0) return -1;
+  double got[PROBE_MAX_THREADS + 1] = {0};
+  int rc = t_lo == t_hi
+               ? machine_read_bw_of_at(own.base, own.bytes, t_hi, passes, &got[t_hi], &err)
+               : machine_read_bw_of(own.base, own.bytes, t_hi, passes, got, &err);
+  if (own.base != s->bw_buf.base) machine_bw_buffer_close(&own);
+  if (rc != 0) return -1;
+  for (uint32_t t = t_lo; t <= t_hi; t++) bw[t] = got[t];
+  return 0;
+}
+
+/* The read bandwidth at exactly t threads now (read_bw); NAN when it cannot
+ * be measured (then the ceiling falls back to the figure read before the
+ * runs, or the probe's). */
+static double read_bw_at(struct eb_state *s, uint32_t t) {
+  if (t < 1 || t > PROBE_MAX_THREADS || t > s->probe->max_threads) return NAN;
+  char msg[120];
+  snprintf(msg, sizeof msg, "reading memory at %u thread%s (this decode's ceiling)", t,
+           t == 1 ? "" : "s");
+  cli_progress(msg, (void *)CMD);
+  double bw[PROBE_MAX_THREADS + 1] = {0};
+  return read_bw(s, t, t, bw) == 0 && bw[t] > 0 ? bw[t] : NAN;
+}
+
+/* One configuration: run, record, keep the row. 0 or an exit code.
+ * A decode configuration's ceiling rests on the memory read at its thread
+ * count just before its warm-up, and the same reading just after its last
+ * repetition says how far the machine moved meanwhile: this project's VM
+ * moved 5-13% within minutes, and one reading for a whole run put that
+ * drift into every percentage after it. */
 static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t t,
                       const struct engine_bench_config *cfg) {
   struct eb_model *m = &s->models[mi];
@@ -203,8 +270,11 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                                 .model_label = m->label, .arch = m->arch, .type = m->type,
                                 .kernel_path = m->kernel_path, .load_ms = m->info.load_ms,
                                 .weights = m->info.hugepages ? "copied" : "mapped",
-                                .cpu_steal_share = NAN};
-  ceiling_of(s, m, t, cfg, &in);
+                                .cpu_steal_share = NAN,
+                                .read_bandwidth_after_bytes_s = NAN};
+  const bool decode = cfg->kind == ENGINE_BENCH_TG;
+  double bw_before = decode ? read_bw_at(s, t) : NAN;
+  ceiling_of(s, m, t, cfg, bw_before, &in);
   struct rep_ctx rc = {.s = s, .in = &in, .threads = (int)t, .model_short = m->short_label};
   struct engine_bench_result res;
   struct tm_err err = {{0}};
@@ -220,6 +290,7 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
     cli_progress_done();
     return cli_fail(CMD, TM_EXIT_RUNTIME, "%s: %s", m->path, err.msg);
   }
+  if (decode && bw_before > 0) in.read_bandwidth_after_bytes_s = read_bw_at(s, t);
   if (rc.write_failed) cli_warn(CMD, "cannot write a record: %s", rc.write_err);
   json_t *sum = record_engine_summary_build(&in, &res);
   if (sum && s->summaries) json_array_append(s->summaries, sum);
@@ -230,7 +301,9 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   struct eb_row row = {.model = mi, .threads = t, .cfg = *cfg, .tok_s = res.tok_s,
                        .ceiling_tok_s = in.ceiling_tok_s,
                        .percent = record_percent_of(res.tok_s.mean, in.ceiling_tok_s),
-                       .steal_share = in.cpu_steal_share, .n_segments = res.n_segments};
+                       .steal_share = in.cpu_steal_share, .n_segments = res.n_segments,
+                       .bw_before = bw_before > 0 ? bw_before : NAN,
+                       .bw_after = in.read_bandwidth_after_bytes_s};
   memcpy(row.seg, res.seg, sizeof row.seg);
   engine_bench_result_free(&res);
   if (add_row(s, &row) != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
@@ -480,24 +553,11 @@ static void close_records(struct eb_state *s) {
 
 static void free_state(struct eb_state *s) {
   close_records(s);
+  machine_bw_buffer_close(&s->bw_buf);
   free(s->probe);
   json_decref(s->summaries);
   json_decref(s->conclusions);
   free(s->rows);
-}
-
-/* The probe's read loop on a fresh buffer at 1..t threads into bw: the
- * probe's buffer size, capped at a quarter of the memory free now (a cached
- * probe's size was fitted to the memory free back then). 0, or -1 when it
- * could not measure (then bw is untouched). */
-static int read_bw_now(const struct eb_state *s, uint32_t t, double *bw) {
-  uint64_t bytes = s->probe->buffer_bytes ? s->probe->buffer_bytes : 1ull << 30;
-  struct tm_err err = {{0}};
-  struct machine_info now;
-  if (machine_info_read(&now, &err) == 0 && now.memory_available_bytes &&
-      bytes > now.memory_available_bytes / 4)
-    bytes = now.memory_available_bytes / 4;
-  return machine_read_bw_fresh(bytes, t, s->probe->quick ? 2 : 5, bw, &err) == 0 ? 0 : -1;
 }
 
 /* The thread counts the bandwidth is read at: 1..the run's largest. */
@@ -509,19 +569,17 @@ static uint32_t bw_threads(const struct eb_state *s) {
 }
 
 /* Before the first run, when the probe came from the cache and decode is
- * measured: the decode ceiling is the read bandwidth the probe measures at
- * the same thread count in the same run (issue 4), and this project's VM
- * moved by 5-10% within minutes, so a figure cached an hour ago is no
- * denominator. The fresh figures replace the cached ones in s->probe, so
- * every decode ceiling, the slow-pages rule and the drift check below use
- * them; the cached ones are kept for the table's machine line. Best effort:
- * a failure keeps the cached figures, and the table says which it used. */
+ * measured: this project's VM moved by 5-13% within minutes, so a figure
+ * cached an hour ago is no reference. The new figures replace the cached
+ * ones in s->probe, so the slow-pages rule (and a decode ceiling whose own
+ * reading failed) uses them; the cached ones are kept for the table's
+ * machine line. Best effort: a failure keeps the cached figures. */
 static void measure_bw_now(struct eb_state *s) {
   if (!s->probe_cached || max_of(s->o->max_tokens, s->o->n_max_tokens) == 0) return;
   uint32_t t = bw_threads(s);
   double bw[PROBE_MAX_THREADS + 1] = {0};
   cli_progress("reading memory (the decode ceiling's bandwidth, before the runs)", (void *)CMD);
-  if (t && read_bw_now(s, t, bw) == 0) {
+  if (t && read_bw(s, 1, t, bw) == 0) {
     for (uint32_t i = 1; i <= t; i++) {
       s->bw_cached[i] = s->probe->read_bw_bytes_s[i];
       s->probe->read_bw_bytes_s[i] = bw[i];
@@ -532,16 +590,15 @@ static void measure_bw_now(struct eb_state *s) {
 }
 
 /* After the last run, when decode was measured: the probe's read bandwidth
- * again, on a fresh buffer of the probe's size at the run's thread counts.
- * The decode ceiling uses the reading before the runs; this second one says
- * how far the machine moved meanwhile (seen on this project's VM: +-5%
- * within minutes), which is the uncertainty of every decode percentage.
- * Best effort: a failure leaves it unmeasured. */
+ * again, on the run's reading buffer (read_bw) at the run's thread counts:
+ * how far the machine moved over the whole run (each decode ceiling has
+ * its own readings around it, run_config). Best effort: a failure leaves
+ * it unmeasured. */
 static void measure_bw_after(struct eb_state *s) {
   if (max_of(s->o->max_tokens, s->o->n_max_tokens) == 0) return;
   uint32_t t = bw_threads(s);
   cli_progress("reading memory again (the ceiling's bandwidth, after the runs)", (void *)CMD);
-  if (t && read_bw_now(s, t, s->bw_after) == 0) s->bw_after_threads = t;
+  if (t && read_bw(s, 1, t, s->bw_after) == 0) s->bw_after_threads = t;
   cli_progress_done();
 }
 

@@ -70,8 +70,7 @@ static void print_machine(const struct eb_state *s, bool cached) {
     printf(" %s (%u thread%s)%s", tm_fmt_bandwidth(p->read_bw_bytes_s[t], a, sizeof a), t,
            t == 1 ? "" : "s", t < p->max_threads ? "," : "");
   if (s->bw_now_threads) {
-    printf("\n             read now, before the runs, for the decode ceilings (the cached "
-           "probe's:");
+    printf("\n             read now, before the runs (the cached probe's:");
     for (uint32_t t = 1; t <= s->bw_now_threads; t++)
       printf("%s %s", t > 1 ? "," : "", tm_fmt_bandwidth(s->bw_cached[t], a, sizeof a));
     printf(")");
@@ -164,8 +163,20 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
   }
   if (n && o->n_threads) print_curve(find_row(s, mi, o->threads[o->n_threads - 1],
                                               ENGINE_BENCH_TG, n, d));
+  bool any = false;
+  for (size_t ti = 0; n && ti < o->n_threads; ti++) {
+    const struct eb_row *tg = find_row(s, mi, o->threads[ti], ENGINE_BENCH_TG, n, d);
+    if (!tg || !(tg->bw_before > 0)) continue;
+    printf("%s %u thread%s %.1f", any ? "," : "         memory read around each decode (GB/s, "
+                                              "before / after):",
+           tg->threads, tg->threads == 1 ? "" : "s", tg->bw_before / 1e9);
+    if (tg->bw_after > 0) printf(" / %.1f", tg->bw_after / 1e9);
+    any = true;
+  }
+  if (any) printf("\n");
   printf("(prefill ceiling: %s compute at that thread count / FLOPs per prompt token; decode "
-         "ceiling: read bandwidth at that thread count / bytes read per token)\n",
+         "ceiling: memory read bandwidth at that thread count, read just before that decode, / "
+         "bytes read per token)\n",
          s->models[mi].int8 ? "int8" : "f32");
 }
 
@@ -186,7 +197,7 @@ static void print_rows(const struct eb_state *s, size_t mi) {
 /* The second reading of the ceiling's bandwidth, beside the probe's. */
 static void print_bw_after(const struct eb_state *s) {
   if (!s->bw_after_threads) return;
-  printf("\nmemory read after the runs (the probe's loop, a fresh buffer): ");
+  printf("\nmemory read after the runs (the probe's loop, the run's own buffer): ");
   for (uint32_t t = 1; t <= s->bw_after_threads; t++) {
     char a[32];
     double probe_bw = s->probe->read_bw_bytes_s[t];
@@ -239,6 +250,12 @@ static void conclude(struct eb_state *s, const char *fmt, ...) {
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   json_array_append_new(s->conclusions, json_string(buf));
+}
+
+/* The read bandwidth a decode row's ceiling rests on: its own reading
+ * before it ran, else the figure read before the runs (or the probe's). */
+static double row_bw(const struct eb_state *s, const struct eb_row *r) {
+  return r->bw_before > 0 ? r->bw_before : s->probe->read_bw_bytes_s[r->threads];
 }
 
 static double ratio(const struct eb_row *a, const struct eb_row *b) {
@@ -335,7 +352,7 @@ void bench_engine_conclude(struct eb_state *s) {
     const struct eb_row *tg1 = n ? find_row(s, mi, t1, ENGINE_BENCH_TG, n, d) : NULL;
     if (t1 != t0 && pp0 && tg0) {
       double rp = ratio(pp0, pp1), rd = ratio(tg0, tg1);
-      double rbw = s->probe->read_bw_bytes_s[t1] / s->probe->read_bw_bytes_s[t0];
+      double rbw = row_bw(s, tg1) / row_bw(s, tg0);
       double cores = (double)t1 / t0;
       const char *why;
       if (tg1->percent > 100)
@@ -366,26 +383,22 @@ void bench_engine_conclude(struct eb_state *s) {
                "%.0f%% of the memory ceiling.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
                tg1->percent);
   }
-  /* The bandwidth moved between the probe (or the reading before the runs)
-   * and the end of the runs: 5% is beyond the pass-to-pass noise of the
-   * probe's best-of-5 reads. (A quick probe's small buffer sits in the
+  /* The bandwidth moved while a decode configuration ran: its ceiling
+   * rests on the reading just before it, and 5% is beyond the pass-to-pass
+   * noise of best-of-5 reads. (A quick probe's small buffer sits in the
    * caches: no figure to compare.) */
-  for (uint32_t t = 1; t <= (s->probe->quick ? 0 : s->bw_after_threads); t++) {
-    double probe_bw = s->probe->read_bw_bytes_s[t], after = s->bw_after[t];
-    if (!(probe_bw > 0 && after > 0) || fabs(after / probe_bw - 1) <= 0.05) continue;
+  for (size_t i = 0; i < (s->probe->quick ? 0 : s->n_rows); i++) {
+    const struct eb_row *r = &s->rows[i];
+    if (!(r->bw_before > 0 && r->bw_after > 0) || fabs(r->bw_after / r->bw_before - 1) <= 0.05)
+      continue;
+    char test[32];
     conclude(s,
-             "Memory read bandwidth at %u thread%s was %.1f GB/s after the runs, %+.0f%% against "
-             "the probe's %.1f GB/s (%s): the machine's bandwidth moved, so the decode "
-             "percentages at %u thread%s are uncertain by about that much. Compare runs measured "
-             "together%s.",
-             t, t == 1 ? "" : "s", after / 1e9, 100.0 * (after / probe_bw - 1), probe_bw / 1e9,
-             t <= s->bw_now_threads ? "read before the runs"
-             : s->probe_cached      ? "cached"
-                                    : "this run",
-             t, t == 1 ? "" : "s",
-             s->probe_cached && t > s->bw_now_threads
-                 ? ", or measure the machine again with --reprobe"
-                 : "");
+             "%s %s at %u thread%s: memory read %.1f GB/s just before it and %.1f GB/s just "
+             "after (%+.0f%%): the machine's bandwidth moved while it ran, so its %.0f%% of the "
+             "ceiling is uncertain by about that much.",
+             s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
+             r->threads, r->threads == 1 ? "" : "s", r->bw_before / 1e9, r->bw_after / 1e9,
+             100.0 * (r->bw_after / r->bw_before - 1), r->percent);
   }
   /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */
   for (size_t ti = 0; ti < s->o->n_threads; ti++) {

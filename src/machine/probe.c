@@ -108,10 +108,10 @@ static void mem_job_run(void *arg, uint32_t index, uint32_t active) {
 }
 
 /* bw[t] for t = 1..max_threads: best of `passes` reads of job's buffer. */
-static void read_bw_passes(struct probe_pool *pool, struct mem_job *job, uint32_t max_threads,
-                           int passes, double *bw) {
+static void read_bw_passes(struct probe_pool *pool, struct mem_job *job, uint32_t min_threads,
+                           uint32_t max_threads, int passes, double *bw) {
   job->op = MEM_READ;
-  for (uint32_t t = 1; t <= max_threads; t++) {
+  for (uint32_t t = min_threads; t <= max_threads; t++) {
     double best = 0;
     for (int pass = 0; pass < (passes > 0 ? passes : 1); pass++) {
       uint64_t ns = pool_run(pool, t, mem_job_run, job);
@@ -122,9 +122,11 @@ static void read_bw_passes(struct probe_pool *pool, struct mem_job *job, uint32_
   }
 }
 
-int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, int passes,
-                       double *bw, struct tm_err *err) {
-  if (max_threads < 1 || max_threads > PROBE_MAX_THREADS)
+/* bw[t] for t = min_threads..max_threads: the probe's read loop over buf. */
+static int read_of_range(const void *buf, uint64_t bytes, uint32_t min_threads,
+                         uint32_t max_threads, int passes, double *bw, struct tm_err *err) {
+  if (max_threads < 1 || max_threads > PROBE_MAX_THREADS || min_threads < 1 ||
+      min_threads > max_threads)
     return tm_errf(err, "read bandwidth: %u threads (1..%d)", max_threads, PROBE_MAX_THREADS);
   /* The read loops use aligned loads of whole 256-byte units. */
   uintptr_t a = ((uintptr_t)buf + 255) / 256 * 256;
@@ -144,16 +146,36 @@ int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, in
   /* mem_job's buffer is not const because the probe also writes its own;
    * MEM_READ only reads. */
   struct mem_job job = {&k, (uint8_t *)a, n, MEM_READ, sinks};
-  read_bw_passes(&pool, &job, max_threads, passes, bw);
+  read_bw_passes(&pool, &job, min_threads, max_threads, passes, bw);
+  volatile uint64_t fold = 0;
+  for (uint32_t i = 0; i < max_threads; i++) fold ^= sinks[i * 8];
+  (void)fold;
   free(sinks);
   pool_free(&pool);
   return 0;
 }
 
-int machine_read_bw_fresh(uint64_t bytes, uint32_t max_threads, int passes, double *bw,
-                          struct tm_err *err) {
-  if (max_threads < 1 || max_threads > PROBE_MAX_THREADS)
-    return tm_errf(err, "read bandwidth: %u threads (1..%d)", max_threads, PROBE_MAX_THREADS);
+int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, int passes,
+                       double *bw, struct tm_err *err) {
+  return read_of_range(buf, bytes, 1, max_threads, passes, bw, err);
+}
+
+int machine_read_bw_of_at(const void *buf, uint64_t bytes, uint32_t threads, int passes,
+                          double *bw_out, struct tm_err *err) {
+  double bw[PROBE_MAX_THREADS + 1] = {0};
+  if (threads < 1 || threads > PROBE_MAX_THREADS)
+    return tm_errf(err, "read bandwidth: %u threads (1..%d)", threads, PROBE_MAX_THREADS);
+  if (read_of_range(buf, bytes, threads, threads, passes, bw, err) != 0) return -1;
+  *bw_out = bw[threads];
+  return 0;
+}
+
+int machine_bw_buffer_open(struct machine_bw_buffer *b, uint64_t bytes, uint32_t touch_threads,
+                           struct tm_err *err) {
+  b->base = NULL;
+  b->bytes = 0;
+  if (touch_threads < 1 || touch_threads > PROBE_MAX_THREADS)
+    return tm_errf(err, "read bandwidth: %u threads (1..%d)", touch_threads, PROBE_MAX_THREADS);
   bytes = bytes / (2 * MiB) * (2 * MiB);
   if (bytes < 2 * MiB) return tm_errf(err, "read bandwidth: a buffer under 2 MiB");
   void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -166,24 +188,30 @@ int machine_read_bw_fresh(uint64_t bytes, uint32_t max_threads, int passes, doub
   struct kernels k;
   kernels_select(&k);
   struct probe_pool pool;
-  uint64_t *sinks = NULL;
-  int rc = pool_init(&pool, max_threads, err);
-  if (rc == 0) {
-    sinks = calloc((size_t)max_threads * 8, sizeof *sinks);
-    if (!sinks) {
-      rc = tm_errf(err, "read bandwidth: out of memory");
-    } else {
-      struct mem_job job = {&k, buf, bytes, MEM_TOUCH, sinks};
-      pool_run(&pool, max_threads, mem_job_run, &job);
-      read_bw_passes(&pool, &job, max_threads, passes, bw);
-      volatile uint64_t fold = 0;
-      for (uint32_t i = 0; i < max_threads; i++) fold ^= sinks[i * 8];
-      (void)fold;
-    }
-    free(sinks);
-    pool_free(&pool);
+  if (pool_init(&pool, touch_threads, err) != 0) {
+    munmap(buf, bytes);
+    return -1;
   }
-  munmap(buf, bytes);
+  struct mem_job job = {&k, buf, bytes, MEM_TOUCH, NULL};
+  pool_run(&pool, touch_threads, mem_job_run, &job);
+  pool_free(&pool);
+  b->base = buf;
+  b->bytes = bytes;
+  return 0;
+}
+
+void machine_bw_buffer_close(struct machine_bw_buffer *b) {
+  if (b->base) munmap(b->base, b->bytes);
+  b->base = NULL;
+  b->bytes = 0;
+}
+
+int machine_read_bw_fresh(uint64_t bytes, uint32_t max_threads, int passes, double *bw,
+                          struct tm_err *err) {
+  struct machine_bw_buffer b;
+  if (machine_bw_buffer_open(&b, bytes, max_threads, err) != 0) return -1;
+  int rc = machine_read_bw_of(b.base, b.bytes, max_threads, passes, bw, err);
+  machine_bw_buffer_close(&b);
   return rc;
 }
 

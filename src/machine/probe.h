@@ -106,6 +106,23 @@ int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, in
  * -1 with err set (too many threads, no memory). */
 int machine_read_bw_fresh(uint64_t bytes, uint32_t max_threads, int passes, double *bw,
                           struct tm_err *err);
+/* A buffer held for several readings (the bench reads the bandwidth
+ * around every decode configuration; on this project's VM, first-touching
+ * a fresh 1 GiB buffer costs seconds of system time): `bytes` rounded down
+ * to 2 MiB, anonymous, advised huge pages, first touched by touch_threads
+ * threads, as the probe's own buffer. open returns 0, or -1 with err set
+ * (b is then empty); close unmaps (an empty b is fine). */
+struct machine_bw_buffer {
+  uint8_t *base;
+  uint64_t bytes;
+};
+int machine_bw_buffer_open(struct machine_bw_buffer *b, uint64_t bytes, uint32_t touch_threads,
+                           struct tm_err *err);
+void machine_bw_buffer_close(struct machine_bw_buffer *b);
+/* machine_read_bw_of at one thread count only: *bw_out = the read
+ * bandwidth at `threads`, best of `passes`. Returns 0, or -1 with err set. */
+int machine_read_bw_of_at(const void *buf, uint64_t bytes, uint32_t threads, int passes,
+                          double *bw_out, struct tm_err *err);
 double probe_best_f32(const struct machine_probe *p, uint32_t *threads);
 double probe_best_int8(const struct machine_probe *p, uint32_t *threads);
 

@@ -77,6 +77,13 @@ for test in ("pp32", "tg32"):
     assert s["n"] == 2 and s["rate_tok_s"]["n"] == 2, s
     assert abs(s["rate_tok_s"]["mean"] - sum(timed) / 2) < 1e-6 * s["rate_tok_s"]["mean"], s
     assert s["model"]["load_ms"] >= 0, s["model"]
+    if test == "tg32":
+        # one reading before the warm-up is every record's ceiling; the
+        # reading after the last repetition is in the summary only
+        bws = {r["ceiling"]["read_bandwidth_bytes_s"] for r in rs}
+        assert bws == {s["ceiling"]["read_bandwidth_bytes_s"]}, (bws, s["ceiling"])
+        assert s["read_bandwidth_after_bytes_s"] > 0, s
+        assert all("read_bandwidth_after_bytes_s" not in r for r in rs)
 assert lines[-1]["runs"] == 4, lines[-1]
 PY
 
@@ -106,7 +113,7 @@ assert r["runs"] == 6, r["runs"]
 wb = r["models"][0]["weights_read_bandwidth_by_threads"]
 assert [x["threads"] for x in wb] == [1], wb
 assert 100e6 < wb[0]["bytes_s"] < 10e12, wb
-# the probe's loop again after the runs, on a fresh buffer, at the run's threads
+# the probe's loop again after the runs, on the run's own buffer, at the run's threads
 ab = r["read_bandwidth_after_by_threads"]
 assert [x["threads"] for x in ab] == [1], ab
 assert 100e6 < ab[0]["bytes_s"] < 10e12, ab

@@ -209,7 +209,7 @@ static void test_records(void) {
                                 .weights = "copied", .ceiling_tok_s = 2 * r.tok_s.mean,
                                 .read_bandwidth_bytes_s = 1e10, .bytes_per_token = 5e9 / r.tok_s.mean,
                                 .compute_ops_s = NAN, .flops_per_token = NAN,
-                                .cpu_steal_share = 0.025};
+                                .cpu_steal_share = 0.025, .read_bandwidth_after_bytes_s = 1.1e10};
   json_t *run = record_engine_run_build(&in, &c, 1, 0, &r.reps[0]);
   CHECK(run != NULL);
   if (run) {
@@ -232,6 +232,7 @@ static void test_records(void) {
     json_t *seg = json_object_get(run, "decode_by_segment");
     CHECK_EQ_INT(json_array_size(seg), 2);
     CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(seg, 1), "to")), 40);
+    CHECK(json_object_get(run, "read_bandwidth_after_bytes_s") == NULL); /* summary only */
     json_decref(run);
   }
   json_t *warm = record_engine_run_build(&in, &c, 1, -1, &r.warmup);
@@ -249,12 +250,22 @@ static void test_records(void) {
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "model"), "load_ms")), 12.5,
                1e-9);
     CHECK_NEAR(json_real_value(json_object_get(sum, "cpu_steal_share")), 0.025, 1e-12);
+    /* the ceiling's bandwidth (read before) and the reading after, apart */
+    CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "ceiling"),
+                                               "read_bandwidth_bytes_s")), 1e10, 1e-3);
+    CHECK_NEAR(json_real_value(json_object_get(sum, "read_bandwidth_after_bytes_s")), 1.1e10,
+               1e-3);
     json_decref(sum);
   }
   /* steal unknown (no steal column): null, not 0 */
   in.cpu_steal_share = NAN;
   sum = record_engine_summary_build(&in, &r);
   CHECK(sum && json_is_null(json_object_get(sum, "cpu_steal_share")));
+  json_decref(sum);
+  /* the reading after not measured: null, not 0 */
+  in.read_bandwidth_after_bytes_s = NAN;
+  sum = record_engine_summary_build(&in, &r);
+  CHECK(sum && json_is_null(json_object_get(sum, "read_bandwidth_after_bytes_s")));
   json_decref(sum);
   /* pp: no curve (null), ceiling basis is compute. */
   struct engine_bench_config pc = {.kind = ENGINE_BENCH_PP, .tokens = 16, .reps = 1};

@@ -109,6 +109,37 @@ static void test_read_bw_of(void) {
   free(buf);
 }
 
+/* A held buffer read at one thread count at a time, several times: rounded
+ * down to 2 MiB, first touched (every byte written), sane figures; what it
+ * refuses; closing an empty one is harmless. */
+static void test_bw_buffer(void) {
+  struct machine_bw_buffer b;
+  struct tm_err err = {{0}};
+  CHECK_MSG(machine_bw_buffer_open(&b, (16u << 20) + 12345, 2, &err) == 0, "%s", err.msg);
+  CHECK(b.base != NULL && b.bytes == 16u << 20);
+  if (b.base) {
+    bool touched = true;
+    for (uint64_t i = 0; i < b.bytes; i += 4096) touched &= b.base[i] != 0;
+    CHECK_MSG(touched, "every page first-touched");
+    for (int rep = 0; rep < 2; rep++)
+      for (uint32_t t = 1; t <= 2; t++) {
+        double bw = -1;
+        CHECK_MSG(machine_read_bw_of_at(b.base, b.bytes, t, 2, &bw, &err) == 0, "%s", err.msg);
+        CHECK_MSG(sane_bw(bw), "%u threads: %g B/s", t, bw);
+      }
+    double bw = -1;
+    CHECK(machine_read_bw_of_at(b.base, b.bytes, 0, 1, &bw, &err) == -1 && bw == -1);
+    CHECK(machine_read_bw_of_at(b.base, b.bytes, PROBE_MAX_THREADS + 1, 1, &bw, &err) == -1);
+    CHECK(machine_read_bw_of_at(NULL, b.bytes, 1, 1, &bw, &err) == -1);
+  }
+  machine_bw_buffer_close(&b);
+  CHECK(b.base == NULL && b.bytes == 0);
+  machine_bw_buffer_close(&b); /* empty: nothing to unmap */
+  CHECK(machine_bw_buffer_open(&b, 1u << 20, 1, &err) == -1 && b.base == NULL);
+  CHECK_CONTAINS(err.msg, "2 MiB");
+  CHECK(machine_bw_buffer_open(&b, 16u << 20, 0, &err) == -1 && b.base == NULL);
+}
+
 /* The probe's measurement again on a fresh buffer: sane per thread count,
  * and what it refuses. */
 static void test_read_bw_fresh(void) {
@@ -370,6 +401,7 @@ void tm_run_tests(void) {
   TM_RUN(test_threads_option);
   TM_RUN(test_read_bw_of);
   TM_RUN(test_read_bw_fresh);
+  TM_RUN(test_bw_buffer);
   TM_RUN(test_json_round_trip);
   TM_RUN(test_json_malformed);
   TM_RUN(test_cache_save_load);
