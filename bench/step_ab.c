@@ -77,12 +77,11 @@ int main(int argc, char **argv) {
       const bool use = ((s + r) & 1) != 0;
       tm_exp_flags = use ? flags : 0;
       uint64_t t0 = tm_now_ns();
-      if (engine_decode(e, tok, logits, &err) != 0) {
+      if (engine_decode_greedy(e, tok, logits, &tok, &err) != 0) {
         fprintf(stderr, "step_ab: decode failed: %s\n", err.msg);
         return 1;
       }
       double dt = (double)(tm_now_ns() - t0);
-      tok = engine_argmax(logits, info.n_vocab);
       if (r < 0) continue;
       if (use) on += dt, r_on++;
       else off += dt, r_off++;

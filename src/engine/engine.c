@@ -14,6 +14,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/hugemap.h"
+#include "engine/mm_layout.h"
 #include "util/clock.h"
 
 void engine_options_init(struct engine_options *o) {
@@ -104,6 +105,7 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
   e->max_items = moe ? (int)(2 * m->n_expert) : 3;
   if (e->max_items < 3) e->max_items = 3;
   e->items = xcalloc((size_t)e->max_items, sizeof(struct mm_item), &ok);
+  e->head_amax = xcalloc((size_t)mm_chunks(&m->output, 1), sizeof(struct argmax_slot), &ok);
   if (moe) {
     e->ffn_out = xcalloc(B * E, sizeof(float), &ok);
     e->router = xcalloc(B * m->n_expert, sizeof(float), &ok);
@@ -237,7 +239,7 @@ void engine_free(struct engine *e) {
   void *bufs[] = {e->inv_freq, e->rope_cs, e->x, e->xb, e->q,
                   e->k, e->v, e->att, e->hb, e->hb2, e->ffn_out, e->logits_tmp,
                   e->act[0], e->act[1], e->act[2], e->router, e->top_e, e->top_w, e->moe_x,
-                  e->moe_o, e->moe_tok, e->moe_w, e->items};
+                  e->moe_o, e->moe_tok, e->moe_w, e->items, e->head_amax};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
   free(e);
 }
@@ -321,6 +323,14 @@ int engine_prefill_all_logits(struct engine *e, const int32_t *tokens, uint32_t 
 int engine_decode(struct engine *e, int32_t token, float *logits, struct tm_err *err) {
   if (!logits) return tm_errf(err, "engine_decode needs a logits buffer");
   return run_tokens(e, &token, 1, logits, false, err);
+}
+
+int engine_decode_greedy(struct engine *e, int32_t token, float *logits, int32_t *next,
+                         struct tm_err *err) {
+  if (!next) return tm_errf(err, "engine_decode_greedy needs a place for the next token");
+  if (engine_decode(e, token, logits, err) != 0) return -1;
+  *next = (int32_t)argmax_of_chunks(e->ops, e->head_amax, e->head_amax_n, logits, e->m.n_vocab);
+  return 0;
 }
 
 int32_t engine_argmax(const float *logits, uint32_t n_vocab) {

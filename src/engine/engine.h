@@ -81,6 +81,13 @@ int engine_prefill_all_logits(struct engine *e, const int32_t *tokens, uint32_t 
 /* One token at position n_past; logits: n_vocab floats (required). */
 int engine_decode(struct engine *e, int32_t token, float *logits, struct tm_err *err);
 
+/* engine_decode, then *next = engine_argmax(logits, n_vocab), the greedy
+ * pick, taken mostly inside the output head's job (each chunk of logits
+ * compared while in its thread's cache): what a timed greedy step should
+ * call. */
+int engine_decode_greedy(struct engine *e, int32_t token, float *logits, int32_t *next,
+                         struct tm_err *err);
+
 /* Index of the largest logit (greedy sampling). */
 int32_t engine_argmax(const float *logits, uint32_t n_vocab);
 

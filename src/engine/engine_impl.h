@@ -27,7 +27,26 @@ struct mm_item {
   int64_t out_stride;
   int64_t chunk_rows;
   int64_t first_chunk;    /* prefix sum of the chunks before this item */
+  /* The output head of one row (ncols 1) only, else NULL: per chunk of rows,
+   * the first largest output and its row (argmax_slot), taken while the
+   * chunk's outputs are in its thread's L1. */
+  struct argmax_slot *amax;
 };
+
+/* One chunk's greedy candidate: its first largest logit and that row. */
+struct argmax_slot {
+  float v;
+  int32_t i;
+};
+
+/* The index engine_argmax(x, n) returns, from the candidates of the n_slots
+ * consecutive chunks that cover x[0..n) in order (each by the path's
+ * argmax: first index of its maximum, a NaN first element kept): the first
+ * index of the maximum, NaN never winning unless at index 0. A candidate
+ * that is NaN (its chunk starts with one) or no candidates at all: argmax
+ * over x instead, so the answer is always engine_argmax's. */
+int64_t argmax_of_chunks(const struct kernel_ops *ops, const struct argmax_slot *slots,
+                         int64_t n_slots, const float *x, int64_t n);
 
 struct engine {
   struct gguf_file *file;
@@ -75,6 +94,11 @@ struct engine {
   float *moe_o;      /* (B*K, E) expert outputs */
   int32_t *moe_tok;  /* (B*K) token of each grouped row */
   float *moe_w;      /* (B*K) routing weight of each grouped row */
+  /* Decode's output head: the candidates of its chunks (mm_chunks of the
+   * output matrix for one row), valid for the last forward_batch when
+   * head_amax_n > 0 (engine_decode_greedy). */
+  struct argmax_slot *head_amax;
+  int64_t head_amax_n;
   struct mm_item *items; /* room for max(3, 2 * n_expert) matrices per job */
   int max_items;
 };

@@ -90,6 +90,34 @@ static void test_prefill_equals_decode(void) {
   }
 }
 
+/* Greedy decode: the next token engine_decode_greedy picks (mostly inside
+ * the output head's job) is engine_argmax of the logits it returns, at 1 and
+ * 3 threads, on every path this CPU runs (different chunks per path). */
+static void test_decode_greedy(void) {
+  const enum kernel_path kp[] = {KERNEL_SCALAR, KERNEL_AUTO};
+  for (size_t mi = 0; mi < N_MODELS; mi++)
+    for (size_t pi = 0; pi < 2; pi++)
+      for (int nt = 1; nt <= 3; nt += 2) {
+        struct engine *e = load(k_models[mi], kp[pi], nt);
+        if (!e) continue;
+        uint32_t nv = vocab(e);
+        float *l = malloc(sizeof(float) * nv);
+        struct tm_err err;
+        int32_t tok = k_prompt[0], steps_ok = 0;
+        for (int t = 0; t < 12; t++) {
+          int32_t next = -1;
+          if (engine_decode_greedy(e, tok, l, &next, &err) != 0) break;
+          steps_ok += next == engine_argmax(l, nv);
+          tok = next;
+        }
+        CHECK_MSG(steps_ok == 12, "%s, path %d, %d threads: %d of 12 steps agree",
+                  k_models[mi], (int)kp[pi], nt, steps_ok);
+        CHECK(engine_decode_greedy(e, tok, l, NULL, &err) == -1);
+        free(l);
+        engine_free(e);
+      }
+}
+
 /* A prompt longer than max_batch runs in several batches: same logits. */
 static void test_prefill_split_batches(void) {
   struct engine_options o;
@@ -337,6 +365,7 @@ static void test_load_errors(void) {
 
 void tm_run_tests(void) {
   TM_RUN(test_prefill_equals_decode);
+  TM_RUN(test_decode_greedy);
   TM_RUN(test_prefill_split_batches);
   TM_RUN(test_threads_identical);
   TM_RUN(test_auto_vs_scalar);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine_impl.h"
 #include "engine/kernels.h"
 #include "tm_test.h"
 #include "util/fp16.h"
@@ -214,6 +215,53 @@ static void test_argmax(void) {
   }
 }
 
+/* The greedy pick from per-chunk candidates (argmax_of_chunks, what the
+ * output head's job records) equals argmax over the whole row: ties across
+ * chunk edges, NaN at a chunk's start, inside one, at index 0, the maximum
+ * in the last chunk, chunks of 1 row and one chunk for everything. */
+static void test_argmax_of_chunks(void) {
+  const int64_t n = 1000;
+  const int64_t chunk_rows[] = {1, 7, 32, 33, 250, 999, 1000, 4096};
+  float *x = malloc((size_t)n * sizeof *x);
+  struct argmax_slot *slots = malloc((size_t)n * sizeof *slots);
+  for (int trial = 0; trial < 8; trial++) {
+    for (int64_t i = 0; i < n; i++) x[i] = rng_normal();
+    if (trial == 1) /* ties everywhere: the first maximum wins */
+      for (int64_t i = 0; i < n; i++) x[i] = (float)(i % 7);
+    else if (trial == 2) /* NaN at many places, index 0 excepted */
+      for (int64_t i = 1; i < n; i += 11) x[i] = NAN;
+    else if (trial == 3) /* NaN at index 0: index 0 */
+      x[0] = NAN;
+    else if (trial == 4) /* the maximum last */
+      x[n - 1] = 50.0f;
+    else if (trial == 5) /* the same maximum at the start of two chunks */
+      x[250] = x[500] = 60.0f;
+    else if (trial == 6) /* NaN at the start of a chunk of 250 before the maximum */
+      x[250] = NAN, x[300] = 70.0f;
+    else if (trial == 7) /* all NaN but index 0 */
+      for (int64_t i = 1; i < n; i++) x[i] = NAN;
+    for (size_t p = 0; p < N_PATHS; p++) {
+      const struct kernel_ops *ops = kernels_get(paths[p]);
+      if (!ops) continue;
+      const int64_t want = ops->argmax(x, n);
+      for (size_t ci = 0; ci < sizeof chunk_rows / sizeof chunk_rows[0]; ci++) {
+        int64_t cr = chunk_rows[ci], n_slots = 0;
+        for (int64_t r0 = 0; r0 < n; r0 += cr, n_slots++) { /* as mm_chunk records them */
+          int64_t r1 = r0 + cr < n ? r0 + cr : n;
+          int64_t j = ops->argmax(x + r0, r1 - r0);
+          slots[n_slots] = (struct argmax_slot){x[r0 + j], (int32_t)(r0 + j)};
+        }
+        int64_t got = argmax_of_chunks(ops, slots, n_slots, x, n);
+        CHECK_MSG(got == want, "%s trial %d chunks of %lld: %lld, want %lld", ops->name, trial,
+                  (long long)cr, (long long)got, (long long)want);
+      }
+      CHECK(argmax_of_chunks(ops, slots, 0, x, n) == want); /* no candidates */
+    }
+  }
+  free(x);
+  free(slots);
+}
+
 static void test_sumsq(void) {
   const int64_t sizes[] = {1, 7, 8, 9, 128, 1023, 1024, 4099};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
@@ -277,5 +325,6 @@ void tm_run_tests(void) {
   TM_RUN(test_attn_row);
   TM_RUN(test_attn_rows);
   TM_RUN(test_argmax);
+  TM_RUN(test_argmax_of_chunks);
   TM_RUN(test_sumsq);
 }
