@@ -400,7 +400,7 @@ static struct engine *load_engine(struct eb_state *s, size_t mi, int fail_code, 
 
 /* The main job runs tokmeter's own synthesized models to show what this
  * machine can do; the ceiling is the probe's, read from fresh memory. When
- * the file's mapped pages read more than 10% below that (on this VM the
+ * the file's mapped pages read more than 5% below that (on this VM the
  * page cache was seen at half the speed of fresh anonymous memory, where the
  * host placed it), the model is loaded again from an anonymous copy, as
  * --hugepages does, so decode is held against a ceiling its memory can
@@ -412,7 +412,7 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
   struct eb_model *m = &s->models[mi];
   bool slow = false;
   for (uint32_t t = 1; t <= m->weights_bw_threads; t++)
-    slow |= eb_pages_slow(s->probe->read_bw_bytes_s[t], m->weights_read_bw[t]);
+    slow |= eb_pages_below(s->probe->read_bw_bytes_s[t], m->weights_read_bw[t], EB_PAGES_COPY);
   if (!slow || m->info.hugepages) return 0;
   /* The copy is anonymous memory on top of the mapping while it is made:
    * only with room for it and the KV cache (the page cache is reclaimable). */

@@ -118,7 +118,7 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
       printf(" %s (%u thread%s, probe's buffer %.1f)%s",
              tm_fmt_bandwidth(m->mapped_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
              s->probe->read_bw_bytes_s[t] / 1e9, t < m->mapped_bw_threads ? "," : "");
-    printf("\n  more than 10%% below fresh memory, so the main job runs this model from an "
+    printf("\n  more than 5%% below fresh memory, so the main job runs this model from an "
            "anonymous copy, as --hugepages does\n");
   }
   if (m->weights_bw_threads) {
@@ -264,16 +264,17 @@ static double ratio(const struct eb_row *a, const struct eb_row *b) {
 }
 
 /* "32% (11.8 GB/s) at 1 thread, 29% (23.1 GB/s) at 2 threads": the thread
- * counts at which bw[t] reads slower than the probe's buffer (eb_pages_slow);
+ * counts at which bw[t] reads more than frac below the probe's buffer
+ * (eb_pages_below);
  * beyond four of them, the range ("19-32% at 40 of 64 thread counts").
  * Returns whether there was any. */
-static bool slow_pages_list(const struct eb_state *s, const double *bw, uint32_t n, char *out,
-                            size_t cap) {
+static bool slow_pages_list(const struct eb_state *s, const double *bw, uint32_t n, double frac,
+                            char *out, size_t cap) {
   uint32_t n_slow = 0;
   double lo = 100, hi = 0;
   for (uint32_t t = 1; t <= n; t++) {
     double probe_bw = s->probe->read_bw_bytes_s[t];
-    if (!eb_pages_slow(probe_bw, bw[t])) continue;
+    if (!eb_pages_below(probe_bw, bw[t], frac)) continue;
     double pct = 100.0 * (1.0 - bw[t] / probe_bw);
     lo = pct < lo ? pct : lo;
     hi = pct > hi ? pct : hi;
@@ -287,7 +288,7 @@ static bool slow_pages_list(const struct eb_state *s, const double *bw, uint32_t
   size_t len = 0;
   for (uint32_t t = 1; t <= n && len < cap; t++) {
     double probe_bw = s->probe->read_bw_bytes_s[t];
-    if (!eb_pages_slow(probe_bw, bw[t])) continue;
+    if (!eb_pages_below(probe_bw, bw[t], frac)) continue;
     int w = snprintf(out + len, cap - len, "%s%.0f%% (%.1f GB/s) at %u thread%s",
                      len ? ", " : "", 100.0 * (1.0 - bw[t] / probe_bw), bw[t] / 1e9, t,
                      t == 1 ? "" : "s");
@@ -323,11 +324,12 @@ void bench_engine_conclude(struct eb_state *s) {
   for (size_t mi = 0; mi < s->n_models; mi++) {
     const char *name = s->models[mi].short_label;
     /* Pages slower than the probe's buffer: the ceiling is out of reach by
-     * that much, whatever the kernels do. 10%: beyond pass-to-pass noise. */
+     * that much, whatever the kernels do (EB_PAGES_SLOW, EB_PAGES_COPY). */
     const struct eb_model *m = &s->models[mi];
     char slow[320], copy[320];
     if (m->copied &&
-        slow_pages_list(s, m->mapped_read_bw, m->mapped_bw_threads, slow, sizeof slow)) {
+        slow_pages_list(s, m->mapped_read_bw, m->mapped_bw_threads, EB_PAGES_COPY, slow,
+                        sizeof slow)) {
       bw_list(m->weights_read_bw, m->weights_bw_threads, copy, sizeof copy);
       conclude(s,
                "%s: its memory-mapped weights read in place %s below the probe's buffer (on a "
@@ -337,7 +339,8 @@ void bench_engine_conclude(struct eb_state *s) {
                "mapped).",
                name, slow, copy);
     }
-    if (slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads, slow, sizeof slow))
+    if (slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads, EB_PAGES_SLOW, slow,
+                        sizeof slow))
       conclude(s,
                "%s: its weights read in place %s below the probe's buffer: the memory holding "
                "them is slower (on a VM, where the host placed these pages), so decode falls "

@@ -29,7 +29,7 @@ mkdir "$dir/cwd"
 (cd "$dir/cwd" && expect_exit 0 "$TOKMETER" bench "${FAST[@]}" -t 1 --json)
 [ -s "$dir/cwd/tokmeter-results.jsonl" ] || fail "no records in the default file"
 cp "$dir/out" "$dir/first.json"
-python3 - "$dir/first.json" "$dir/cwd/tokmeter-results.jsonl" "$TOKMETER_CACHE_DIR" <<'PY' || fail "JSON checks (see above)"
+python3 - "$dir/first.json" "$dir/cwd/tokmeter-results.jsonl" "$TOKMETER_CACHE_DIR" "$dir/err" <<'PY' || fail "JSON checks (see above)"
 import glob, json, sys
 r = json.load(open(sys.argv[1]))
 assert r["probe_quick"] is True, "a quick probe must say so"
@@ -68,7 +68,7 @@ p4, p8 = by[("Q4_0", "pp16")]["ceiling"], by[("Q8_0", "pp16")]["ceiling"]
 assert p4["ceiling_tok_s"] == p8["ceiling_tok_s"], (p4, p8)
 cs = r["conclusions"]
 assert any("Q4_0 reads 41% fewer bytes per token than Q8_0" in c for c in cs), cs
-# weights mapped, or copied because their mapped pages read >10% below the
+# weights mapped, or copied because their mapped pages read >5% below the
 # probe's buffer (the main job's rule; which one happens depends on where this
 # machine put the file's pages): either way the figures must agree with it.
 # The rule holds the pages against the probe's buffer (this run's probe,
@@ -79,16 +79,20 @@ for m in ms:
     assert m["weights"] in ("mapped", "copied"), m
     if m["weights"] == "copied":
         mb = m["mapped_weights_read_bandwidth_by_threads"]
-        assert any(x["bytes_s"] < 0.9 * probe[x["threads"]] for x in mb if x["threads"] in probe), (m, probe)
+        assert any(x["bytes_s"] < 0.95 * probe[x["threads"]] for x in mb if x["threads"] in probe), (m, probe)
         assert any(c.startswith(m["type"] + ": its memory-mapped weights read in place") and
                    "anonymous copy" in c for c in cs), cs
     else:
-        # mapped: no page slower than the rule allows, or (no room for a
-        # copy) the conclusion that says decode falls short by that much
+        # mapped: no page more than 5% slower (the copy rule), or no room
+        # for a copy, and then pages more than 10% slower have the
+        # conclusion that says decode falls short by that much
         assert "mapped_weights_read_bandwidth_by_threads" not in m, m
         slow = [x for x in m["weights_read_bandwidth_by_threads"]
                 if x["threads"] in probe and x["bytes_s"] < 0.9 * probe[x["threads"]]]
         assert not slow or any(c.startswith(m["type"] + ": its weights read in place") for c in cs), (m, probe, cs)
+        copy_due = [x for x in m["weights_read_bandwidth_by_threads"]
+                    if x["threads"] in probe and x["bytes_s"] < 0.95 * probe[x["threads"]]]
+        assert not copy_due or "read slower than fresh memory" in open(sys.argv[4]).read(), (m, probe)
     for x in s:
         if x["model"]["type"] == m["type"]:
             assert x["model"]["weights"] == m["weights"], (x["model"], m["weights"])
