@@ -4,8 +4,8 @@
 # memory bandwidth moves by 5-10% within minutes and the same build's decode
 # by up to 9%, so one run says little about where a figure sits. This runs
 # the in-process decode of MODEL RUNS times in a row, each run with its own
-# bandwidth reading just before it (the cached probe is re-read, as
-# `tokmeter bench` does) and again after, and prints every run and the
+# bandwidth reading just before it (its ceiling, as `tokmeter bench` reads
+# for every decode configuration) and again after, and prints every run and the
 # spread of the percentages: min, median, max, and how many reached TARGET.
 # "weights read" is the probe's loop over the model's own mapped pages (a
 # figure far below "read before" means slow pages, not a slow engine);
@@ -52,8 +52,9 @@ print("run  time (UTC)            read before  read after   weights read  steal 
 for i in range(1, runs + 1):
     r = json.load(open(f"{d}/run{i}.json"))
     s = [x for x in r["summaries"] if x["phase"] == "decode" and x["threads"] == threads][0]
-    before = bw_at(r.get("read_bandwidth_before_by_threads"), threads)
-    after = bw_at(r.get("read_bandwidth_after_by_threads"), threads)
+    # the run's own readings around its decode: the ceiling's, and after
+    before = s["ceiling"]["read_bandwidth_bytes_s"] / 1e9
+    after = (s.get("read_bandwidth_after_bytes_s") or float("nan") * 1e9) / 1e9
     st = s.get("cpu_steal_share")
     steal = f"{100.0 * st:4.1f}%" if st is not None else "   ?"
     inplace = bw_at(r["models"][0].get("weights_read_bandwidth_by_threads"), threads)
