@@ -394,10 +394,28 @@ AVX2_INLINE void q8_0_row_block(const struct block_q8_0 *wb, const struct act_q8
   *acc = _mm256_fmadd_ps(t, _mm256_set1_ps(h2f(wb->d)), *acc);
 }
 
+/* Q6_K's sixteen 8-bit scales, widened to 16 bits, one pair per madd: a
+ * vector whose low 128 bits hold scale 2k and whose high 128 bits hold scale
+ * 2k + 1, each repeated, is one vpshufb of the block's scales widened and
+ * copied to both lanes (half = scales 0-7 or 8-15), with these byte masks
+ * (k mod 4): building it from two scalar loads and broadcasts cost four
+ * instructions a product and held the kernel compute-bound. */
+#define Q6_PAIR_MASK(k)                                                                  \
+  _mm256_setr_epi8(4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1,          \
+                   4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1,          \
+                   4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k) + 2, 4 * (k) + 3,      \
+                   4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2,           \
+                   4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3,           \
+                   4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3)
+
 AVX2_INLINE void q6_k_row_block(const struct block_q6_k *wb, const struct act_q8k *x,
                                 __m256 *acc) {
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wb->scales));
+  const __m256i pair_mask[4] = {Q6_PAIR_MASK(0), Q6_PAIR_MASK(1), Q6_PAIR_MASK(2),
+                                Q6_PAIR_MASK(3)};
+  const __m256i sc_half[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                              _mm256_permute2x128_si256(sc16, sc16, 0x11)};
   __m256i sumi = _mm256_setzero_si256();
   for (int h = 0; h < 2; h++) {
     const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
@@ -411,8 +429,7 @@ AVX2_INLINE void q6_k_row_block(const struct block_q6_k *wb, const struct act_q8
                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30))};
     for (int j = 0; j < 4; j++) {
       const int k = 4 * h + j;
-      const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(wb->scales[2 * k + 1]),
-                                           _mm_set1_epi16(wb->scales[2 * k]));
+      const __m256i scv = _mm256_shuffle_epi8(sc_half[h], pair_mask[j]);
       const __m256i p =
           _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)(x->q + 32 * k)));
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv));
