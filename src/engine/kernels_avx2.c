@@ -249,6 +249,20 @@ AVX2_INLINE void tile_q4_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_
   for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(acc[c]) - hsum_ps(accm[c]);
 }
 
+/* Q6_K's sixteen 8-bit scales, widened to 16 bits, one pair per madd: a
+ * vector whose low 128 bits hold scale 2k and whose high 128 bits hold scale
+ * 2k + 1, each repeated, is one vpshufb of the block's scales widened and
+ * copied to both lanes (half = scales 0-7 or 8-15), with these byte masks
+ * (k mod 4): building it from two scalar loads and broadcasts cost four
+ * instructions a product and held the kernel compute-bound. */
+#define Q6_PAIR_MASK(k)                                                                  \
+  _mm256_setr_epi8(4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1,          \
+                   4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1,          \
+                   4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k) + 2, 4 * (k) + 3,      \
+                   4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2,           \
+                   4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3,           \
+                   4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3)
+
 AVX2_INLINE void tile_q6_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
                            const int nc, float *o, int64_t os) {
   const struct block_q6_k *w = (const struct block_q6_k *)wr;
@@ -270,8 +284,16 @@ AVX2_INLINE void tile_q6_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_
       q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
       q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
     }
-    for (int k = 0; k < 8; k++)
-      scv[k] = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[2 * k + 1]), _mm_set1_epi16(w[b].scales[2 * k]));
+    const __m256i sc_half[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                                _mm256_permute2x128_si256(sc16, sc16, 0x11)};
+    scv[0] = _mm256_shuffle_epi8(sc_half[0], Q6_PAIR_MASK(0));
+    scv[1] = _mm256_shuffle_epi8(sc_half[0], Q6_PAIR_MASK(1));
+    scv[2] = _mm256_shuffle_epi8(sc_half[0], Q6_PAIR_MASK(2));
+    scv[3] = _mm256_shuffle_epi8(sc_half[0], Q6_PAIR_MASK(3));
+    scv[4] = _mm256_shuffle_epi8(sc_half[1], Q6_PAIR_MASK(0));
+    scv[5] = _mm256_shuffle_epi8(sc_half[1], Q6_PAIR_MASK(1));
+    scv[6] = _mm256_shuffle_epi8(sc_half[1], Q6_PAIR_MASK(2));
+    scv[7] = _mm256_shuffle_epi8(sc_half[1], Q6_PAIR_MASK(3));
     for (int c = 0; c < nc; c++) {
       const struct act_q8k *x = (const struct act_q8k *)(a + c * as) + b;
       __m256i sumi = _mm256_setzero_si256();
@@ -393,20 +415,6 @@ AVX2_INLINE void q8_0_row_block(const struct block_q8_0 *wb, const struct act_q8
                                  _mm256_set1_ps(x->d));
   *acc = _mm256_fmadd_ps(t, _mm256_set1_ps(h2f(wb->d)), *acc);
 }
-
-/* Q6_K's sixteen 8-bit scales, widened to 16 bits, one pair per madd: a
- * vector whose low 128 bits hold scale 2k and whose high 128 bits hold scale
- * 2k + 1, each repeated, is one vpshufb of the block's scales widened and
- * copied to both lanes (half = scales 0-7 or 8-15), with these byte masks
- * (k mod 4): building it from two scalar loads and broadcasts cost four
- * instructions a product and held the kernel compute-bound. */
-#define Q6_PAIR_MASK(k)                                                                  \
-  _mm256_setr_epi8(4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1,          \
-                   4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1,          \
-                   4 * (k), 4 * (k) + 1, 4 * (k), 4 * (k) + 1, 4 * (k) + 2, 4 * (k) + 3,      \
-                   4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2,           \
-                   4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3,           \
-                   4 * (k) + 2, 4 * (k) + 3, 4 * (k) + 2, 4 * (k) + 3)
 
 AVX2_INLINE void q6_k_row_block(const struct block_q6_k *wb, const struct act_q8k *x,
                                 __m256 *acc) {
