@@ -227,7 +227,7 @@ AVX512_INLINE void tile_q6_k_512(int64_t n, const uint8_t *wr, const uint8_t *a,
     const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);                    \
     const __m512i idx = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,       \
                                          1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);      \
-    const float d = _cvtsh_ss(dh);                                                            \
+    const float dsc = _cvtsh_ss(dh);                                                          \
     const __m256i sc16 = _mm256_cvtepi8_epi16(scales);                                        \
     const __m512i sc512 = _mm512_castsi256_si512(sc16);                                       \
     __m512i sumi = _mm512_setzero_si512();                                                    \
@@ -251,7 +251,7 @@ AVX512_INLINE void tile_q6_k_512(int64_t n, const uint8_t *wr, const uint8_t *a,
         _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));   \
     __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x)->bsums), sc16);   \
     s256 = _mm256_sub_epi32(s256, _mm256_slli_epi32(off, 5));                                 \
-    *(acc) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s256), _mm256_set1_ps(d * (x)->d), *(acc));   \
+    *(acc) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s256), _mm256_set1_ps(dsc * (x)->d), *(acc));   \
   } while (0)
 
 #define Q6_MADD_ADD(sumi, p, s) _mm512_add_epi32((sumi), _mm512_madd_epi16((p), (s)))
@@ -306,6 +306,132 @@ AVX512_INLINE void tile_q6_k_512(int64_t n, const uint8_t *wr, const uint8_t *a,
 DEFINE_Q6_BLOCKS(AVX512_INLINE, q6_block, q6_four, Q6_MADD_ADD)
 DEFINE_Q6_BLOCKS(VNNI_INLINE, q6_block_vnni, q6_four_vnni, Q6_DPWSSD)
 
+/* ---- Q4_K decode (ncols = 1): four row streams ---------------------------
+ * The tile kernel above, given one column, spent ~110 instructions a 144-byte
+ * block (the scales unpacked through memory into bytes, each pair of scales
+ * broadcast from a byte, each 32-byte chunk joined into a vector) and read
+ * 50-53% of the probe's loop from DRAM (bench/kernel_bench.c). Here: the
+ * twelve scale bytes are unpacked in one 128-bit register (q4k_scales16),
+ * each product's pair of scales is one vpermw of them, and each 32-byte
+ * chunk of nibbles is loaded into both halves of a vector and shifted per
+ * half (low nibbles: sub-block 2j, high: 2j + 1); four rows go together,
+ * their loads round the four streams one chunk at a time (as Q6_K's). The
+ * arithmetic is the tile kernel's for one column, in the same order: the
+ * same bits. */
+
+/* The block's 8 sub-block scales (16-bit lanes 0-7) and 8 mins (lanes 8-15)
+ * from its 12 packed bytes: sc_k = s[k] & 63 and m_k = s[k + 4] & 63 for
+ * k < 4; for k >= 4 the low four bits come from s[k + 4] (scale: low
+ * nibble, min: high nibble) and the top two from bits 6-7 of s[k - 4]
+ * (scale) and s[k] (min). In dwords u0, u1, u2 of the bytes: scales 0-3 =
+ * u0 & 0x3f.., mins 0-3 = u1 & 0x3f.., scales 4-7 = (u2 & 0x0f..) |
+ * ((u0 >> 6) & 0x03..) << 4, mins 4-7 = ((u2 >> 4) & 0x0f..) |
+ * ((u1 >> 6) & 0x03..) << 4. */
+AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
+  const __m128i v = _mm_maskz_loadu_epi8(0x0fff, scales);            /* u0 u1 u2 0 */
+  const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));   /* u0 u2 u1 u2 */
+  const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));   /* u0 u0 u1 u1 */
+  const __m128i lo = _mm_and_si128(a, _mm_set1_epi8(0x3f));           /* dwords 0, 2 */
+  const __m128i t = _mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4));   /* u0 u2 u1 u2>>4 */
+  const __m128i hi = _mm_or_si128(
+      _mm_and_si128(t, _mm_set1_epi8(0x0f)),
+      _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(b, 6), _mm_set1_epi8(0x03)), 4));
+  /* bytes: scales 0-3, scales 4-7, mins 0-3, mins 4-7 */
+  return _mm256_cvtepu8_epi16(_mm_blend_epi32(lo, hi, 0xA));
+}
+
+/* One block's math: nib[j] = the 32 bytes of nibbles j (in both halves of a
+ * vector), sm = q4k_scales16 of its scales. */
+#define Q4K_MATH(Q4K_ACCUM, nib, sm, dh, dminh, x, acc, accm)                                  \
+  do {                                                                                        \
+    const __m512i m4 = _mm512_set1_epi8(15);                                                  \
+    const __m512i sh = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004ll,                    \
+                                         0x0004000400040004ll, 0x0004000400040004ll,          \
+                                         0x0004000400040004ll);                               \
+    const __m512i s512 = _mm512_castsi256_si512(sm);                                          \
+    __m512i sumi = _mm512_setzero_si512();                                                    \
+    for (int j = 0; j < 4; j++) {                                                             \
+      const __m512i q = _mm512_and_si512(_mm512_srlv_epi16((nib)[j], sh), m4);               \
+      const __m512i scv = _mm512_permutexvar_epi16(                                           \
+          _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)),                               \
+                             _mm256_set1_epi16((short)(2 * j + 1)), 1),                       \
+          s512);                                                                              \
+      sumi = Q4K_ACCUM(sumi, _mm512_maddubs_epi16(q, _mm512_loadu_si512((x)->q + 64 * j)),    \
+                       scv);                                                                  \
+    }                                                                                         \
+    const __m256i s256 =                                                                      \
+        _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));   \
+    const __m256i mins = _mm256_permutexvar_epi16(                                            \
+        _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), (sm));  \
+    const __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x)->bsums), mins); \
+    *(acc) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s256),                                        \
+                             _mm256_set1_ps(_cvtsh_ss(dh) * (x)->d), *(acc));                 \
+    *(accm) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm),                                         \
+                              _mm256_set1_ps(_cvtsh_ss(dminh) * (x)->d), *(accm));            \
+  } while (0)
+
+/* A 32-byte chunk into both halves of a vector, kept in place (Q6_LOAD). */
+#define Q4K_LOAD(dst, ptr)                                                                    \
+  do {                                                                                        \
+    (dst) = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ptr)));               \
+    __asm__ volatile("" : "+v"(dst));                                                         \
+  } while (0)
+
+#define DEFINE_Q4K_BLOCKS(INLINE_ATTR, one, four, ACCUM)                                        \
+  INLINE_ATTR void one(const struct block_q4_k *wb, const struct act_q8k *x, __m256 *acc,       \
+                       __m256 *accm) {                                                         \
+    PREFETCH_W(wb, sizeof *wb);                                                                \
+    __m512i nib[4];                                                                            \
+    for (int j = 0; j < 4; j++)                                                                \
+      nib[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 32 * j))); \
+    Q4K_MATH(ACCUM, nib, q4k_scales16(wb->scales), wb->d, wb->dmin, x, acc, accm);           \
+  }                                                                                            \
+  INLINE_ATTR void four(const struct block_q4_k *const w4[4], const struct act_q8k *x,          \
+                        __m256 *acc4, __m256 *accm4) {                                         \
+    __m512i nib[4][4];                                                                         \
+    for (int j = 0; j < 4; j++)                                                                \
+      for (int s = 0; s < 4; s++) {                                                            \
+        if (j < 3)                                                                             \
+          _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES + 48 * j, KERNEL_PF_HINT);  \
+        Q4K_LOAD(nib[s][j], w4[s]->qs + 32 * j);                                               \
+      }                                                                                        \
+    for (int s = 0; s < 4; s++)                                                                \
+      Q4K_MATH(ACCUM, nib[s], q4k_scales16(w4[s]->scales), w4[s]->d, w4[s]->dmin, x,           \
+               &acc4[s], &accm4[s]);                                                           \
+  }
+
+DEFINE_Q4K_BLOCKS(AVX512_INLINE, q4k_block, q4k_four, Q6_MADD_ADD)
+DEFINE_Q4K_BLOCKS(VNNI_INLINE, q4k_block_vnni, q4k_four_vnni, Q6_DPWSSD)
+
+#define DEFINE_GEMV_Q4_K(ATTR, name, BLOCK, FOUR)                                               \
+  ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
+                        const struct act_q8k *x, float *out) {                                  \
+    const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                             \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,       \
+                          KERNEL_PREFETCH_BYTES);                                               \
+    for (int64_t i = 0; i < q; i++) {                                                           \
+      const struct block_q4_k *w4[4];                                                           \
+      for (int s = 0; s < 4; s++)                                                               \
+        w4[s] = (const struct block_q4_k *)(w + (size_t)(r0 + s * q + i) * w_stride);           \
+      __m256 acc[4], accm[4];                                                                   \
+      for (int s = 0; s < 4; s++) acc[s] = accm[s] = _mm256_setzero_ps();                       \
+      for (int64_t k = 0; k < nb; k++) {                                                        \
+        const struct block_q4_k *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};          \
+        FOUR(b4, &x[k], acc, accm);                                                             \
+      }                                                                                         \
+      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum256(acc[s]) - hsum256(accm[s]);     \
+    }                                                                                           \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                 \
+      const struct block_q4_k *wr = (const struct block_q4_k *)(w + (size_t)r * w_stride);      \
+      __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();                             \
+      for (int64_t k = 0; k < nb; k++) BLOCK(&wr[k], &x[k], &acc, &accm);                       \
+      out[r] = hsum256(acc) - hsum256(accm);                                                    \
+    }                                                                                           \
+  }
+
+DEFINE_GEMV_Q4_K(AVX512, gemv_q4_k_512, q4k_block, q4k_four)
+DEFINE_GEMV_Q4_K(VNNI, gemv_q4_k_vnni, q4k_block_vnni, q4k_four_vnni)
+
 /* Rows in four interleaved streams; BLOCK / FOUR: q6_block / q6_four or the
  * VNNI pair. A row's sum is the same whichever stream it is in. */
 #define DEFINE_GEMV_Q6_K(ATTR, name, BLOCK, FOUR)                                               \
@@ -356,6 +482,20 @@ DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
 
 DEFINE_Q6_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512)
 DEFINE_Q6_K_FAST(VNNI, gemm_q6_k_vnni_fast, gemv_q6_k_vnni)
+
+/* Q4_K: the same split (n a multiple of QK_K always: the type requires it). */
+#define DEFINE_Q4_K_FAST(ATTR, name, gemv)                                                     \
+  ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,             \
+                        int64_t out_stride) {                                                  \
+    if (ncols == 1)                                                                            \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                    \
+    else                                                                                       \
+      gemm_q4_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
+  }
+
+DEFINE_Q4_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512)
+DEFINE_Q4_K_FAST(VNNI, gemm_q4_k_vnni_fast, gemv_q4_k_vnni)
 
 /* ---- VNNI: 32-element blocks -------------------------------------------- */
 
@@ -832,7 +972,7 @@ void kernels_fill_avx512(struct kernel_ops *ops) {
   ops->name = "avx512";
   ops->gemm[GGML_TYPE_F32] = gemm_f32_512;
   ops->gemm[GGML_TYPE_F16] = gemm_f16_512;
-  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_512;
+  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_512_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_512_fast;
   ops->dot_f16_f32 = avx512_dot_f16_f32;
   ops->scale_f16 = avx512_scale_f16;
@@ -851,5 +991,6 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
+  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_fast;
 }
 #endif
