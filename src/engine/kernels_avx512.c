@@ -21,7 +21,7 @@
  * 16-row weight panels once so one vpdpbusd serves 16 rows x 4 weights for a
  * broadcast activation column (see those sections). K-quants keep the AVX512
  * entries (their 6-bit sub-block scales need the i16 madd step anyway).
- * BF16, Q5_K on these paths: the AVX2 / scalar functions. */
+ * BF16 on these paths: the AVX2 / scalar functions. */
 #include "engine/kernels_x86.h"
 
 #if defined(__x86_64__)
@@ -341,17 +341,27 @@ AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
 }
 
 /* One block's math: nib[j] = the 32 bytes of nibbles j (in both halves of a
- * vector), sm = q4k_scales16 of its scales. */
-#define Q4K_MATH(Q4K_ACCUM, nib, sm, dh, dminh, x, acc, accm)                                  \
+ * vector), sm = q4k_scales16 of its scales. FIVE: Q5_K, whose fifth bits
+ * are qh5 (its 32 qh bytes in both halves): element l of sub-block k takes
+ * bit k of qh[l]. */
+#define Q4K_MATH_ANY(FIVE, qh5, Q4K_ACCUM, nib, sm, dh, dminh, x, acc, accm)                   \
   do {                                                                                        \
-    const __m512i m4 = _mm512_set1_epi8(15);                                                  \
+    const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);                       \
     const __m512i sh = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004ll,                    \
                                          0x0004000400040004ll, 0x0004000400040004ll,          \
                                          0x0004000400040004ll);                               \
     const __m512i s512 = _mm512_castsi256_si512(sm);                                          \
     __m512i sumi = _mm512_setzero_si512();                                                    \
     for (int j = 0; j < 4; j++) {                                                             \
-      const __m512i q = _mm512_and_si512(_mm512_srlv_epi16((nib)[j], sh), m4);               \
+      __m512i q = _mm512_and_si512(_mm512_srlv_epi16((nib)[j], sh), m4);                     \
+      if (FIVE) {                                                                             \
+        /* bit 2j (low half) or 2j + 1 (high half) of each qh byte, to bit 4;                 \
+         * a 16-bit shift of at most 7 keeps each byte's bit 0 its own */                     \
+        const __m512i hs = _mm512_add_epi16(                                                  \
+            _mm512_srli_epi16(sh, 2), _mm512_set1_epi16((short)(2 * j)));                     \
+        q = _mm512_or_si512(                                                                  \
+            q, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16((qh5), hs), one), 4));    \
+      }                                                                                       \
       const __m512i scv = _mm512_permutexvar_epi16(                                           \
           _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)),                               \
                              _mm256_set1_epi16((short)(2 * j + 1)), 1),                       \
@@ -369,6 +379,8 @@ AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
     *(accm) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm),                                         \
                               _mm256_set1_ps(_cvtsh_ss(dminh) * (x)->d), *(accm));            \
   } while (0)
+#define Q4K_MATH(ACCUM, nib, sm, dh, dminh, x, acc, accm)                                      \
+  Q4K_MATH_ANY(0, _mm512_setzero_si512(), ACCUM, nib, sm, dh, dminh, x, acc, accm)
 
 /* A 32-byte chunk into both halves of a vector, kept in place (Q6_LOAD). */
 #define Q4K_LOAD(dst, ptr)                                                                    \
@@ -432,6 +444,94 @@ DEFINE_Q4K_BLOCKS(VNNI_INLINE, q4k_block_vnni, q4k_four_vnni, Q6_DPWSSD)
 DEFINE_GEMV_Q4_K(AVX512, gemv_q4_k_512, q4k_block, q4k_four)
 DEFINE_GEMV_Q4_K(VNNI, gemv_q4_k_vnni, q4k_block_vnni, q4k_four_vnni)
 
+/* ---- Q5_K: Q4_K's kernels with the fifth bit ------------------------------
+ * Q5_K ran on the scalar kernels on every x86 path (one Q5_K_M file is
+ * mostly Q5_K). The same shapes as Q4_K's: the four-stream decode kernel and
+ * a tile kernel for prompts, each nibble chunk OR'ed with its fifth bits
+ * (Q4K_MATH_ANY). */
+#define DEFINE_Q5K_BLOCKS(INLINE_ATTR, one, four, ACCUM)                                        \
+  INLINE_ATTR void one(const struct block_q5_k *wb, const struct act_q8k *x, __m256 *acc,       \
+                       __m256 *accm) {                                                         \
+    PREFETCH_W(wb, sizeof *wb);                                                                \
+    __m512i nib[4];                                                                            \
+    for (int j = 0; j < 4; j++)                                                                \
+      nib[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 32 * j))); \
+    const __m512i qh5 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)wb->qh));   \
+    Q4K_MATH_ANY(1, qh5, ACCUM, nib, q4k_scales16(wb->scales), wb->d, wb->dmin, x, acc, accm); \
+  }                                                                                            \
+  INLINE_ATTR void four(const struct block_q5_k *const w4[4], const struct act_q8k *x,          \
+                        __m256 *acc4, __m256 *accm4) {                                         \
+    __m512i nib[4][4], qh5[4];                                                                 \
+    for (int s = 0; s < 4; s++) {                                                              \
+      _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);               \
+      Q4K_LOAD(qh5[s], w4[s]->qh);                                                             \
+    }                                                                                          \
+    for (int j = 0; j < 4; j++)                                                                \
+      for (int s = 0; s < 4; s++) {                                                            \
+        if (j < 2)                                                                             \
+          _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES + 64 * (j + 1),             \
+                       KERNEL_PF_HINT);                                                        \
+        Q4K_LOAD(nib[s][j], w4[s]->qs + 32 * j);                                               \
+      }                                                                                        \
+    for (int s = 0; s < 4; s++)                                                                \
+      Q4K_MATH_ANY(1, qh5[s], ACCUM, nib[s], q4k_scales16(w4[s]->scales), w4[s]->d,            \
+                   w4[s]->dmin, x, &acc4[s], &accm4[s]);                                       \
+  }
+
+DEFINE_Q5K_BLOCKS(AVX512_INLINE, q5k_block, q5k_four, Q6_MADD_ADD)
+DEFINE_Q5K_BLOCKS(VNNI_INLINE, q5k_block_vnni, q5k_four_vnni, Q6_DPWSSD)
+
+#define DEFINE_GEMV_Q5_K(ATTR, name, BLOCK, FOUR)                                               \
+  ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
+                        const struct act_q8k *x, float *out) {                                  \
+    const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                             \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,       \
+                          KERNEL_PREFETCH_BYTES);                                               \
+    for (int64_t i = 0; i < q; i++) {                                                           \
+      const struct block_q5_k *w4[4];                                                           \
+      for (int s = 0; s < 4; s++)                                                               \
+        w4[s] = (const struct block_q5_k *)(w + (size_t)(r0 + s * q + i) * w_stride);           \
+      __m256 acc[4], accm[4];                                                                   \
+      for (int s = 0; s < 4; s++) acc[s] = accm[s] = _mm256_setzero_ps();                       \
+      for (int64_t k = 0; k < nb; k++) {                                                        \
+        const struct block_q5_k *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};          \
+        FOUR(b4, &x[k], acc, accm);                                                             \
+      }                                                                                         \
+      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum256(acc[s]) - hsum256(accm[s]);     \
+    }                                                                                           \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                 \
+      const struct block_q5_k *wr = (const struct block_q5_k *)(w + (size_t)r * w_stride);      \
+      __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();                             \
+      for (int64_t k = 0; k < nb; k++) BLOCK(&wr[k], &x[k], &acc, &accm);                       \
+      out[r] = hsum256(acc) - hsum256(accm);                                                    \
+    }                                                                                           \
+  }
+
+DEFINE_GEMV_Q5_K(AVX512, gemv_q5_k_512, q5k_block, q5k_four)
+DEFINE_GEMV_Q5_K(VNNI, gemv_q5_k_vnni, q5k_block_vnni, q5k_four_vnni)
+
+/* Prompts: a row's block against nc <= 4 activation columns, its nibbles and
+ * fifth bits unpacked once (the Q4_K tile's shape). */
+AVX512_INLINE void tile_q5_k_512(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
+                                 const int nc, float *o, int64_t os) {
+  const struct block_q5_k *w = (const struct block_q5_k *)wr;
+  const int64_t nb = n / QK_K;
+  __m256 acc[4], accm[4];
+  for (int c = 0; c < nc; c++) acc[c] = accm[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    PREFETCH_W(&w[b], sizeof w[b]);
+    __m512i nib[4];
+    for (int j = 0; j < 4; j++)
+      nib[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j)));
+    const __m512i qh5 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)w[b].qh));
+    const __m256i sm = q4k_scales16(w[b].scales);
+    for (int c = 0; c < nc; c++)
+      Q4K_MATH_ANY(1, qh5, Q6_MADD_ADD, nib, sm, w[b].d, w[b].dmin,
+                   (const struct act_q8k *)(a + c * as) + b, &acc[c], &accm[c]);
+  }
+  for (int c = 0; c < nc; c++) o[c * os] = hsum256(acc[c]) - hsum256(accm[c]);
+}
+
 /* Rows in four interleaved streams; BLOCK / FOUR: q6_block / q6_four or the
  * VNNI pair. A row's sum is the same whichever stream it is in. */
 #define DEFINE_GEMV_Q6_K(ATTR, name, BLOCK, FOUR)                                               \
@@ -467,6 +567,7 @@ DEFINE_GEMV_Q6_K(VNNI, gemv_q6_k_vnni, q6_block_vnni, q6_four_vnni)
 DEFINE_X86_GEMM(AVX512, gemm_f32_512, tile_f32_512)
 DEFINE_X86_GEMM(AVX512, gemm_f16_512, tile_f16_512)
 DEFINE_X86_GEMM(AVX512, gemm_q4_k_512, tile_q4_k_512)
+DEFINE_X86_GEMM(AVX512, gemm_q5_k_512, tile_q5_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
 
 /* Q6_K: the decode kernel for one column, the tile kernels otherwise. */
@@ -496,6 +597,19 @@ DEFINE_Q6_K_FAST(VNNI, gemm_q6_k_vnni_fast, gemv_q6_k_vnni)
 
 DEFINE_Q4_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512)
 DEFINE_Q4_K_FAST(VNNI, gemm_q4_k_vnni_fast, gemv_q4_k_vnni)
+
+#define DEFINE_Q5_K_FAST(ATTR, name, gemv)                                                     \
+  ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,             \
+                        int64_t out_stride) {                                                  \
+    if (ncols == 1)                                                                            \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                    \
+    else                                                                                       \
+      gemm_q5_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
+  }
+
+DEFINE_Q5_K_FAST(AVX512, gemm_q5_k_512_fast, gemv_q5_k_512)
+DEFINE_Q5_K_FAST(VNNI, gemm_q5_k_vnni_fast, gemv_q5_k_vnni)
 
 /* ---- VNNI: 32-element blocks -------------------------------------------- */
 
@@ -973,6 +1087,7 @@ void kernels_fill_avx512(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_F32] = gemm_f32_512;
   ops->gemm[GGML_TYPE_F16] = gemm_f16_512;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_512_fast;
+  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_512_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_512_fast;
   ops->dot_f16_f32 = avx512_dot_f16_f32;
   ops->scale_f16 = avx512_scale_f16;
@@ -992,5 +1107,6 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_fast;
+  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_fast;
 }
 #endif
