@@ -5,7 +5,7 @@
  * Specialised here: gemm F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
  * Q6_K, with four-stream decode (one column) kernels for Q4_0, Q8_0 and Q6_K;
  * quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
- * Scalar on this path (table entry = the scalar function): gemm Q5_K, get_row.
+ * Scalar on this path (table entry = the scalar function): get_row.
  *
  * Integer dots use maddubs (u8 x s8 -> pairs of i16) then madd (-> i32):
  *  - Q8_0 weights are signed: maddubs(|w|, sign(a, w)). No i16 saturation:
@@ -214,40 +214,63 @@ AVX2_INLINE void k4_unpack_scales(const uint8_t *s, uint8_t out[16]) {
   memcpy(out, u, 16);
 }
 
-AVX2_INLINE void tile_q4_k(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
-                           const int nc, float *o, int64_t os) {
-  const struct block_q4_k *w = (const struct block_q4_k *)wr;
-  const int64_t nb = n / QK_K;
-  const __m256i m4 = _mm256_set1_epi8(15);
-  __m256 acc[4], accm[4];
-  for (int c = 0; c < nc; c++) acc[c] = accm[c] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; b++) {
-    PREFETCH_W(&w[b], sizeof w[b]);
-    uint8_t sm[16];
-    k4_unpack_scales(w[b].scales, sm);
-    float d = h2f(w[b].d), dmin = h2f(w[b].dmin);
-    __m128i mins8 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));
-    __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mins8, mins8), _mm_unpacklo_epi16(mins8, mins8));
-    __m256i q[8];
-    for (int j = 0; j < 4; j++) {
-      __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
-      q[2 * j] = _mm256_and_si256(raw, m4);
-      q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-    }
-    for (int c = 0; c < nc; c++) {
-      const struct act_q8k *x = (const struct act_q8k *)(a + c * as) + b;
-      __m256i sumi = _mm256_setzero_si256();
-      for (int j = 0; j < 8; j++) {
-        __m256i p = _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)(x->q + 32 * j)));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(sm[j])));
-      }
-      __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), mins);
-      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * x->d), acc[c]);
-      accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_set1_ps(dmin * x->d), accm[c]);
-    }
+/* Q4_K, and Q5_K (FIVE; its qh bytes: element l of sub-block k takes bit k
+ * of qh[l] as bit 4), which ran on the scalar kernels until 2026-11-30.
+ * WB: the block type (block_q4_k or block_q5_k: d, dmin, scales, [qh,] qs). */
+#define DEFINE_TILE_QK45(name, WB, FIVE)                                                        \
+  AVX2_INLINE void name(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as, const int nc, \
+                        float *o, int64_t os) {                                                 \
+    const WB *w = (const WB *)wr;                                                               \
+    const int64_t nb = n / QK_K;                                                                \
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);                         \
+    __m256 acc[4], accm[4];                                                                     \
+    for (int c = 0; c < nc; c++) acc[c] = accm[c] = _mm256_setzero_ps();                        \
+    for (int64_t b = 0; b < nb; b++) {                                                          \
+      PREFETCH_W(&w[b], sizeof w[b]);                                                           \
+      uint8_t sm[16];                                                                           \
+      k4_unpack_scales(w[b].scales, sm);                                                        \
+      float d = h2f(w[b].d), dmin = h2f(w[b].dmin);                                             \
+      __m128i mins8 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sm + 8)));            \
+      __m256i mins =                                                                            \
+          _mm256_set_m128i(_mm_unpackhi_epi16(mins8, mins8), _mm_unpacklo_epi16(mins8, mins8));  \
+      __m256i q[8];                                                                             \
+      for (int j = 0; j < 4; j++) {                                                             \
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));                 \
+        q[2 * j] = _mm256_and_si256(raw, m4);                                                   \
+        q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);                         \
+      }                                                                                         \
+      if (FIVE) QK5_HIGH_BITS(w[b], q, one);                                                    \
+      QK45_COLUMNS                                                                              \
+    }                                                                                           \
+    for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(acc[c]) - hsum_ps(accm[c]);                \
   }
-  for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(acc[c]) - hsum_ps(accm[c]);
-}
+
+/* q[k] |= bit k of each qh byte, moved to bit 4 (a 16-bit shift of at most 7
+ * keeps each byte's bit 0 its own). Only expanded for block_q5_k. */
+#define QK5_HIGH_BITS(blk, q, one)                                                              \
+  do {                                                                                          \
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)((const struct block_q5_k *)&(blk))->qh); \
+    for (int k = 0; k < 8; k++)                                                                 \
+      (q)[k] = _mm256_or_si256(                                                                 \
+          (q)[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, k), (one)), 4));     \
+  } while (0)
+
+#define QK45_COLUMNS                                                                            \
+  for (int c = 0; c < nc; c++) {                                                                \
+    const struct act_q8k *x = (const struct act_q8k *)(a + c * as) + b;                         \
+    __m256i sumi = _mm256_setzero_si256();                                                      \
+    for (int j = 0; j < 8; j++) {                                                               \
+      __m256i p = _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)(x->q + 32 * j))); \
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(sm[j])));            \
+    }                                                                                           \
+    __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), mins);        \
+    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * x->d), acc[c]);       \
+    accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_set1_ps(dmin * x->d), accm[c]);    \
+  }
+
+DEFINE_TILE_QK45(tile_q4_k, struct block_q4_k, 0)
+DEFINE_TILE_QK45(tile_q5_k, struct block_q5_k, 1)
+
 
 /* Q6_K's sixteen 8-bit scales, widened to 16 bits, one pair per madd: a
  * vector whose low 128 bits hold scale 2k and whose high 128 bits hold scale
@@ -489,6 +512,7 @@ DEFINE_X86_GEMM(AVX2, gemm_q4_1, tile_q4_1)
 DEFINE_X86_GEMM(AVX2, gemm_q5_0, tile_q5_0)
 DEFINE_X86_GEMM(AVX2, gemm_q5_1, tile_q5_1)
 DEFINE_X86_GEMM(AVX2, gemm_q4_k, tile_q4_k)
+DEFINE_X86_GEMM(AVX2, gemm_q5_k, tile_q5_k)
 DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
 
 /* Q4_0, Q8_0, Q6_K: the four-stream decode kernel for one column (when the
@@ -642,6 +666,7 @@ void kernels_fill_avx2(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k;
+  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_fast;
   ops->quantize_q8 = avx2_quantize_q8;
   ops->quantize_q8k = avx2_quantize_q8k;
