@@ -2,9 +2,9 @@
  * attributes, chosen at run time by kernels.c).
  *
  * KERNEL_AVX512 (F/BW/VL) specialises: gemm F32, F16 (16-wide FMA, masked
- * tails), Q4_K and Q6_K (512-bit maddubs/madd: one 64-element chunk per
- * instruction; decode Q6_K, the usual output head, by gemv_q6_k_512 with two
- * interleaved row streams); the attention helpers dot_f16_f32, scale_f16, mad_f16 (16
+ * tails), Q4_K, Q5_K and Q6_K (512-bit maddubs/madd: one 64-element chunk per
+ * instruction; their decode by four-stream kernels, gemv_q{4,5,6}_k_512);
+ * the attention helpers dot_f16_f32, scale_f16, mad_f16 (16
  * wide, masked tails; scale/mad give the AVX2 path's bits). Everything else
  * is the AVX2 path's function (the table is a copy of the AVX2 one),
  * including the quantizers.
@@ -19,8 +19,9 @@
  * decode (ncols = 1) does two blocks per 512-bit vpdpbusd against an
  * activation row repacked once per call, and prefill (ncols > 1) transposes
  * 16-row weight panels once so one vpdpbusd serves 16 rows x 4 weights for a
- * broadcast activation column (see those sections). K-quants keep the AVX512
- * entries (their 6-bit sub-block scales need the i16 madd step anyway).
+ * broadcast activation column (see those sections). K-quants keep the
+ * AVX512 tiles (their 6-bit sub-block scales need the i16 madd step anyway);
+ * their decode kernels fuse that madd and its add into vpdpwssd.
  * BF16 on these paths: the AVX2 / scalar functions. */
 #include "engine/kernels_x86.h"
 
