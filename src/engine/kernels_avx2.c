@@ -500,6 +500,95 @@ AVX2_INLINE void q6_k_row_block(const struct block_q6_k *wb, const struct act_q8
     }                                                                                         \
   }
 
+/* Q4_K and Q5_K decode: the tile kernels, given one column, unpacked the
+ * scales through memory and broadcast each from a byte, and read 55-62% of
+ * the probe's loop (bench/kernel_bench.c, forced AVX2 on the team's Xeon).
+ * Here the twelve scale bytes are unpacked in one register, each sub-block's
+ * scale is one vpshufb of them, and four rows go together (DEFINE_GEMV4_KM).
+ * The arithmetic is the tile's for one column, in the same order: the same
+ * bits. FIVE: Q5_K's fifth bits (QK5_HIGH_BITS). */
+AVX2_INLINE __m256i qk45_scales16(const uint8_t *scales) {
+  uint32_t u2;
+  memcpy(&u2, scales + 8, 4);
+  const __m128i v = _mm_insert_epi32(_mm_loadl_epi64((const __m128i *)scales), (int)u2, 2);
+  const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));   /* u0 u2 u1 u2 */
+  const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));   /* u0 u0 u1 u1 */
+  const __m128i lo = _mm_and_si128(a, _mm_set1_epi8(0x3f));
+  const __m128i t = _mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4));
+  const __m128i hi = _mm_or_si128(
+      _mm_and_si128(t, _mm_set1_epi8(0x0f)),
+      _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(b, 6), _mm_set1_epi8(0x03)), 4));
+  /* 16-bit lanes: scales 0-7, mins 0-7 (k4_unpack_scales' order) */
+  return _mm256_cvtepu8_epi16(_mm_blend_epi32(lo, hi, 0xA));
+}
+
+#define DEFINE_QK45_ROW_BLOCK(name, WB, FIVE)                                                   \
+  AVX2_INLINE void name(const WB *wb, const struct act_q8k *x, __m256 *acc, __m256 *accm) {    \
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);                         \
+    const __m256i s16 = qk45_scales16(wb->scales);                                              \
+    const __m256i sc2 = _mm256_permute2x128_si256(s16, s16, 0x00);                              \
+    const __m256i mn2 = _mm256_permute2x128_si256(s16, s16, 0x11);                              \
+    __m256i q[8];                                                                               \
+    for (int j = 0; j < 4; j++) {                                                               \
+      const __m256i raw = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * j));               \
+      q[2 * j] = _mm256_and_si256(raw, m4);                                                     \
+      q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);                           \
+    }                                                                                           \
+    if (FIVE) QK5_HIGH_BITS(*wb, q, one);                                                       \
+    __m256i sumi = _mm256_setzero_si256();                                                      \
+    for (int k = 0; k < 8; k++) {                                                               \
+      const __m256i sv = _mm256_shuffle_epi8(                                                   \
+          sc2, _mm256_set1_epi16((short)((2 * k) | ((2 * k + 1) << 8))));                       \
+      const __m256i p =                                                                         \
+          _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(x->q + 32 * k)));     \
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv));                                  \
+    }                                                                                           \
+    const __m256i mins = _mm256_shuffle_epi8(                                                   \
+        mn2, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 8, 9, 8, 9, 10, 11, \
+                              10, 11, 12, 13, 12, 13, 14, 15, 14, 15));                          \
+    const __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), mins);  \
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(h2f(wb->d) * x->d), *acc);  \
+    *accm =                                                                                     \
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_set1_ps(h2f(wb->dmin) * x->d), *accm);   \
+  }
+
+DEFINE_QK45_ROW_BLOCK(q4_k_row_block, struct block_q4_k, 0)
+DEFINE_QK45_ROW_BLOCK(q5_k_row_block, struct block_q5_k, 1)
+
+/* Four row streams for a K-quant with mins (two accumulators per row, the
+ * row's value their sums' difference, as the tiles compute it). */
+#define DEFINE_GEMV4_KM(name, WBLOCK, BLOCK)                                                    \
+  AVX2 static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,  \
+                        const struct act_q8k *x, float *out) {                                \
+    const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                           \
+    const size_t qs = (size_t)q * w_stride;                                                   \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES); \
+    for (int64_t i = 0; i < q; i++) {                                                         \
+      const uint8_t *wa = w + (size_t)(r0 + i) * w_stride;                                    \
+      __m256 a[4], m[4];                                                                      \
+      for (int s = 0; s < 4; s++) a[s] = m[s] = _mm256_setzero_ps();                          \
+      for (int64_t k = 0; k < nb; k++) {                                                      \
+        for (int s = 0; s < 4; s++)                                                           \
+          PREFETCH_W(wa + s * qs + k * sizeof(WBLOCK), sizeof(WBLOCK));                       \
+        for (int s = 0; s < 4; s++)                                                           \
+          BLOCK((const WBLOCK *)(wa + s * qs) + k, x + k, &a[s], &m[s]);                      \
+      }                                                                                       \
+      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum_ps(a[s]) - hsum_ps(m[s]);        \
+    }                                                                                         \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                               \
+      const WBLOCK *wr = (const WBLOCK *)(w + (size_t)r * w_stride);                          \
+      __m256 a = _mm256_setzero_ps(), m = _mm256_setzero_ps();                                \
+      for (int64_t k = 0; k < nb; k++) {                                                      \
+        PREFETCH_W(wr + k, sizeof(WBLOCK));                                                   \
+        BLOCK(wr + k, x + k, &a, &m);                                                         \
+      }                                                                                       \
+      out[r] = hsum_ps(a) - hsum_ps(m);                                                       \
+    }                                                                                         \
+  }
+
+DEFINE_GEMV4_KM(gemv_q4_k_avx2, struct block_q4_k, q4_k_row_block)
+DEFINE_GEMV4_KM(gemv_q5_k_avx2, struct block_q5_k, q5_k_row_block)
+
 DEFINE_GEMV4_AVX2(gemv_q8_0_avx2, struct block_q8_0, struct act_q8, 32, q8_0_row_block)
 DEFINE_GEMV4_AVX2(gemv_q6_k_avx2, struct block_q6_k, struct act_q8k, QK_K, q6_k_row_block)
 
@@ -531,6 +620,8 @@ DEFINE_DECODE_DISPATCH(gemm_q4_0_fast, gemv_q4_0_avx2, n % 64 == 0 && n / 64 <= 
                        gemm_q4_0)
 DEFINE_DECODE_DISPATCH(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, gemm_q8_0)
 DEFINE_DECODE_DISPATCH(gemm_q6_k_fast, gemv_q6_k_avx2, n % QK_K == 0, gemm_q6_k)
+DEFINE_DECODE_DISPATCH(gemm_q4_k_fast, gemv_q4_k_avx2, n % QK_K == 0, gemm_q4_k)
+DEFINE_DECODE_DISPATCH(gemm_q5_k_fast, gemv_q5_k_avx2, n % QK_K == 0, gemm_q5_k)
 
 /* ---- activation quantizers (same bytes as the scalar ones) -------------- */
 
@@ -665,8 +756,8 @@ void kernels_fill_avx2(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1;
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1;
-  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k;
-  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k;
+  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_fast;
+  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_fast;
   ops->quantize_q8 = avx2_quantize_q8;
   ops->quantize_q8k = avx2_quantize_q8k;
