@@ -89,7 +89,9 @@ static void *make_act(const struct kernel_ops *ops, uint32_t type, int64_t n, in
 int main(int argc, char **argv) {
   double probe_bw[3] = {0, argc > 1 ? atof(argv[1]) * 1e9 : 0, argc > 2 ? atof(argv[2]) * 1e9 : 0};
   static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K,
-                                   GGML_TYPE_Q6_K, GGML_TYPE_F16, GGML_TYPE_Q5_0};
+                                   GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_F16,
+                                   GGML_TYPE_BF16, GGML_TYPE_Q5_0, GGML_TYPE_Q4_1,
+                                   GGML_TYPE_Q5_1};
   static const enum kernel_path paths[] = {KERNEL_AVX2, KERNEL_AVX512, KERNEL_AVX512_VNNI};
   const size_t big = (size_t)1 << 30;
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
