@@ -416,34 +416,37 @@ AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
 DEFINE_Q4K_BLOCKS(AVX512_INLINE, q4k_block, q4k_four, Q6_MADD_ADD)
 DEFINE_Q4K_BLOCKS(VNNI_INLINE, q4k_block_vnni, q4k_four_vnni, Q6_DPWSSD)
 
-#define DEFINE_GEMV_Q4_K(ATTR, name, BLOCK, FOUR)                                               \
+/* Rows in four streams for a K-quant with mins (WB: block_q4_k or
+ * block_q5_k): two accumulators per row, its value their sums' difference,
+ * as the tile kernels compute it. */
+#define DEFINE_GEMV_KM(ATTR, name, WB, BLOCK, FOUR)                                               \
   ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
                         const struct act_q8k *x, float *out) {                                  \
     const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                             \
     PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,       \
                           KERNEL_PREFETCH_BYTES);                                               \
     for (int64_t i = 0; i < q; i++) {                                                           \
-      const struct block_q4_k *w4[4];                                                           \
+      const WB *w4[4];                                                           \
       for (int s = 0; s < 4; s++)                                                               \
-        w4[s] = (const struct block_q4_k *)(w + (size_t)(r0 + s * q + i) * w_stride);           \
+        w4[s] = (const WB *)(w + (size_t)(r0 + s * q + i) * w_stride);           \
       __m256 acc[4], accm[4];                                                                   \
       for (int s = 0; s < 4; s++) acc[s] = accm[s] = _mm256_setzero_ps();                       \
       for (int64_t k = 0; k < nb; k++) {                                                        \
-        const struct block_q4_k *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};          \
+        const WB *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};          \
         FOUR(b4, &x[k], acc, accm);                                                             \
       }                                                                                         \
       for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum256(acc[s]) - hsum256(accm[s]);     \
     }                                                                                           \
     for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                 \
-      const struct block_q4_k *wr = (const struct block_q4_k *)(w + (size_t)r * w_stride);      \
+      const WB *wr = (const WB *)(w + (size_t)r * w_stride);      \
       __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();                             \
       for (int64_t k = 0; k < nb; k++) BLOCK(&wr[k], &x[k], &acc, &accm);                       \
       out[r] = hsum256(acc) - hsum256(accm);                                                    \
     }                                                                                           \
   }
 
-DEFINE_GEMV_Q4_K(AVX512, gemv_q4_k_512, q4k_block, q4k_four)
-DEFINE_GEMV_Q4_K(VNNI, gemv_q4_k_vnni, q4k_block_vnni, q4k_four_vnni)
+DEFINE_GEMV_KM(AVX512, gemv_q4_k_512, struct block_q4_k, q4k_block, q4k_four)
+DEFINE_GEMV_KM(VNNI, gemv_q4_k_vnni, struct block_q4_k, q4k_block_vnni, q4k_four_vnni)
 
 /* ---- Q5_K: Q4_K's kernels with the fifth bit ------------------------------
  * Q5_K ran on the scalar kernels on every x86 path (one Q5_K_M file is
@@ -482,34 +485,8 @@ DEFINE_GEMV_Q4_K(VNNI, gemv_q4_k_vnni, q4k_block_vnni, q4k_four_vnni)
 DEFINE_Q5K_BLOCKS(AVX512_INLINE, q5k_block, q5k_four, Q6_MADD_ADD)
 DEFINE_Q5K_BLOCKS(VNNI_INLINE, q5k_block_vnni, q5k_four_vnni, Q6_DPWSSD)
 
-#define DEFINE_GEMV_Q5_K(ATTR, name, BLOCK, FOUR)                                               \
-  ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
-                        const struct act_q8k *x, float *out) {                                  \
-    const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                             \
-    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,       \
-                          KERNEL_PREFETCH_BYTES);                                               \
-    for (int64_t i = 0; i < q; i++) {                                                           \
-      const struct block_q5_k *w4[4];                                                           \
-      for (int s = 0; s < 4; s++)                                                               \
-        w4[s] = (const struct block_q5_k *)(w + (size_t)(r0 + s * q + i) * w_stride);           \
-      __m256 acc[4], accm[4];                                                                   \
-      for (int s = 0; s < 4; s++) acc[s] = accm[s] = _mm256_setzero_ps();                       \
-      for (int64_t k = 0; k < nb; k++) {                                                        \
-        const struct block_q5_k *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};          \
-        FOUR(b4, &x[k], acc, accm);                                                             \
-      }                                                                                         \
-      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum256(acc[s]) - hsum256(accm[s]);     \
-    }                                                                                           \
-    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                 \
-      const struct block_q5_k *wr = (const struct block_q5_k *)(w + (size_t)r * w_stride);      \
-      __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();                             \
-      for (int64_t k = 0; k < nb; k++) BLOCK(&wr[k], &x[k], &acc, &accm);                       \
-      out[r] = hsum256(acc) - hsum256(accm);                                                    \
-    }                                                                                           \
-  }
-
-DEFINE_GEMV_Q5_K(AVX512, gemv_q5_k_512, q5k_block, q5k_four)
-DEFINE_GEMV_Q5_K(VNNI, gemv_q5_k_vnni, q5k_block_vnni, q5k_four_vnni)
+DEFINE_GEMV_KM(AVX512, gemv_q5_k_512, struct block_q5_k, q5k_block, q5k_four)
+DEFINE_GEMV_KM(VNNI, gemv_q5_k_vnni, struct block_q5_k, q5k_block_vnni, q5k_four_vnni)
 
 /* Prompts: a row's block against nc <= 4 activation columns, its nibbles and
  * fifth bits unpacked once (the Q4_K tile's shape). */
@@ -571,46 +548,24 @@ DEFINE_X86_GEMM(AVX512, gemm_q4_k_512, tile_q4_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q5_k_512, tile_q5_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
 
-/* Q6_K: the decode kernel for one column, the tile kernels otherwise. */
-#define DEFINE_Q6_K_FAST(ATTR, name, gemv)                                                     \
+/* K-quants: the decode kernel for one column, the tile kernels otherwise
+ * (n is a multiple of QK_K: the types require it). */
+#define DEFINE_K_FAST(ATTR, name, gemv, gemm)                                                  \
   ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
                         const void *a, size_t a_stride, int64_t ncols, float *out,             \
                         int64_t out_stride) {                                                  \
     if (ncols == 1)                                                                            \
       gemv(n, w, w_stride, r0, r1, a, out);                                                    \
     else                                                                                       \
-      gemm_q6_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
+      gemm(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                       \
   }
 
-DEFINE_Q6_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512)
-DEFINE_Q6_K_FAST(VNNI, gemm_q6_k_vnni_fast, gemv_q6_k_vnni)
-
-/* Q4_K: the same split (n a multiple of QK_K always: the type requires it). */
-#define DEFINE_Q4_K_FAST(ATTR, name, gemv)                                                     \
-  ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
-                        const void *a, size_t a_stride, int64_t ncols, float *out,             \
-                        int64_t out_stride) {                                                  \
-    if (ncols == 1)                                                                            \
-      gemv(n, w, w_stride, r0, r1, a, out);                                                    \
-    else                                                                                       \
-      gemm_q4_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
-  }
-
-DEFINE_Q4_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512)
-DEFINE_Q4_K_FAST(VNNI, gemm_q4_k_vnni_fast, gemv_q4_k_vnni)
-
-#define DEFINE_Q5_K_FAST(ATTR, name, gemv)                                                     \
-  ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
-                        const void *a, size_t a_stride, int64_t ncols, float *out,             \
-                        int64_t out_stride) {                                                  \
-    if (ncols == 1)                                                                            \
-      gemv(n, w, w_stride, r0, r1, a, out);                                                    \
-    else                                                                                       \
-      gemm_q5_k_512(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
-  }
-
-DEFINE_Q5_K_FAST(AVX512, gemm_q5_k_512_fast, gemv_q5_k_512)
-DEFINE_Q5_K_FAST(VNNI, gemm_q5_k_vnni_fast, gemv_q5_k_vnni)
+DEFINE_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512, gemm_q6_k_512)
+DEFINE_K_FAST(VNNI, gemm_q6_k_vnni_fast, gemv_q6_k_vnni, gemm_q6_k_512)
+DEFINE_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512, gemm_q4_k_512)
+DEFINE_K_FAST(VNNI, gemm_q4_k_vnni_fast, gemv_q4_k_vnni, gemm_q4_k_512)
+DEFINE_K_FAST(AVX512, gemm_q5_k_512_fast, gemv_q5_k_512, gemm_q5_k_512)
+DEFINE_K_FAST(VNNI, gemm_q5_k_vnni_fast, gemv_q5_k_vnni, gemm_q5_k_512)
 
 /* ---- VNNI: 32-element blocks -------------------------------------------- */
 
