@@ -6,6 +6,7 @@
  *   cc -O2 -Isrc bench/kernel_bench.c build-kernels/libtm_engine.a \
  *      build-kernels/libtm_gguf.a build-kernels/libtm_util.a -lpthread -lm -o /tmp/kernel_bench
  *   /tmp/kernel_bench 14.8 29.4     # probe read bandwidth at 1 and 2 threads, GB/s
+ *   /tmp/kernel_bench 14.8 29.4 Q5_0,Q4_1   # only these weight types
  * (read_bandwidth_by_threads from `tokmeter probe --json`).
  *
  * Decode: a 1 GiB weight matrix on transparent huge pages (copies of one random n x 3072 / n x 1024
@@ -86,6 +87,18 @@ static void *make_act(const struct kernel_ops *ops, uint32_t type, int64_t n, in
   return a;
 }
 
+/* Whether name is one of list's comma-separated entries. */
+static int type_listed(const char *list, const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t k = end ? (size_t)(end - p) : strlen(p);
+    if (k == len && strncmp(p, name, len) == 0) return 1;
+    p += k + (end != NULL);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   double probe_bw[3] = {0, argc > 1 ? atof(argv[1]) * 1e9 : 0, argc > 2 ? atof(argv[2]) * 1e9 : 0};
   static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K,
@@ -97,6 +110,7 @@ int main(int argc, char **argv) {
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
     uint32_t type = types[ti];
     const char *tname = ggml_type_get(type)->name;
+    if (argc > 3 && !type_listed(argv[3], tname)) continue;
     for (int shape = 0; shape < 2; shape++) {
       int64_t n = shape == 0 ? 1024 : 3072, blk_rows = shape == 0 ? 3072 : 1024;
       uint64_t rb = 0;

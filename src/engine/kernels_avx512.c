@@ -858,6 +858,125 @@ VNNI static void gemv_q8_0_vnni(int64_t n, const uint8_t *w, size_t w_stride, in
   }
 }
 
+/* ---- VNNI decode (ncols = 1), Q5_0, Q4_1, Q5_1: two blocks per vpdpbusd --
+ * The tile kernels spent about nine vector operations per block on these
+ * types (a 256-bit vpdpbusd each, the fifth bits by a masked move and an or,
+ * the offset term in scalar code) and decoded at 12-13 GB/s per core from
+ * cache or DRAM alike: compute-bound (bench/RESULTS.md). Here a pair of
+ * blocks is one 512-bit vpdpbusd against the Q8_0 activation layout
+ * (vnni_repack, q4 = 0: [a0 | a1]), the pair's weights unpacked as
+ * [b0 q0-15 | b0 q16-31 | b1 q0-15 | b1 q16-31], i.e. each block's 16 nibble
+ * bytes in two 128-bit lanes, the second shifted right by 4. In that order
+ * the fifth bits of a Q5 pair are exactly the 64-bit mask qh0 | qh1 << 32
+ * (element j's bit is bit j of its block's u32), added as 16 under the mask.
+ * Per lane (a block spans 8 lanes):
+ *   Q5_0:        acc += dw (da I + ns),  ns = -16 s / 8
+ *   Q4_1, Q5_1:  acc += dw da I + mw ns, ns = s / 8   (x = d q + m)
+ * with I = vpdpbusd(u8 weights, s8 activations), s = d_a sum(q_a), so a
+ * block adds the scalar kernel's terms (summation order differs). An odd
+ * last block is a pair with a zero second block (its activations are zero
+ * in the repack, so nothing of it counts). BB, QS, QH: the block's bytes and
+ * the offsets of its qs and qh (QH < 0: no fifth bits); HAS_M: an fp16 m
+ * follows d. */
+#define DEFINE_GEMV_LEGACY(name, BB, QS, QH, HAS_M, OFF)                                          \
+  VNNI_INLINE void name##_pair(const uint8_t *base, const struct vnni_pair *pp, int two,          \
+                               __m512 *acc) {                                                     \
+    const __m512i m4 = _mm512_set1_epi8(15);                                                      \
+    const __m512i shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);                              \
+    const __m128i q0 = _mm_loadu_si128((const __m128i *)(base + (QS)));                           \
+    const __m256i qq = two ? _mm256_loadu2_m128i((const __m128i *)(base + (BB) + (QS)),            \
+                                                (const __m128i *)(base + (QS)))                     \
+                          : _mm256_zextsi128_si256(q0);                                          \
+    const __m512i t2 = _mm512_castsi256_si512(qq);                                                \
+    __m512i wq = _mm512_and_si512(_mm512_srlv_epi64(_mm512_shuffle_i64x2(t2, t2, 0x50), shift), m4); \
+    if ((QH) >= 0) {                                                                              \
+      uint32_t h0, h1 = 0;                                                                        \
+      memcpy(&h0, base + (QH), 4);                                                                \
+      if (two) memcpy(&h1, base + (BB) + (QH), 4);                                                \
+      wq = _mm512_mask_add_epi8(wq, (__mmask64)(h0 | (uint64_t)h1 << 32), wq,                     \
+                                _mm512_set1_epi8(16));                                            \
+    }                                                                                             \
+    const __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, pp->q);                    \
+    if (HAS_M) {                                                                                  \
+      const __m512i di = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);       \
+      uint32_t dm0, dm1 = 0;                                                                      \
+      memcpy(&dm0, base, 4);                                                                      \
+      if (two) memcpy(&dm1, base + (BB), 4);                                                      \
+      const __m512 dm = _mm512_castps128_ps512(                                                   \
+          _mm_cvtph_ps(_mm_cvtsi64_si128((long long)(dm0 | (uint64_t)dm1 << 32))));               \
+      const __m512 dw = _mm512_permutexvar_ps(di, dm);                                           \
+      const __m512 mw = _mm512_permutexvar_ps(_mm512_add_epi32(di, _mm512_set1_epi32(1)), dm);   \
+      *acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(I), pp->da), dw, *acc);            \
+      *acc = _mm512_fmadd_ps(pp->ns, mw, *acc);                                                   \
+    } else {                                                                                      \
+      const __m512i di = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);       \
+      uint16_t d0, d1 = 0;                                                                        \
+      memcpy(&d0, base, 2);                                                                       \
+      if (two) memcpy(&d1, base + (BB), 2);                                                       \
+      const __m512 dw = _mm512_permutexvar_ps(                                                    \
+          di, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16))))); \
+      const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), pp->da, pp->ns);                   \
+      *acc = _mm512_fmadd_ps(t, dw, *acc);                                                        \
+    }                                                                                             \
+  }                                                                                               \
+  /* Four interleaved row streams, as gemv_q8_0_vnni's. */                                        \
+  VNNI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,     \
+                        const struct act_q8 *x, float *out) {                                     \
+    const int64_t nb = n / 32, np = nb / 2;                                                       \
+    alignas(64) struct vnni_pair pa[VNNI_DECODE_MAX_PAIRS];                                       \
+    vnni_repack(x, nb, 0, (OFF), pa);                                                             \
+    const int64_t q = (r1 - r0) / 4;                                                              \
+    const size_t qs = (size_t)q * w_stride;                                                       \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES);   \
+    for (int64_t i = 0; i < q; i++) {                                                             \
+      const uint8_t *w0 = w + (size_t)(r0 + i) * w_stride;                                        \
+      __m512 a[4][2];                                                                             \
+      for (int s = 0; s < 4; s++) a[s][0] = a[s][1] = _mm512_setzero_ps();                        \
+      int64_t p = 0;                                                                              \
+      for (; p < np; p++)                                                                         \
+        for (int s = 0; s < 4; s++) {                                                             \
+          PREFETCH_W(w0 + s * qs + 2 * (BB) * p, 1);                                              \
+          name##_pair(w0 + s * qs + 2 * (BB) * p, &pa[p], 1, &a[s][p & 1]);                       \
+        }                                                                                         \
+      if (nb & 1)                                                                                 \
+        for (int s = 0; s < 4; s++) name##_pair(w0 + s * qs + 2 * (BB) * p, &pa[p], 0, &a[s][0]); \
+      for (int s = 0; s < 4; s++)                                                                 \
+        out[r0 + s * q + i] = _mm512_reduce_add_ps(_mm512_add_ps(a[s][0], a[s][1]));              \
+    }                                                                                             \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                   \
+      const uint8_t *wr = w + (size_t)r * w_stride;                                               \
+      __m512 a[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};                                   \
+      int64_t p = 0;                                                                              \
+      for (; p < np; p++) {                                                                       \
+        PREFETCH_W(wr + 2 * (BB) * p, 1);                                                         \
+        name##_pair(wr + 2 * (BB) * p, &pa[p], 1, &a[p & 1]);                                     \
+      }                                                                                           \
+      if (nb & 1) name##_pair(wr + 2 * (BB) * p, &pa[p], 0, &a[0]);                               \
+      out[r] = _mm512_reduce_add_ps(_mm512_add_ps(a[0], a[1]));                                   \
+    }                                                                                             \
+  }
+
+DEFINE_GEMV_LEGACY(gemv_q5_0_vnni, 22, 6, 2, 0, -16.0f)
+DEFINE_GEMV_LEGACY(gemv_q4_1_vnni, 20, 4, -1, 1, 1.0f)
+DEFINE_GEMV_LEGACY(gemv_q5_1_vnni, 24, 8, 4, 1, 1.0f)
+
+/* Decode through the pair kernels above; everything else (prefill, rows
+ * wider than the repack buffer) through the tiles. */
+#define DEFINE_LEGACY_FAST(name, gemv, tiles)                                                     \
+  VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,        \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,                \
+                        int64_t out_stride) {                                                     \
+    if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {                                \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                       \
+      return;                                                                                     \
+    }                                                                                             \
+    tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                           \
+  }
+
+DEFINE_LEGACY_FAST(gemm_q5_0_vnni_fast, gemv_q5_0_vnni, gemm_q5_0_vnni)
+DEFINE_LEGACY_FAST(gemm_q4_1_vnni_fast, gemv_q4_1_vnni, gemm_q4_1_vnni)
+DEFINE_LEGACY_FAST(gemm_q5_1_vnni_fast, gemv_q5_1_vnni, gemm_q5_1_vnni)
+
 /* ---- VNNI prefill (ncols >= 2), Q4_0 and Q8_0: 16-row panels ------------- */
 
 /* A panel is 16 weight rows of up to PANEL_KSEG blocks, transposed once into
@@ -1057,9 +1176,9 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->path = KERNEL_AVX512_VNNI;
   ops->name = "avx512_vnni";
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_vnni_fast;
-  ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1_vnni;
-  ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_vnni;
-  ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni;
+  ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1_vnni_fast;
+  ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_vnni_fast;
+  ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni_fast;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_fast;
