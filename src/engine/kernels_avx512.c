@@ -14,12 +14,13 @@
  * VL form, one block per instruction). Q4_0/Q5_0 weights go in unsigned
  * (0..15 / 0..31) and the -8 / -16 offset is applied per block in float as
  * -8 d_w s_a, s_a = d_a sum(q_a) (the act_q8 s field). Q8_0 weights are
- * signed, so the dot is dpbusd(|w|, sign(a, w)). Q4_0 and Q8_0 have two
- * faster kernels in front of those (gemm_q4_0_vnni_fast, gemm_q8_0_vnni_fast):
+ * signed, so the dot is dpbusd(|w|, sign(a, w)). Every one of these types
+ * has two faster kernels in front of its tiles (gemm_<type>_vnni_fast):
  * decode (ncols = 1) does two blocks per 512-bit vpdpbusd against an
  * activation row repacked once per call, and prefill (ncols > 1) transposes
  * 16-row weight panels once so one vpdpbusd serves 16 rows x 4 weights for a
- * broadcast activation column (see those sections). K-quants keep the
+ * broadcast activation column (see those sections); the tiles remain for
+ * rows wider than the decode buffer or strides beyond the gathers' reach. K-quants keep the
  * AVX512 tiles (their 6-bit sub-block scales need the i16 madd step anyway);
  * their decode kernels fuse that madd and its add into vpdpwssd.
  * BF16 on these paths: the AVX2 / scalar functions. */
@@ -960,24 +961,7 @@ DEFINE_GEMV_LEGACY(gemv_q5_0_vnni, 22, 6, 2, 0, -16.0f)
 DEFINE_GEMV_LEGACY(gemv_q4_1_vnni, 20, 4, -1, 1, 1.0f)
 DEFINE_GEMV_LEGACY(gemv_q5_1_vnni, 24, 8, 4, 1, 1.0f)
 
-/* Decode through the pair kernels above; everything else (prefill, rows
- * wider than the repack buffer) through the tiles. */
-#define DEFINE_LEGACY_FAST(name, gemv, tiles)                                                     \
-  VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,        \
-                        const void *a, size_t a_stride, int64_t ncols, float *out,                \
-                        int64_t out_stride) {                                                     \
-    if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {                                \
-      gemv(n, w, w_stride, r0, r1, a, out);                                                       \
-      return;                                                                                     \
-    }                                                                                             \
-    tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                           \
-  }
-
-DEFINE_LEGACY_FAST(gemm_q5_0_vnni_fast, gemv_q5_0_vnni, gemm_q5_0_vnni)
-DEFINE_LEGACY_FAST(gemm_q4_1_vnni_fast, gemv_q4_1_vnni, gemm_q4_1_vnni)
-DEFINE_LEGACY_FAST(gemm_q5_1_vnni_fast, gemv_q5_1_vnni, gemm_q5_1_vnni)
-
-/* ---- VNNI prefill (ncols >= 2), Q4_0 and Q8_0: 16-row panels ------------- */
+/* ---- VNNI prefill (ncols >= 2), the 32-element types: 16-row panels ------ */
 
 /* A panel is 16 weight rows of up to PANEL_KSEG blocks, transposed once into
  * 8 vectors per block whose i32 lane i holds 4 consecutive weights of row i
@@ -985,35 +969,64 @@ DEFINE_LEGACY_FAST(gemm_q5_1_vnni_fast, gemv_q5_1_vnni, gemm_q5_1_vnni)
  * activation bytes are then broadcast 4 at a time, so one vpdpbusd does 16
  * rows x 4 weights and a block costs 8 of them for 16 rows (no per row x
  * column scalar work); the panel is reused for every column. Per column and
- * block: acc += cvt(I) * (dw da) + dw (off s), lanes = rows. Partial sums of
- * a long row live in out between K segments. */
+ * block: acc += cvt(I) * (dw da) + o s, lanes = rows, o = dw off (Q4_0, Q5_0,
+ * Q8_0) or the block's m (Q4_1, Q5_1). Partial sums of a long row live in out
+ * between K segments. */
 #define PANEL_KSEG 32
 
+/* The block types a panel takes: bytes per block, where qs and qh (Q5's
+ * fifth bits; -1: none) start, whether an fp16 m follows d, and the offset
+ * of the unsigned weights (x = d (u + off), or x = d u + m). */
+enum panel_kind { PANEL_Q4_0, PANEL_Q8_0, PANEL_Q5_0, PANEL_Q4_1, PANEL_Q5_1 };
+#define PANEL_BB(k) ((k) == PANEL_Q4_0 ? 18 : (k) == PANEL_Q8_0 ? 34 : (k) == PANEL_Q5_0 ? 22 : (k) == PANEL_Q4_1 ? 20 : 24)
+#define PANEL_QS(k) ((k) == PANEL_Q4_0 || (k) == PANEL_Q8_0 ? 2 : (k) == PANEL_Q5_0 ? 6 : (k) == PANEL_Q4_1 ? 4 : 8)
+#define PANEL_QH(k) ((k) == PANEL_Q5_0 ? 2 : (k) == PANEL_Q5_1 ? 4 : -1)
+#define PANEL_HAS_M(k) ((k) == PANEL_Q4_1 || (k) == PANEL_Q5_1)
+#define PANEL_OFF(k) ((k) == PANEL_Q4_0 ? -8.0f : (k) == PANEL_Q8_0 ? -128.0f : (k) == PANEL_Q5_0 ? -16.0f : 0.0f)
+
+/* pw[j][k]: lane i = row i's weights 4k..4k+3 (k < 4: low nibbles, elements
+ * 4k..; k >= 4: high nibbles, elements 16 + 4 (k - 4)..), unsigned; pd[j]:
+ * the rows' d; po[j]: what multiplies the activation block's s (off d, or m).
+ * A Q5 fifth-bit nibble (4 bits of qh) becomes bit 4 of four bytes by one
+ * 16-entry vpermd lookup. */
 VNNI_INLINE void panel_build(const uint8_t *pbase, __m512i ridx, __mmask16 m, int64_t b0,
-                             int kb, int q4, __m512i (*pw)[8], __m512 *pd) {
+                             int kb, const enum panel_kind kind, __m512i (*pw)[8], __m512 *pd,
+                             __m512 *po) {
   const __m512i m4 = _mm512_set1_epi8(15), sgn = _mm512_set1_epi8((char)0x80);
-  const size_t bb = q4 ? 18 : 34;
+  const __m512i spread = _mm512_setr_epi32(
+      0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000,
+      0x00101010, 0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010,
+      0x10101000, 0x10101010);
+  const size_t bb = PANEL_BB(kind), qs = PANEL_QS(kind);
   for (int j = 0; j < kb; j++) {
     const uint8_t *bp = pbase + (size_t)(b0 + j) * bb;
     __m512i dv = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp, 1);
     pd[j] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dv));
-    if (q4) {
-      for (int k = 0; k < 4; k++) {
-        __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp + 2 + 4 * k, 1);
-        pw[j][k] = _mm512_and_si512(raw, m4);
-        pw[j][k + 4] = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
-      }
-    } else {
+    po[j] = PANEL_HAS_M(kind) ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dv, 16)))
+                              : _mm512_mul_ps(pd[j], _mm512_set1_ps(PANEL_OFF(kind)));
+    if (kind == PANEL_Q8_0) {
       for (int k = 0; k < 8; k++)
         pw[j][k] = _mm512_xor_si512(
-            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp + 2 + 4 * k, 1), sgn);
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp + qs + 4 * k, 1), sgn);
+      continue;
+    }
+    for (int k = 0; k < 4; k++) {
+      __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp + qs + 4 * k, 1);
+      pw[j][k] = _mm512_and_si512(raw, m4);
+      pw[j][k + 4] = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
+    }
+    if (PANEL_QH(kind) >= 0) {
+      __m512i h = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, ridx, bp + PANEL_QH(kind), 1);
+      for (int k = 0; k < 8; k++)
+        pw[j][k] = _mm512_or_si512(
+            pw[j][k], _mm512_permutexvar_epi32(_mm512_srli_epi32(h, 4 * k), spread));
     }
   }
 }
 
-VNNI_INLINE void panel_cols(__m512i (*pw)[8], const __m512 *pd, int kb, const uint8_t *a,
-                            size_t as, int64_t b0, const int nc, float *o, int64_t os,
-                            __mmask16 m, int first, float off) {
+VNNI_INLINE void panel_cols(__m512i (*pw)[8], const __m512 *pd, const __m512 *po, int kb,
+                            const uint8_t *a, size_t as, int64_t b0, const int nc, float *o,
+                            int64_t os, __mmask16 m, int first) {
   __m512 acc[4];
   for (int c = 0; c < nc; c++)
     acc[c] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, o + c * os);
@@ -1035,19 +1048,18 @@ VNNI_INLINE void panel_cols(__m512i (*pw)[8], const __m512 *pd, int kb, const ui
     __m512 d = pd[j];
     for (int c = 0; c < nc; c++) {
       acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[c]), _mm512_mul_ps(d, _mm512_set1_ps(x[c]->d)), acc[c]);
-      acc[c] = _mm512_fmadd_ps(d, _mm512_set1_ps(off * x[c]->s), acc[c]);
+      acc[c] = _mm512_fmadd_ps(po[j], _mm512_set1_ps(x[c]->s), acc[c]);
     }
   }
   for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
 }
 
-VNNI static void panel_gemm(int q4, int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
-                            int64_t r1, const uint8_t *a, size_t as, int64_t ncols, float *out,
-                            int64_t os) {
+VNNI_INLINE void panel_gemm(const enum panel_kind kind, int64_t n, const uint8_t *w,
+                            size_t w_stride, int64_t r0, int64_t r1, const uint8_t *a, size_t as,
+                            int64_t ncols, float *out, int64_t os) {
   const int64_t nb = n / 32;
-  const float off = q4 ? -8.0f : -128.0f;
   alignas(64) __m512i pw[PANEL_KSEG][8];
-  alignas(64) __m512 pd[PANEL_KSEG];
+  alignas(64) __m512 pd[PANEL_KSEG], po[PANEL_KSEG];
   const __m512i ridx = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)w_stride));
@@ -1057,24 +1069,36 @@ VNNI static void panel_gemm(int q4, int64_t n, const uint8_t *w, size_t w_stride
     const uint8_t *pbase = w + (size_t)p * w_stride;
     for (int64_t s = 0; s < nb; s += PANEL_KSEG) {
       int kb = (int)(nb - s < PANEL_KSEG ? nb - s : PANEL_KSEG);
-      panel_build(pbase, ridx, m, s, kb, q4, pw, pd);
+      panel_build(pbase, ridx, m, s, kb, kind, pw, pd, po);
       int64_t c = 0;
       for (; c + 4 <= ncols; c += 4)
-        panel_cols(pw, pd, kb, a + c * as, as, s, 4, out + c * os + p, os, m, s == 0, off);
+        panel_cols(pw, pd, po, kb, a + c * as, as, s, 4, out + c * os + p, os, m, s == 0);
       switch (ncols - c) {
-      case 1: panel_cols(pw, pd, kb, a + c * as, as, s, 1, out + c * os + p, os, m, s == 0, off); break;
-      case 2: panel_cols(pw, pd, kb, a + c * as, as, s, 2, out + c * os + p, os, m, s == 0, off); break;
-      case 3: panel_cols(pw, pd, kb, a + c * as, as, s, 3, out + c * os + p, os, m, s == 0, off); break;
+      case 1: panel_cols(pw, pd, po, kb, a + c * as, as, s, 1, out + c * os + p, os, m, s == 0); break;
+      case 2: panel_cols(pw, pd, po, kb, a + c * as, as, s, 2, out + c * os + p, os, m, s == 0); break;
+      case 3: panel_cols(pw, pd, po, kb, a + c * as, as, s, 3, out + c * os + p, os, m, s == 0); break;
       default: break;
       }
     }
   }
 }
 
+/* One function per block type, the kind a constant inside it. */
+#define DEFINE_PANEL_GEMM(name, kind)                                                              \
+  VNNI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,      \
+                        const uint8_t *a, size_t as, int64_t ncols, float *out, int64_t os) {      \
+    panel_gemm(kind, n, w, w_stride, r0, r1, a, as, ncols, out, os);                               \
+  }
+DEFINE_PANEL_GEMM(panel_gemm_q4_0, PANEL_Q4_0)
+DEFINE_PANEL_GEMM(panel_gemm_q8_0, PANEL_Q8_0)
+DEFINE_PANEL_GEMM(panel_gemm_q5_0, PANEL_Q5_0)
+DEFINE_PANEL_GEMM(panel_gemm_q4_1, PANEL_Q4_1)
+DEFINE_PANEL_GEMM(panel_gemm_q5_1, PANEL_Q5_1)
+
 /* The table entries: decode and prefill kernels above where they apply, the
  * per-block tile kernels otherwise (rows wider than the decode buffer, or a
  * w_stride too large for 32-bit gather offsets). */
-#define DEFINE_VNNI_FAST(name, gemv, q4, tiles)                                                \
+#define DEFINE_VNNI_FAST(name, gemv, panels, tiles)                                            \
   VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
                         const void *a, size_t a_stride, int64_t ncols, float *out,             \
                         int64_t out_stride) {                                                  \
@@ -1083,14 +1107,17 @@ VNNI static void panel_gemm(int q4, int64_t n, const uint8_t *w, size_t w_stride
       return;                                                                                  \
     }                                                                                          \
     if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 16)) {                                   \
-      panel_gemm(q4, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);             \
+      panels(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                     \
       return;                                                                                  \
     }                                                                                          \
     tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                        \
   }
 
-DEFINE_VNNI_FAST(gemm_q4_0_vnni_fast, gemv_q4_0_vnni, 1, gemm_q4_0_vnni)
-DEFINE_VNNI_FAST(gemm_q8_0_vnni_fast, gemv_q8_0_vnni, 0, gemm_q8_0_vnni)
+DEFINE_VNNI_FAST(gemm_q4_0_vnni_fast, gemv_q4_0_vnni, panel_gemm_q4_0, gemm_q4_0_vnni)
+DEFINE_VNNI_FAST(gemm_q8_0_vnni_fast, gemv_q8_0_vnni, panel_gemm_q8_0, gemm_q8_0_vnni)
+DEFINE_VNNI_FAST(gemm_q5_0_vnni_fast, gemv_q5_0_vnni, panel_gemm_q5_0, gemm_q5_0_vnni)
+DEFINE_VNNI_FAST(gemm_q4_1_vnni_fast, gemv_q4_1_vnni, panel_gemm_q4_1, gemm_q4_1_vnni)
+DEFINE_VNNI_FAST(gemm_q5_1_vnni_fast, gemv_q5_1_vnni, panel_gemm_q5_1, gemm_q5_1_vnni)
 
 /* ---- activation quantizers (the scalar ones' bytes, see kernels_scalar.c) --
  * A decode step quantizes every matrix input on the caller while the other

@@ -223,7 +223,7 @@ static void test_paths_vs_scalar(void) {
   static const struct {
     int64_t ncols;
     int mult;
-  } shapes[] = {{1, 7}, {3, 3}, {5, 7}, {8, 3}, {13, 7}, {1, 8}, {1, 16}, {1, 40}, {2, 8}};
+  } shapes[] = {{1, 7}, {3, 3}, {5, 7}, {8, 3}, {13, 7}, {1, 8}, {1, 16}, {1, 40}, {2, 8}, {3, 40}};
   int paths_run = 0;
   for (size_t p = 1; p < N_PATHS; p++) {
     const struct kernel_ops *ops = kernels_get(paths[p]);
