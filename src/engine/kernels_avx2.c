@@ -3,7 +3,8 @@
  * build and only runs when kernels.c's dispatch says the CPU can.
  *
  * Specialised here: gemm F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
- * Q6_K, with four-stream decode (one column) kernels for Q4_0, Q8_0 and Q6_K;
+ * Q5_K, Q6_K, with four-stream decode (one column) kernels for every quantized
+ * type but the one-column-wide odd shapes (rows of an odd number of blocks);
  * quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
  * Scalar on this path (table entry = the scalar function): get_row.
  *
@@ -373,8 +374,9 @@ AVX2_INLINE __m256 q4_0_lane_pair(const uint8_t *blk, const struct q4_pair_act *
 
 #define Q4_PAIRS_MAX 256 /* n <= 16384 */
 
-/* x (nb blocks, nb even) -> nb / 2 pairs. */
-AVX2_INLINE void q4_pair_repack(const struct act_q8 *x, int64_t nb, struct q4_pair_act *pa) {
+/* x (nb blocks, nb even) -> nb / 2 pairs; ns = off s / 4 (Q4_0: off = -8). */
+AVX2_INLINE void q4_pair_repack(const struct act_q8 *x, int64_t nb, float off,
+                                struct q4_pair_act *pa) {
   for (int64_t k = 0; k + 1 < nb; k += 2) {
     const __m256i q0 = _mm256_loadu_si256((const __m256i *)x[k].q);
     const __m256i q1 = _mm256_loadu_si256((const __m256i *)x[k + 1].q);
@@ -382,7 +384,8 @@ AVX2_INLINE void q4_pair_repack(const struct act_q8 *x, int64_t nb, struct q4_pa
     p->lo = _mm256_permute2x128_si256(q0, q1, 0x20);
     p->hi = _mm256_permute2x128_si256(q0, q1, 0x31);
     p->da = _mm256_set_m128(_mm_set1_ps(x[k + 1].d), _mm_set1_ps(x[k].d));
-    p->ns = _mm256_set_m128(_mm_set1_ps(-2.0f * x[k + 1].s), _mm_set1_ps(-2.0f * x[k].s));
+    const float o4 = off * 0.25f;
+    p->ns = _mm256_set_m128(_mm_set1_ps(o4 * x[k + 1].s), _mm_set1_ps(o4 * x[k].s));
   }
 }
 
@@ -391,7 +394,7 @@ AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, in
   const int64_t nb = n / 32, np = nb / 2, q = (r1 - r0) / 4;
   const size_t qs = (size_t)q * w_stride;
   struct q4_pair_act pa[Q4_PAIRS_MAX];
-  q4_pair_repack(x, nb, pa);
+  q4_pair_repack(x, nb, -8.0f, pa);
   PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES);
   for (int64_t i = 0; i < q; i++) {
     const uint8_t *wa = w + (size_t)(r0 + i) * w_stride;
@@ -425,6 +428,98 @@ AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, in
     out[r] = hsum_ps(a);
   }
 }
+
+/* ---- decode (ncols = 1) Q5_0, Q4_1, Q5_1: four row streams ---------------
+ * Q4_0's shape for the other 32-element types (they were the tiles, at
+ * 0.45-0.60 of the probe from DRAM: bench/RESULTS.md). A pair's nibbles go
+ * as Q4_0's (lo = [b0 q0-15 | b1 q0-15], hi = [b0 q16-31 | b1 q16-31]); a Q5
+ * pair's fifth bits, the 64-bit qh0 | qh1 << 32 broadcast, become 0x10 in
+ * each byte by a byte shuffle (lo takes bytes 0, 1 of each qh, hi bytes 2,
+ * 3), an and with the byte's bit and a compare. i16 sums stay below
+ * 2 x 2 x 31 x 127 = 15748: no saturation. Per lane (4 lanes a block):
+ *   Q5_0:        acc += dw (da I + ns),  ns = -16 s / 4
+ *   Q4_1, Q5_1:  acc += dw da I + mw ns, ns = s / 4   (x = d q + m)
+ * BB, QS, QH, HAS_M, OFF as kernels_avx512.c's DEFINE_GEMV_LEGACY. */
+AVX2_INLINE __m256i fifth_bits_0x10(__m256i bcast, __m256i byte_idx) {
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+  const __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(bcast, byte_idx), bit);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(b, bit), _mm256_set1_epi8(0x10));
+}
+
+#define DEFINE_GEMV_LEGACY_AVX2(name, BB, QS, QH, HAS_M, OFF)                                     \
+  AVX2_INLINE __m256 name##_pair(const uint8_t *blk, const struct q4_pair_act *p, __m256 *acc) {  \
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);                         \
+    const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blk + (BB) + (QS))),     \
+                                       _mm_loadu_si128((const __m128i *)(blk + (QS))));            \
+    __m256i lo = _mm256_and_si256(v, m4);                                                         \
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                                   \
+    if ((QH) >= 0) {                                                                              \
+      uint32_t h0, h1;                                                                            \
+      memcpy(&h0, blk + (QH), 4);                                                                 \
+      memcpy(&h1, blk + (BB) + (QH), 4);                                                          \
+      const __m256i hb = _mm256_set1_epi64x((long long)(h0 | (uint64_t)h1 << 32));              \
+      const __m256i idx_lo = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,    \
+                                              4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);   \
+      const __m256i idx_hi = _mm256_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,    \
+                                              6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);   \
+      lo = _mm256_or_si256(lo, fifth_bits_0x10(hb, idx_lo));                                      \
+      hi = _mm256_or_si256(hi, fifth_bits_0x10(hb, idx_hi));                                      \
+    }                                                                                             \
+    const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, p->lo),                         \
+                                         _mm256_maddubs_epi16(hi, p->hi));                        \
+    const __m256 fI = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));                           \
+    if (HAS_M) {                                                                                  \
+      uint32_t dm0, dm1;                                                                          \
+      memcpy(&dm0, blk, 4);                                                                       \
+      memcpy(&dm1, blk + (BB), 4);                                                                \
+      const __m128i dm = _mm_cvtsi64_si128((long long)(dm0 | (uint64_t)dm1 << 32));               \
+      const __m256 dw = _mm256_cvtph_ps(_mm_shuffle_epi8(                                          \
+          dm, _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5)));                    \
+      const __m256 mw = _mm256_cvtph_ps(_mm_shuffle_epi8(                                          \
+          dm, _mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 6, 7, 6, 7, 6, 7, 6, 7)));                    \
+      *acc = _mm256_fmadd_ps(_mm256_mul_ps(fI, p->da), dw, *acc);                                 \
+      return _mm256_fmadd_ps(p->ns, mw, *acc);                                                    \
+    }                                                                                             \
+    uint16_t d0, d1;                                                                              \
+    memcpy(&d0, blk, 2);                                                                          \
+    memcpy(&d1, blk + (BB), 2);                                                                   \
+    const __m128i dd = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)),        \
+                                        _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3)); \
+    return _mm256_fmadd_ps(_mm256_fmadd_ps(fI, p->da, p->ns), _mm256_cvtph_ps(dd), *acc);          \
+  }                                                                                               \
+  AVX2 static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,     \
+                        const struct act_q8 *x, float *out) {                                     \
+    const int64_t nb = n / 32, np = nb / 2, q = (r1 - r0) / 4;                                    \
+    const size_t qs = (size_t)q * w_stride;                                                       \
+    struct q4_pair_act pa[Q4_PAIRS_MAX];                                                          \
+    q4_pair_repack(x, nb, (OFF), pa);                                                             \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES);   \
+    for (int64_t i = 0; i < q; i++) {                                                             \
+      const uint8_t *wa = w + (size_t)(r0 + i) * w_stride;                                        \
+      __m256 acc[4];                                                                              \
+      for (int s = 0; s < 4; s++) acc[s] = _mm256_setzero_ps();                                   \
+      for (int64_t k = 0; k < np; k++)                                                            \
+        for (int s = 0; s < 4; s++) {                                                             \
+          const uint8_t *ba = wa + s * qs + 2 * (BB) * k;                                         \
+          _mm_prefetch((const char *)ba + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);                 \
+          acc[s] = name##_pair(ba, &pa[k], &acc[s]);                                              \
+        }                                                                                         \
+      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum_ps(acc[s]);                          \
+    }                                                                                             \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                   \
+      const uint8_t *wr = w + (size_t)r * w_stride;                                               \
+      __m256 a = _mm256_setzero_ps();                                                             \
+      for (int64_t k = 0; k < np; k++) {                                                          \
+        _mm_prefetch((const char *)wr + 2 * (BB) * k + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);    \
+        a = name##_pair(wr + 2 * (BB) * k, &pa[k], &a);                                           \
+      }                                                                                           \
+      out[r] = hsum_ps(a);                                                                        \
+    }                                                                                             \
+  }
+
+DEFINE_GEMV_LEGACY_AVX2(gemv_q5_0_avx2, 22, 6, 2, 0, -16.0f)
+DEFINE_GEMV_LEGACY_AVX2(gemv_q4_1_avx2, 20, 4, -1, 1, 1.0f)
+DEFINE_GEMV_LEGACY_AVX2(gemv_q5_1_avx2, 24, 8, 4, 1, 1.0f)
 
 /* ---- decode (ncols = 1) Q8_0 and Q6_K: four row streams -------------------
  * The same four-stream shape for two more types (the Q4_0 comment above says
@@ -604,8 +699,8 @@ DEFINE_X86_GEMM(AVX2, gemm_q4_k, tile_q4_k)
 DEFINE_X86_GEMM(AVX2, gemm_q5_k, tile_q5_k)
 DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
 
-/* Q4_0, Q8_0, Q6_K: the four-stream decode kernel for one column (when the
- * row width suits it), the tiles otherwise. */
+/* The four-stream decode kernels for one column (when the row width suits
+ * them), the tiles otherwise. */
 #define DEFINE_DECODE_DISPATCH(name, gemv, WIDTH_OK, gemm)                                    \
   AVX2 static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,    \
                         const void *a, size_t a_stride, int64_t ncols, float *out,            \
@@ -618,6 +713,12 @@ DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
   }
 DEFINE_DECODE_DISPATCH(gemm_q4_0_fast, gemv_q4_0_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
                        gemm_q4_0)
+DEFINE_DECODE_DISPATCH(gemm_q5_0_fast, gemv_q5_0_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
+                       gemm_q5_0)
+DEFINE_DECODE_DISPATCH(gemm_q4_1_fast, gemv_q4_1_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
+                       gemm_q4_1)
+DEFINE_DECODE_DISPATCH(gemm_q5_1_fast, gemv_q5_1_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
+                       gemm_q5_1)
 DEFINE_DECODE_DISPATCH(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, gemm_q8_0)
 DEFINE_DECODE_DISPATCH(gemm_q6_k_fast, gemv_q6_k_avx2, n % QK_K == 0, gemm_q6_k)
 DEFINE_DECODE_DISPATCH(gemm_q4_k_fast, gemv_q4_k_avx2, n % QK_K == 0, gemm_q4_k)
@@ -753,9 +854,9 @@ void kernels_fill_avx2(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_BF16] = gemm_bf16;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_fast;
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_fast;
-  ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1;
-  ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0;
-  ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1;
+  ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1_fast;
+  ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_fast;
+  ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_fast;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_fast;
   ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_fast;
