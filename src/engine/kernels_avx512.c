@@ -564,9 +564,7 @@ DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
 DEFINE_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512, gemm_q6_k_512)
 DEFINE_K_FAST(VNNI, gemm_q6_k_vnni_fast, gemv_q6_k_vnni, gemm_q6_k_512)
 DEFINE_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512, gemm_q4_k_512)
-DEFINE_K_FAST(VNNI, gemm_q4_k_vnni_fast, gemv_q4_k_vnni, gemm_q4_k_512)
 DEFINE_K_FAST(AVX512, gemm_q5_k_512_fast, gemv_q5_k_512, gemm_q5_k_512)
-DEFINE_K_FAST(VNNI, gemm_q5_k_vnni_fast, gemv_q5_k_vnni, gemm_q5_k_512)
 
 /* ---- VNNI: 32-element blocks -------------------------------------------- */
 
@@ -1095,6 +1093,154 @@ DEFINE_PANEL_GEMM(panel_gemm_q5_0, PANEL_Q5_0)
 DEFINE_PANEL_GEMM(panel_gemm_q4_1, PANEL_Q4_1)
 DEFINE_PANEL_GEMM(panel_gemm_q5_1, PANEL_Q5_1)
 
+/* ---- VNNI prefill (ncols >= 2), Q4_K and Q5_K: 16-row panels ------------
+ * The tiles (tile_q4_k_512 / tile_q5_k_512: 512-bit maddubs + madd per
+ * 64-element chunk and column) reached 90-208 GOPS, a third of the Q4_0
+ * panels'. Here, as for the 32-element types, 16 rows of a super-block are
+ * transposed once: kp->w[sb][k] has row i's unsigned weights 4k..4k+3 of
+ * sub-block sb in lane i (Q5_K's fifth bit of sub-block sb is bit sb of
+ * qh[l], element l), kp->sc[sb] = d scale_sb and kp->mn[sb] = dmin min_sb per
+ * row, and each column costs 8 vpdpbusd per sub-block for 16 rows:
+ *   acc += da (sum_sb sc_sb I_sb - sum_sb mn_sb bsum_sb),
+ * bsum_sb = the column's sum of sub-block sb's activations (two bsums).
+ * Same terms as the tiles; the float summation order differs. */
+#define KPANEL_KSEG 4 /* super-blocks per segment: 20 KiB of panel */
+
+struct kpanel {
+  __m512i w[8][8];
+  __m512 sc[8], mn[8];
+};
+
+VNNI_INLINE void kpanel_build(const uint8_t *pbase, size_t bb, int five, __m512i ridx,
+                              __mmask16 m, int64_t b0, int kb, struct kpanel *kp) {
+  const __m512i m4 = _mm512_set1_epi8(15), m6 = _mm512_set1_epi32(63), lo4 = _mm512_set1_epi32(15);
+  const __m512i three = _mm512_set1_epi32(3), bit0 = _mm512_set1_epi8(1);
+  const __m512i z = _mm512_setzero_si512();
+  for (int j = 0; j < kb; j++) {
+    const uint8_t *bp = pbase + (size_t)(b0 + j) * bb;
+    struct kpanel *p = &kp[j];
+    const __m512i dd = _mm512_mask_i32gather_epi32(z, m, ridx, bp, 1);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+    /* the 6-bit scales and mins of quant_k4_scale_min, one row per lane */
+    const __m512i D0 = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 4, 1);
+    const __m512i D1 = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 8, 1);
+    const __m512i D2 = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 12, 1);
+    for (int sb = 0; sb < 8; sb++) {
+      __m512i sc, mn;
+      if (sb < 4) {
+        sc = _mm512_and_si512(_mm512_srli_epi32(D0, 8 * sb), m6);
+        mn = _mm512_and_si512(_mm512_srli_epi32(D1, 8 * sb), m6);
+      } else {
+        const int s8 = 8 * (sb - 4);
+        sc = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(D2, s8), lo4),
+                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(D0, s8 + 6), three), 4));
+        mn = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(D2, s8 + 4), lo4),
+                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(D1, s8 + 6), three), 4));
+      }
+      p->sc[sb] = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d);
+      p->mn[sb] = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
+    }
+    const uint8_t *qs = bp + (five ? 48 : 16);
+    for (int g = 0; g < 4; g++)
+      for (int k = 0; k < 8; k++) {
+        const __m512i raw = _mm512_mask_i32gather_epi32(z, m, ridx, qs + 32 * g + 4 * k, 1);
+        p->w[2 * g][k] = _mm512_and_si512(raw, m4);
+        p->w[2 * g + 1][k] = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
+      }
+    if (five)
+      for (int k = 0; k < 8; k++) {
+        const __m512i h = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 16 + 4 * k, 1);
+        for (int sb = 0; sb < 8; sb++)
+          p->w[sb][k] = _mm512_or_si512(
+              p->w[sb][k], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, sb), bit0), 4));
+      }
+  }
+}
+
+VNNI_INLINE void kpanel_cols(const struct kpanel *kp, int kb, const uint8_t *a, size_t as,
+                             int64_t b0, const int nc, float *o, int64_t os, __mmask16 m,
+                             int first) {
+  __m512 acc[4];
+  for (int c = 0; c < nc; c++)
+    acc[c] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, o + c * os);
+  for (int j = 0; j < kb; j++) {
+    const struct kpanel *p = &kp[j];
+    const struct act_q8k *x[4];
+    __m512 t[4], mt[4];
+    for (int c = 0; c < nc; c++) {
+      x[c] = (const struct act_q8k *)(a + c * as) + b0 + j;
+      t[c] = mt[c] = _mm512_setzero_ps();
+    }
+    for (int sb = 0; sb < 8; sb++) {
+      __m512i I[4];
+      for (int c = 0; c < nc; c++) I[c] = _mm512_setzero_si512();
+      for (int k = 0; k < 8; k++) {
+        const __m512i wk = p->w[sb][k];
+        for (int c = 0; c < nc; c++) {
+          int32_t q4b;
+          memcpy(&q4b, x[c]->q + 32 * sb + 4 * k, 4);
+          I[c] = _mm512_dpbusd_epi32(I[c], wk, _mm512_set1_epi32(q4b));
+        }
+      }
+      for (int c = 0; c < nc; c++) {
+        t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[c]), p->sc[sb], t[c]);
+        const float bs = (float)(x[c]->bsums[2 * sb] + x[c]->bsums[2 * sb + 1]);
+        mt[c] = _mm512_fmadd_ps(p->mn[sb], _mm512_set1_ps(bs), mt[c]);
+      }
+    }
+    for (int c = 0; c < nc; c++)
+      acc[c] = _mm512_fmadd_ps(_mm512_sub_ps(t[c], mt[c]), _mm512_set1_ps(x[c]->d), acc[c]);
+  }
+  for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
+}
+
+VNNI_INLINE void kpanel_gemm(const int five, int64_t n, const uint8_t *w, size_t w_stride,
+                             int64_t r0, int64_t r1, const uint8_t *a, size_t as, int64_t ncols,
+                             float *out, int64_t os) {
+  const int64_t nb = n / QK_K;
+  const size_t bb = five ? sizeof(struct block_q5_k) : sizeof(struct block_q4_k);
+  alignas(64) struct kpanel kp[KPANEL_KSEG];
+  const __m512i ridx = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)w_stride));
+  for (int64_t p = r0; p < r1; p += 16) {
+    int64_t nr = r1 - p < 16 ? r1 - p : 16;
+    __mmask16 m = (__mmask16)((1u << nr) - 1);
+    const uint8_t *pbase = w + (size_t)p * w_stride;
+    for (int64_t s = 0; s < nb; s += KPANEL_KSEG) {
+      int kb = (int)(nb - s < KPANEL_KSEG ? nb - s : KPANEL_KSEG);
+      kpanel_build(pbase, bb, five, ridx, m, s, kb, kp);
+      int64_t c = 0;
+      for (; c + 4 <= ncols; c += 4)
+        kpanel_cols(kp, kb, a + c * as, as, s, 4, out + c * os + p, os, m, s == 0);
+      switch (ncols - c) {
+      case 1: kpanel_cols(kp, kb, a + c * as, as, s, 1, out + c * os + p, os, m, s == 0); break;
+      case 2: kpanel_cols(kp, kb, a + c * as, as, s, 2, out + c * os + p, os, m, s == 0); break;
+      case 3: kpanel_cols(kp, kb, a + c * as, as, s, 3, out + c * os + p, os, m, s == 0); break;
+      default: break;
+      }
+    }
+  }
+}
+
+/* Q4_K / Q5_K on the VNNI path: the four-stream decode kernels for one
+ * column, the panels for more (the tiles when a stride is beyond the
+ * gathers' 32-bit reach). */
+#define DEFINE_KQ_VNNI_FAST(name, gemv, five, tiles)                                               \
+  VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,         \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,                 \
+                        int64_t out_stride) {                                                      \
+    if (ncols == 1)                                                                                \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                        \
+    else if (w_stride <= (size_t)(INT32_MAX / 16))                                                 \
+      kpanel_gemm(five, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
+    else                                                                                           \
+      tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                          \
+  }
+DEFINE_KQ_VNNI_FAST(gemm_q4_k_vnni_panels, gemv_q4_k_vnni, 0, gemm_q4_k_512)
+DEFINE_KQ_VNNI_FAST(gemm_q5_k_vnni_panels, gemv_q5_k_vnni, 1, gemm_q5_k_512)
+
 /* The table entries: decode and prefill kernels above where they apply, the
  * per-block tile kernels otherwise (rows wider than the decode buffer, or a
  * w_stride too large for 32-bit gather offsets). */
@@ -1208,7 +1354,7 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni_fast;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
-  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_fast;
-  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_fast;
+  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_panels;
+  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_panels;
 }
 #endif
