@@ -562,7 +562,6 @@ DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
   }
 
 DEFINE_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512, gemm_q6_k_512)
-DEFINE_K_FAST(VNNI, gemm_q6_k_vnni_fast, gemv_q6_k_vnni, gemm_q6_k_512)
 DEFINE_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512, gemm_q4_k_512)
 DEFINE_K_FAST(AVX512, gemm_q5_k_512_fast, gemv_q5_k_512, gemm_q5_k_512)
 
@@ -1107,8 +1106,8 @@ DEFINE_PANEL_GEMM(panel_gemm_q5_1, PANEL_Q5_1)
 #define KPANEL_KSEG 4 /* super-blocks per segment: 20 KiB of panel */
 
 struct kpanel {
-  __m512i w[8][8];
-  __m512 sc[8], mn[8];
+  __m512i w[64]; /* Q4_K, Q5_K: [8 sb + k] (32-element sub-blocks); Q6_K: [4 sb + k] (16) */
+  __m512 sc[16], mn[16];
 };
 
 VNNI_INLINE void kpanel_build(const uint8_t *pbase, size_t bb, int five, __m512i ridx,
@@ -1145,15 +1144,15 @@ VNNI_INLINE void kpanel_build(const uint8_t *pbase, size_t bb, int five, __m512i
     for (int g = 0; g < 4; g++)
       for (int k = 0; k < 8; k++) {
         const __m512i raw = _mm512_mask_i32gather_epi32(z, m, ridx, qs + 32 * g + 4 * k, 1);
-        p->w[2 * g][k] = _mm512_and_si512(raw, m4);
-        p->w[2 * g + 1][k] = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
+        p->w[8 * (2 * g) + k] = _mm512_and_si512(raw, m4);
+        p->w[8 * (2 * g + 1) + k] = _mm512_and_si512(_mm512_srli_epi32(raw, 4), m4);
       }
     if (five)
       for (int k = 0; k < 8; k++) {
         const __m512i h = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 16 + 4 * k, 1);
         for (int sb = 0; sb < 8; sb++)
-          p->w[sb][k] = _mm512_or_si512(
-              p->w[sb][k], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, sb), bit0), 4));
+          p->w[8 * sb + k] = _mm512_or_si512(
+              p->w[8 * sb + k], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, sb), bit0), 4));
       }
   }
 }
@@ -1176,7 +1175,7 @@ VNNI_INLINE void kpanel_cols(const struct kpanel *kp, int kb, const uint8_t *a, 
       __m512i I[4];
       for (int c = 0; c < nc; c++) I[c] = _mm512_setzero_si512();
       for (int k = 0; k < 8; k++) {
-        const __m512i wk = p->w[sb][k];
+        const __m512i wk = p->w[8 * sb + k];
         for (int c = 0; c < nc; c++) {
           int32_t q4b;
           memcpy(&q4b, x[c]->q + 32 * sb + 4 * k, 4);
@@ -1195,51 +1194,134 @@ VNNI_INLINE void kpanel_cols(const struct kpanel *kp, int kb, const uint8_t *a, 
   for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
 }
 
-VNNI_INLINE void kpanel_gemm(const int five, int64_t n, const uint8_t *w, size_t w_stride,
+/* Q6_K: 16 sub-blocks of 16, signed 8-bit scales, q = u - 32 (u 6-bit).
+ * Element 128 h + 32 u + l (l < 32) is nibble u / 2 of ql[64 h + 32 (u & 1)
+ * + l] with bits 2u, 2u + 1 of qh[32 h + l] above it; kp->sc[sb] = d
+ * scale_sb, and a column adds da (sum sc_sb I_sb - 32 sum sc_sb bsum_sb). */
+VNNI_INLINE void q6panel_build(const uint8_t *pbase, __m512i ridx, __mmask16 m, int64_t b0,
+                               int kb, struct kpanel *kp) {
+  const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
+  const __m512i z = _mm512_setzero_si512();
+  for (int j = 0; j < kb; j++) {
+    const uint8_t *bp = pbase + (size_t)(b0 + j) * sizeof(struct block_q6_k);
+    struct kpanel *p = &kp[j];
+    /* d is the block's last two bytes: read as the high half of the dword
+     * at 206, so no lane reads past the block */
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
+        _mm512_srli_epi32(_mm512_mask_i32gather_epi32(z, m, ridx, bp + 206, 1), 16)));
+    for (int g = 0; g < 4; g++) {
+      const __m512i S = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 192 + 4 * g, 1);
+      for (int b = 0; b < 4; b++)
+        p->sc[4 * g + b] = _mm512_mul_ps(
+            _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(S, 24 - 8 * b), 24)), d);
+    }
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 8; k++) {
+        const __m512i H = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 128 + 32 * h + 4 * k, 1);
+        for (int half = 0; half < 2; half++) {
+          const __m512i G =
+              _mm512_mask_i32gather_epi32(z, m, ridx, bp + 64 * h + 32 * half + 4 * k, 1);
+          for (int up = 0; up < 2; up++) {
+            const int u = half + 2 * up; /* low nibbles: u = half; high: half + 2 */
+            const __m512i nib = _mm512_and_si512(up ? _mm512_srli_epi32(G, 4) : G, m4);
+            const __m512i hi2 = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(H, 2 * u), m3), 4);
+            p->w[4 * (8 * h + 2 * u + (k >> 2)) + (k & 3)] = _mm512_or_si512(nib, hi2);
+          }
+        }
+      }
+  }
+}
+
+VNNI_INLINE void q6panel_cols(const struct kpanel *kp, int kb, const uint8_t *a, size_t as,
+                              int64_t b0, const int nc, float *o, int64_t os, __mmask16 m,
+                              int first) {
+  __m512 acc[4];
+  for (int c = 0; c < nc; c++)
+    acc[c] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, o + c * os);
+  for (int j = 0; j < kb; j++) {
+    const struct kpanel *p = &kp[j];
+    const struct act_q8k *x[4];
+    __m512 t[4], mt[4];
+    for (int c = 0; c < nc; c++) {
+      x[c] = (const struct act_q8k *)(a + c * as) + b0 + j;
+      t[c] = mt[c] = _mm512_setzero_ps();
+    }
+    for (int sb = 0; sb < 16; sb++) {
+      __m512i I[4];
+      for (int c = 0; c < nc; c++) I[c] = _mm512_setzero_si512();
+      for (int k = 0; k < 4; k++) {
+        const __m512i wk = p->w[4 * sb + k];
+        for (int c = 0; c < nc; c++) {
+          int32_t q4b;
+          memcpy(&q4b, x[c]->q + 16 * sb + 4 * k, 4);
+          I[c] = _mm512_dpbusd_epi32(I[c], wk, _mm512_set1_epi32(q4b));
+        }
+      }
+      for (int c = 0; c < nc; c++) {
+        t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[c]), p->sc[sb], t[c]);
+        mt[c] = _mm512_fmadd_ps(p->sc[sb], _mm512_set1_ps((float)x[c]->bsums[sb]), mt[c]);
+      }
+    }
+    for (int c = 0; c < nc; c++)
+      acc[c] = _mm512_fmadd_ps(_mm512_fmadd_ps(mt[c], _mm512_set1_ps(-32.0f), t[c]),
+                               _mm512_set1_ps(x[c]->d), acc[c]);
+  }
+  for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
+}
+
+/* kind: 0 Q4_K, 1 Q5_K, 2 Q6_K. */
+VNNI_INLINE void kpanel_gemm(const int kind, int64_t n, const uint8_t *w, size_t w_stride,
                              int64_t r0, int64_t r1, const uint8_t *a, size_t as, int64_t ncols,
                              float *out, int64_t os) {
   const int64_t nb = n / QK_K;
-  const size_t bb = five ? sizeof(struct block_q5_k) : sizeof(struct block_q4_k);
+  const size_t bb = kind == 1 ? sizeof(struct block_q5_k) : sizeof(struct block_q4_k);
   alignas(64) struct kpanel kp[KPANEL_KSEG];
   const __m512i ridx = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)w_stride));
+#define KPANEL_COLS(nc)                                                                            \
+  do {                                                                                             \
+    if (kind == 2) q6panel_cols(kp, kb, a + c * as, as, s, nc, out + c * os + p, os, m, s == 0);   \
+    else kpanel_cols(kp, kb, a + c * as, as, s, nc, out + c * os + p, os, m, s == 0);              \
+  } while (0)
   for (int64_t p = r0; p < r1; p += 16) {
     int64_t nr = r1 - p < 16 ? r1 - p : 16;
     __mmask16 m = (__mmask16)((1u << nr) - 1);
     const uint8_t *pbase = w + (size_t)p * w_stride;
     for (int64_t s = 0; s < nb; s += KPANEL_KSEG) {
       int kb = (int)(nb - s < KPANEL_KSEG ? nb - s : KPANEL_KSEG);
-      kpanel_build(pbase, bb, five, ridx, m, s, kb, kp);
+      if (kind == 2) q6panel_build(pbase, ridx, m, s, kb, kp);
+      else kpanel_build(pbase, bb, kind == 1, ridx, m, s, kb, kp);
       int64_t c = 0;
-      for (; c + 4 <= ncols; c += 4)
-        kpanel_cols(kp, kb, a + c * as, as, s, 4, out + c * os + p, os, m, s == 0);
+      for (; c + 4 <= ncols; c += 4) KPANEL_COLS(4);
       switch (ncols - c) {
-      case 1: kpanel_cols(kp, kb, a + c * as, as, s, 1, out + c * os + p, os, m, s == 0); break;
-      case 2: kpanel_cols(kp, kb, a + c * as, as, s, 2, out + c * os + p, os, m, s == 0); break;
-      case 3: kpanel_cols(kp, kb, a + c * as, as, s, 3, out + c * os + p, os, m, s == 0); break;
+      case 1: KPANEL_COLS(1); break;
+      case 2: KPANEL_COLS(2); break;
+      case 3: KPANEL_COLS(3); break;
       default: break;
       }
     }
   }
+#undef KPANEL_COLS
 }
 
-/* Q4_K / Q5_K on the VNNI path: the four-stream decode kernels for one
+/* K-quants on the VNNI path: the four-stream decode kernels for one
  * column, the panels for more (the tiles when a stride is beyond the
  * gathers' 32-bit reach). */
-#define DEFINE_KQ_VNNI_FAST(name, gemv, five, tiles)                                               \
+#define DEFINE_KQ_VNNI_FAST(name, gemv, kind, tiles)                                               \
   VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,         \
                         const void *a, size_t a_stride, int64_t ncols, float *out,                 \
                         int64_t out_stride) {                                                      \
     if (ncols == 1)                                                                                \
       gemv(n, w, w_stride, r0, r1, a, out);                                                        \
     else if (w_stride <= (size_t)(INT32_MAX / 16))                                                 \
-      kpanel_gemm(five, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
+      kpanel_gemm(kind, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
     else                                                                                           \
       tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                          \
   }
 DEFINE_KQ_VNNI_FAST(gemm_q4_k_vnni_panels, gemv_q4_k_vnni, 0, gemm_q4_k_512)
 DEFINE_KQ_VNNI_FAST(gemm_q5_k_vnni_panels, gemv_q5_k_vnni, 1, gemm_q5_k_512)
+DEFINE_KQ_VNNI_FAST(gemm_q6_k_vnni_panels, gemv_q6_k_vnni, 2, gemm_q6_k_512)
 
 /* The table entries: decode and prefill kernels above where they apply, the
  * per-block tile kernels otherwise (rows wider than the decode buffer, or a
@@ -1353,7 +1435,7 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni_fast;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
-  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
+  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_panels;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_panels;
   ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_panels;
 }
