@@ -20,9 +20,11 @@
  * activation row repacked once per call, and prefill (ncols > 1) transposes
  * 16-row weight panels once so one vpdpbusd serves 16 rows x 4 weights for a
  * broadcast activation column (see those sections); the tiles remain for
- * rows wider than the decode buffer or strides beyond the gathers' reach. K-quants keep the
- * AVX512 tiles (their 6-bit sub-block scales need the i16 madd step anyway);
- * their decode kernels fuse that madd and its add into vpdpwssd.
+ * rows wider than the decode buffer or strides beyond the gathers' reach.
+ * The K-quants' decode kernels are the AVX512 ones with the madd and its add
+ * fused into vpdpwssd; their prefill takes 16-row panels of super-blocks
+ * (kpanel_gemm: per sub-block, 8 or 4 vpdpbusd for 16 rows, the sub-block
+ * scale applied in float per row lane).
  * BF16 on these paths: the AVX2 / scalar functions. */
 #include "engine/kernels_x86.h"
 
