@@ -348,19 +348,18 @@ AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
  * vector), sm = q4k_scales16 of its scales. FIVE: Q5_K, whose fifth bits
  * are qh5 (its 32 qh bytes in both halves): element l of sub-block k takes
  * bit k of qh[l]. */
-#define Q4K_MATH_ANY(FIVE, qh5, Q4K_ACCUM, nib, sm, dh, dminh, x, acc, accm)                   \
+/* The integer part of Q4K_MATH_ANY: sumi += the block's sum over its
+ * sub-blocks of scale x (q . a), in sixteen i32 lanes. */
+#define Q4K_SUMI_ANY(FIVE, qh5, Q4K_ACCUM, nib, sm, x, sumi)                                   \
   do {                                                                                        \
     const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);                       \
     const __m512i sh = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004ll,                    \
                                          0x0004000400040004ll, 0x0004000400040004ll,          \
                                          0x0004000400040004ll);                               \
     const __m512i s512 = _mm512_castsi256_si512(sm);                                          \
-    __m512i sumi = _mm512_setzero_si512();                                                    \
     for (int j = 0; j < 4; j++) {                                                             \
       __m512i q = _mm512_and_si512(_mm512_srlv_epi16((nib)[j], sh), m4);                     \
       if (FIVE) {                                                                             \
-        /* bit 2j (low half) or 2j + 1 (high half) of each qh byte, to bit 4;                 \
-         * a 16-bit shift of at most 7 keeps each byte's bit 0 its own */                     \
         const __m512i hs = _mm512_add_epi16(                                                  \
             _mm512_srli_epi16(sh, 2), _mm512_set1_epi16((short)(2 * j)));                     \
         q = _mm512_or_si512(                                                                  \
@@ -370,9 +369,15 @@ AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
           _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)),                               \
                              _mm256_set1_epi16((short)(2 * j + 1)), 1),                       \
           s512);                                                                              \
-      sumi = Q4K_ACCUM(sumi, _mm512_maddubs_epi16(q, _mm512_loadu_si512((x)->q + 64 * j)),    \
-                       scv);                                                                  \
+      (sumi) = Q4K_ACCUM((sumi), _mm512_maddubs_epi16(q, _mm512_loadu_si512((x)->q + 64 * j)), \
+                         scv);                                                                \
     }                                                                                         \
+  } while (0)
+
+#define Q4K_MATH_ANY(FIVE, qh5, Q4K_ACCUM, nib, sm, dh, dminh, x, acc, accm)                   \
+  do {                                                                                        \
+    __m512i sumi = _mm512_setzero_si512();                                                    \
+    Q4K_SUMI_ANY(FIVE, qh5, Q4K_ACCUM, nib, sm, x, sumi);                                     \
     const __m256i s256 =                                                                      \
         _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));   \
     const __m256i mins = _mm256_permutexvar_epi16(                                            \
@@ -383,8 +388,6 @@ AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
     *(accm) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm),                                         \
                               _mm256_set1_ps(_cvtsh_ss(dminh) * (x)->d), *(accm));            \
   } while (0)
-#define Q4K_MATH(ACCUM, nib, sm, dh, dminh, x, acc, accm)                                      \
-  Q4K_MATH_ANY(0, _mm512_setzero_si512(), ACCUM, nib, sm, dh, dminh, x, acc, accm)
 
 /* A 32-byte chunk into both halves of a vector, kept in place (Q6_LOAD). */
 #define Q4K_LOAD(dst, ptr)                                                                    \
@@ -393,103 +396,143 @@ AVX512_INLINE __m256i q4k_scales16(const uint8_t *scales) {
     __asm__ volatile("" : "+v"(dst));                                                         \
   } while (0)
 
-#define DEFINE_Q4K_BLOCKS(INLINE_ATTR, one, four, ACCUM)                                        \
-  INLINE_ATTR void one(const struct block_q4_k *wb, const struct act_q8k *x, __m256 *acc,       \
-                       __m256 *accm) {                                                         \
-    PREFETCH_W(wb, sizeof *wb);                                                                \
-    __m512i nib[4];                                                                            \
-    for (int j = 0; j < 4; j++)                                                                \
-      nib[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 32 * j))); \
-    Q4K_MATH(ACCUM, nib, q4k_scales16(wb->scales), wb->d, wb->dmin, x, acc, accm);           \
-  }                                                                                            \
-  INLINE_ATTR void four(const struct block_q4_k *const w4[4], const struct act_q8k *x,          \
-                        __m256 *acc4, __m256 *accm4) {                                         \
-    __m512i nib[4][4];                                                                         \
-    for (int j = 0; j < 4; j++)                                                                \
-      for (int s = 0; s < 4; s++) {                                                            \
-        if (j < 3)                                                                             \
-          _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES + 48 * j, KERNEL_PF_HINT);  \
-        Q4K_LOAD(nib[s][j], w4[s]->qs + 32 * j);                                               \
-      }                                                                                        \
-    for (int s = 0; s < 4; s++)                                                                \
-      Q4K_MATH(ACCUM, nib[s], q4k_scales16(w4[s]->scales), w4[s]->d, w4[s]->dmin, x,           \
-               &acc4[s], &accm4[s]);                                                           \
+/* ---- Q4_K / Q5_K decode: the four rows' scales and mins at once ----------
+ * After a block's integer sum (Q4K_SUMI_ANY) the tile's math spent ~15
+ * vector operations a row: two 256-bit reductions, the mins' permute, madd,
+ * two converts, two FMAs and two fp16 scales broadcast from scalar code;
+ * with the min term removed altogether the kernel read 8-10% more from DRAM
+ * (bench/RESULTS.md), so this part, not the loads, bounded it. Here the four
+ * rows of a group share it: their d and dmin are one cvtph of two qwords
+ * (times da), their mins one 512-bit vector (lanes 8s..8s+7: row s) against
+ * the block's bsums summed in pairs (bs8, i16: at most 2 x 16 x 127), so
+ *   acc[s] (16 lanes)            += cvt(sumi_s) * (d_s da)
+ *   accm   (lanes 4s..4s+3: row s) += cvt(madd(mins_s, bs8)) * (dmin_s da)
+ * and row s is sum(acc[s]) - sum(its four accm lanes). The one-row path
+ * (rows past the last group of four) does the same lane by lane, so a row's
+ * value does not depend on where it falls in [r0, r1). The summation order
+ * differs from the tiles' (prefill); the kernel tests compare both with the
+ * scalar reference. FIVE: Q5_K (qh5: the 32 qh bytes in both halves). */
+AVX512_INLINE float km_hsum4(__m128 v) {
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));
+}
+
+/* d (lanes 0-3) and dmin (4-7) of up to four blocks, times da. */
+AVX512_INLINE __m512 km_scales(uint64_t d4, uint64_t dmin4, float da) {
+  return _mm512_castps256_ps512(_mm256_mul_ps(
+      _mm256_cvtph_ps(_mm_set_epi64x((long long)dmin4, (long long)d4)), _mm256_set1_ps(da)));
+}
+
+/* The block's bsums summed in pairs, as eight i16 (in every 128-bit lane). */
+AVX512_INLINE __m512i km_bs8(const struct act_q8k *x) {
+  const __m256i p = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums),
+                                      _mm256_set1_epi16(1));
+  return _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(p));
+}
+
+#define DEFINE_KM_BLOCKS(INLINE_ATTR, one, four, WB, FIVE, ACCUM)                                 \
+  INLINE_ATTR void four(const WB *const w4[4], const struct act_q8k *x, __m512 *acc4,             \
+                        __m512 *accm) {                                                           \
+    __m512i nib[4][4], qh5[4];                                                                    \
+    if (FIVE)                                                                                     \
+      for (int s = 0; s < 4; s++) {                                                               \
+        _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);                \
+        Q4K_LOAD(qh5[s], (const uint8_t *)w4[s] + 16);                                            \
+      }                                                                                           \
+    for (int j = 0; j < 4; j++)                                                                   \
+      for (int s = 0; s < 4; s++) {                                                               \
+        if (FIVE ? j < 2 : j < 3)                                                                 \
+          _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES + (FIVE ? 64 * (j + 1) : 48 * j), \
+                       KERNEL_PF_HINT);                                                           \
+        Q4K_LOAD(nib[s][j], w4[s]->qs + 32 * j);                                                  \
+      }                                                                                           \
+    uint64_t d4 = 0, dmin4 = 0;                                                                   \
+    __m256i sm[4];                                                                                \
+    for (int s = 0; s < 4; s++) {                                                                 \
+      d4 |= (uint64_t)w4[s]->d << (16 * s);                                                       \
+      dmin4 |= (uint64_t)w4[s]->dmin << (16 * s);                                                 \
+      sm[s] = q4k_scales16(w4[s]->scales);                                                        \
+    }                                                                                             \
+    const __m512 dv = km_scales(d4, dmin4, x->d);                                                 \
+    for (int s = 0; s < 4; s++) {                                                                 \
+      __m512i sumi = _mm512_setzero_si512();                                                      \
+      Q4K_SUMI_ANY(FIVE, qh5[s], ACCUM, nib[s], sm[s], x, sumi);                                  \
+      acc4[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi),                                         \
+                                _mm512_permutexvar_ps(_mm512_set1_epi32(s), dv), acc4[s]);        \
+    }                                                                                             \
+    const __m512i midx = _mm512_setr_epi32(                                                       \
+        0x00090008, 0x000b000a, 0x000d000c, 0x000f000e, 0x00190018, 0x001b001a, 0x001d001c,       \
+        0x001f001e, 0x00290028, 0x002b002a, 0x002d002c, 0x002f002e, 0x00390038, 0x003b003a,       \
+        0x003d003c, 0x003f003e);                                                                  \
+    const __m512i M = _mm512_permutex2var_epi16(                                                  \
+        _mm512_inserti64x4(_mm512_castsi256_si512(sm[0]), sm[1], 1), midx,                        \
+        _mm512_inserti64x4(_mm512_castsi256_si512(sm[2]), sm[3], 1));                             \
+    const __m512 dm = _mm512_permutexvar_ps(                                                      \
+        _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7), dv);                   \
+    *accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(M, km_bs8(x))), dm, *accm);      \
+  }                                                                                               \
+  INLINE_ATTR void one(const WB *wb, const struct act_q8k *x, __m512 *acc, __m128 *accm) {        \
+    PREFETCH_W(wb, sizeof *wb);                                                                   \
+    __m512i nib[4], qh5 = _mm512_setzero_si512();                                                 \
+    for (int j = 0; j < 4; j++)                                                                   \
+      nib[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 32 * j)));    \
+    if (FIVE)                                                                                     \
+      qh5 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const uint8_t *)wb + 16))); \
+    const __m256i sm = q4k_scales16(wb->scales);                                                  \
+    const __m512 dv = km_scales(wb->d, wb->dmin, x->d);                                           \
+    __m512i sumi = _mm512_setzero_si512();                                                        \
+    Q4K_SUMI_ANY(FIVE, qh5, ACCUM, nib, sm, x, sumi);                                             \
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi),                                              \
+                           _mm512_permutexvar_ps(_mm512_setzero_si512(), dv), *acc);              \
+    const __m128i P = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1),                             \
+                                     _mm512_castsi512_si128(km_bs8(x)));                          \
+    *accm = _mm_fmadd_ps(_mm_cvtepi32_ps(P),                                                      \
+                         _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set1_epi32(4), dv)), \
+                         *accm);                                                                  \
   }
 
-DEFINE_Q4K_BLOCKS(AVX512_INLINE, q4k_block, q4k_four, Q6_MADD_ADD)
-DEFINE_Q4K_BLOCKS(VNNI_INLINE, q4k_block_vnni, q4k_four_vnni, Q6_DPWSSD)
+DEFINE_KM_BLOCKS(AVX512_INLINE, q4k_one, q4k_four, struct block_q4_k, 0, Q6_MADD_ADD)
+DEFINE_KM_BLOCKS(VNNI_INLINE, q4k_one_vnni, q4k_four_vnni, struct block_q4_k, 0, Q6_DPWSSD)
+DEFINE_KM_BLOCKS(AVX512_INLINE, q5k_one, q5k_four, struct block_q5_k, 1, Q6_MADD_ADD)
+DEFINE_KM_BLOCKS(VNNI_INLINE, q5k_one_vnni, q5k_four_vnni, struct block_q5_k, 1, Q6_DPWSSD)
 
 /* Rows in four streams for a K-quant with mins (WB: block_q4_k or
- * block_q5_k): two accumulators per row, its value their sums' difference,
- * as the tile kernels compute it. */
-#define DEFINE_GEMV_KM(ATTR, name, WB, BLOCK, FOUR)                                               \
+ * block_q5_k), ONE / FOUR from DEFINE_KM_BLOCKS. */
+#define DEFINE_GEMV_KM(ATTR, name, WB, ONE, FOUR)                                                 \
   ATTR static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,   \
                         const struct act_q8k *x, float *out) {                                  \
     const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                             \
     PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,       \
                           KERNEL_PREFETCH_BYTES);                                               \
     for (int64_t i = 0; i < q; i++) {                                                           \
-      const WB *w4[4];                                                           \
-      for (int s = 0; s < 4; s++)                                                               \
-        w4[s] = (const WB *)(w + (size_t)(r0 + s * q + i) * w_stride);           \
-      __m256 acc[4], accm[4];                                                                   \
-      for (int s = 0; s < 4; s++) acc[s] = accm[s] = _mm256_setzero_ps();                       \
+      const WB *w4[4];                                                                          \
+      for (int s = 0; s < 4; s++) w4[s] = (const WB *)(w + (size_t)(r0 + s * q + i) * w_stride); \
+      __m512 acc[4], accm = _mm512_setzero_ps();                                                \
+      for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();                                 \
       for (int64_t k = 0; k < nb; k++) {                                                        \
-        const WB *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};          \
-        FOUR(b4, &x[k], acc, accm);                                                             \
+        const WB *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};                         \
+        FOUR(b4, &x[k], acc, &accm);                                                            \
       }                                                                                         \
-      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum256(acc[s]) - hsum256(accm[s]);     \
+      alignas(64) float m16[16];                                                                \
+      _mm512_store_ps(m16, accm);                                                               \
+      for (int s = 0; s < 4; s++)                                                               \
+        out[r0 + s * q + i] = _mm512_reduce_add_ps(acc[s]) - km_hsum4(_mm_load_ps(m16 + 4 * s)); \
     }                                                                                           \
     for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                 \
-      const WB *wr = (const WB *)(w + (size_t)r * w_stride);      \
-      __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();                             \
-      for (int64_t k = 0; k < nb; k++) BLOCK(&wr[k], &x[k], &acc, &accm);                       \
-      out[r] = hsum256(acc) - hsum256(accm);                                                    \
+      const WB *wr = (const WB *)(w + (size_t)r * w_stride);                                    \
+      __m512 acc = _mm512_setzero_ps();                                                         \
+      __m128 accm = _mm_setzero_ps();                                                           \
+      for (int64_t k = 0; k < nb; k++) ONE(&wr[k], &x[k], &acc, &accm);                         \
+      out[r] = _mm512_reduce_add_ps(acc) - km_hsum4(accm);                                      \
     }                                                                                           \
   }
 
-DEFINE_GEMV_KM(AVX512, gemv_q4_k_512, struct block_q4_k, q4k_block, q4k_four)
-DEFINE_GEMV_KM(VNNI, gemv_q4_k_vnni, struct block_q4_k, q4k_block_vnni, q4k_four_vnni)
+DEFINE_GEMV_KM(AVX512, gemv_q4_k_512, struct block_q4_k, q4k_one, q4k_four)
+DEFINE_GEMV_KM(VNNI, gemv_q4_k_vnni, struct block_q4_k, q4k_one_vnni, q4k_four_vnni)
+DEFINE_GEMV_KM(AVX512, gemv_q5_k_512, struct block_q5_k, q5k_one, q5k_four)
+DEFINE_GEMV_KM(VNNI, gemv_q5_k_vnni, struct block_q5_k, q5k_one_vnni, q5k_four_vnni)
 
-/* ---- Q5_K: Q4_K's kernels with the fifth bit ------------------------------
- * Q5_K ran on the scalar kernels on every x86 path (one Q5_K_M file is
- * mostly Q5_K). The same shapes as Q4_K's: the four-stream decode kernel and
- * a tile kernel for prompts, each nibble chunk OR'ed with its fifth bits
- * (Q4K_MATH_ANY). */
-#define DEFINE_Q5K_BLOCKS(INLINE_ATTR, one, four, ACCUM)                                        \
-  INLINE_ATTR void one(const struct block_q5_k *wb, const struct act_q8k *x, __m256 *acc,       \
-                       __m256 *accm) {                                                         \
-    PREFETCH_W(wb, sizeof *wb);                                                                \
-    __m512i nib[4];                                                                            \
-    for (int j = 0; j < 4; j++)                                                                \
-      nib[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb->qs + 32 * j))); \
-    const __m512i qh5 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)wb->qh));   \
-    Q4K_MATH_ANY(1, qh5, ACCUM, nib, q4k_scales16(wb->scales), wb->d, wb->dmin, x, acc, accm); \
-  }                                                                                            \
-  INLINE_ATTR void four(const struct block_q5_k *const w4[4], const struct act_q8k *x,          \
-                        __m256 *acc4, __m256 *accm4) {                                         \
-    __m512i nib[4][4], qh5[4];                                                                 \
-    for (int s = 0; s < 4; s++) {                                                              \
-      _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);               \
-      Q4K_LOAD(qh5[s], w4[s]->qh);                                                             \
-    }                                                                                          \
-    for (int j = 0; j < 4; j++)                                                                \
-      for (int s = 0; s < 4; s++) {                                                            \
-        if (j < 2)                                                                             \
-          _mm_prefetch((const char *)w4[s] + KERNEL_PREFETCH_BYTES + 64 * (j + 1),             \
-                       KERNEL_PF_HINT);                                                        \
-        Q4K_LOAD(nib[s][j], w4[s]->qs + 32 * j);                                               \
-      }                                                                                        \
-    for (int s = 0; s < 4; s++)                                                                \
-      Q4K_MATH_ANY(1, qh5[s], ACCUM, nib[s], q4k_scales16(w4[s]->scales), w4[s]->d,            \
-                   w4[s]->dmin, x, &acc4[s], &accm4[s]);                                       \
-  }
-
-DEFINE_Q5K_BLOCKS(AVX512_INLINE, q5k_block, q5k_four, Q6_MADD_ADD)
-DEFINE_Q5K_BLOCKS(VNNI_INLINE, q5k_block_vnni, q5k_four_vnni, Q6_DPWSSD)
-
-DEFINE_GEMV_KM(AVX512, gemv_q5_k_512, struct block_q5_k, q5k_block, q5k_four)
-DEFINE_GEMV_KM(VNNI, gemv_q5_k_vnni, struct block_q5_k, q5k_block_vnni, q5k_four_vnni)
+/* ---- Q5_K prompts (AVX-512 path) ------------------------------------------ */
 
 /* Prompts: a row's block against nc <= 4 activation columns, its nibbles and
  * fifth bits unpacked once (the Q4_K tile's shape). */
