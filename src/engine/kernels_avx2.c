@@ -600,8 +600,7 @@ AVX2_INLINE void q6_k_row_block(const struct block_q6_k *wb, const struct act_q8
  * the probe's loop (bench/kernel_bench.c, forced AVX2 on the team's Xeon).
  * Here the twelve scale bytes are unpacked in one register, each sub-block's
  * scale is one vpshufb of them, and four rows go together (DEFINE_GEMV4_KM).
- * The arithmetic is the tile's for one column, in the same order: the same
- * bits. FIVE: Q5_K's fifth bits (QK5_HIGH_BITS). */
+ * FIVE: Q5_K's fifth bits (QK5_HIGH_BITS). */
 AVX2_INLINE __m256i qk45_scales16(const uint8_t *scales) {
   uint32_t u2;
   memcpy(&u2, scales + 8, 4);
@@ -617,12 +616,13 @@ AVX2_INLINE __m256i qk45_scales16(const uint8_t *scales) {
   return _mm256_cvtepu8_epi16(_mm_blend_epi32(lo, hi, 0xA));
 }
 
-#define DEFINE_QK45_ROW_BLOCK(name, WB, FIVE)                                                   \
-  AVX2_INLINE void name(const WB *wb, const struct act_q8k *x, __m256 *acc, __m256 *accm) {    \
+/* A block's integer part: sum over sub-blocks of scale x (q . a), in eight
+ * i32 lanes; *s16 gets qk45_scales16 of its scales. */
+#define DEFINE_QK45_SUMI(name, WB, FIVE)                                                        \
+  AVX2_INLINE __m256i name(const WB *wb, const struct act_q8k *x, __m256i *s16) {               \
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);                         \
-    const __m256i s16 = qk45_scales16(wb->scales);                                              \
-    const __m256i sc2 = _mm256_permute2x128_si256(s16, s16, 0x00);                              \
-    const __m256i mn2 = _mm256_permute2x128_si256(s16, s16, 0x11);                              \
+    *s16 = qk45_scales16(wb->scales);                                                           \
+    const __m256i sc2 = _mm256_permute2x128_si256(*s16, *s16, 0x00);                            \
     __m256i q[8];                                                                               \
     for (int j = 0; j < 4; j++) {                                                               \
       const __m256i raw = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * j));               \
@@ -638,21 +638,77 @@ AVX2_INLINE __m256i qk45_scales16(const uint8_t *scales) {
           _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(x->q + 32 * k)));     \
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv));                                  \
     }                                                                                           \
-    const __m256i mins = _mm256_shuffle_epi8(                                                   \
-        mn2, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 8, 9, 8, 9, 10, 11, \
-                              10, 11, 12, 13, 12, 13, 14, 15, 14, 15));                          \
-    const __m256i pm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), mins);  \
-    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(h2f(wb->d) * x->d), *acc);  \
-    *accm =                                                                                     \
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(pm), _mm256_set1_ps(h2f(wb->dmin) * x->d), *accm);   \
+    return sumi;                                                                                \
   }
+DEFINE_QK45_SUMI(q4_k_sumi, struct block_q4_k, 0)
+DEFINE_QK45_SUMI(q5_k_sumi, struct block_q5_k, 1)
 
-DEFINE_QK45_ROW_BLOCK(q4_k_row_block, struct block_q4_k, 0)
-DEFINE_QK45_ROW_BLOCK(q5_k_row_block, struct block_q5_k, 1)
+/* After the integer sums, what scales them and the mins' term was ~13
+ * operations a row (three scalar fp16 conversions and broadcasts among
+ * them); four rows share it here, as kernels_avx512.c's DEFINE_KM_BLOCKS
+ * does: their d and dmin one cvtph (times da), two rows' mins per madd
+ * against the block's bsums summed in pairs. Row s: acc[s] (8 lanes) +=
+ * cvt(sumi_s) d_s da; accm[s / 2] lanes 4 (s % 2)..+3 += cvt(madd(mins_s,
+ * bs8)) dmin_s da; its value sum(acc[s]) - sum(its four accm lanes). The
+ * one-row path does the same per lane (a row's value does not depend on
+ * where it falls). */
+AVX2_INLINE float hsum4_ps(__m128 v) {
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));
+}
+AVX2_INLINE __m256 qk45_dv(uint64_t d4, uint64_t dmin4, float da) {
+  return _mm256_mul_ps(_mm256_cvtph_ps(_mm_set_epi64x((long long)dmin4, (long long)d4)),
+                       _mm256_set1_ps(da));
+}
+AVX2_INLINE __m256i qk45_bs8(const struct act_q8k *x) {
+  const __m256i p = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums),
+                                      _mm256_set1_epi16(1));
+  return _mm256_broadcastsi128_si256(
+      _mm_packs_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)));
+}
 
-/* Four row streams for a K-quant with mins (two accumulators per row, the
- * row's value their sums' difference, as the tiles compute it). */
-#define DEFINE_GEMV4_KM(name, WBLOCK, BLOCK)                                                    \
+#define DEFINE_QK45_BLOCKS(four, one, WB, SUMI)                                                 \
+  AVX2_INLINE void four(const uint8_t *wa, size_t qs, int64_t k, const struct act_q8k *x,       \
+                        __m256 *acc4, __m256 *accm2) {                                          \
+    __m256i s16[4], sumi[4];                                                                    \
+    uint64_t d4 = 0, dmin4 = 0;                                                                 \
+    for (int s = 0; s < 4; s++) {                                                               \
+      const WB *wb = (const WB *)(wa + s * qs) + k;                                             \
+      PREFETCH_W(wb, sizeof(WB));                                                               \
+      sumi[s] = SUMI(wb, x, &s16[s]);                                                           \
+      d4 |= (uint64_t)wb->d << (16 * s);                                                        \
+      dmin4 |= (uint64_t)wb->dmin << (16 * s);                                                  \
+    }                                                                                           \
+    const __m256 dv = qk45_dv(d4, dmin4, x->d);                                                 \
+    for (int s = 0; s < 4; s++)                                                                 \
+      acc4[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[s]),                                    \
+                                _mm256_permutevar8x32_ps(dv, _mm256_set1_epi32(s)), acc4[s]);   \
+    const __m256i bs8 = qk45_bs8(x);                                                            \
+    for (int h = 0; h < 2; h++) {                                                               \
+      const __m256i mins = _mm256_permute2x128_si256(s16[2 * h], s16[2 * h + 1], 0x31);         \
+      const __m256 dm = _mm256_permutevar8x32_ps(                                               \
+          dv, _mm256_setr_epi32(4 + 2 * h, 4 + 2 * h, 4 + 2 * h, 4 + 2 * h, 5 + 2 * h, 5 + 2 * h, \
+                                5 + 2 * h, 5 + 2 * h));                                         \
+      accm2[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs8)), dm, accm2[h]); \
+    }                                                                                           \
+  }                                                                                             \
+  AVX2_INLINE void one(const WB *wb, const struct act_q8k *x, __m256 *acc, __m128 *accm) {      \
+    PREFETCH_W(wb, sizeof(WB));                                                                 \
+    __m256i s16;                                                                                \
+    const __m256i sumi = SUMI(wb, x, &s16);                                                     \
+    const __m256 dv = qk45_dv(wb->d, wb->dmin, x->d);                                           \
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi),                                            \
+                           _mm256_permutevar8x32_ps(dv, _mm256_setzero_si256()), *acc);         \
+    const __m128i p = _mm_madd_epi16(_mm256_extracti128_si256(s16, 1),                          \
+                                     _mm256_castsi256_si128(qk45_bs8(x)));                      \
+    *accm = _mm_fmadd_ps(_mm_cvtepi32_ps(p),                                                    \
+                         _mm256_castps256_ps128(_mm256_permutevar8x32_ps(dv, _mm256_set1_epi32(4))), \
+                         *accm);                                                                \
+  }
+DEFINE_QK45_BLOCKS(q4_k_four, q4_k_one, struct block_q4_k, q4_k_sumi)
+DEFINE_QK45_BLOCKS(q5_k_four, q5_k_one, struct block_q5_k, q5_k_sumi)
+
+#define DEFINE_GEMV4_KM(name, WBLOCK, FOUR, ONE)                                                \
   AVX2 static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,  \
                         const struct act_q8k *x, float *out) {                                \
     const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                           \
@@ -660,29 +716,26 @@ DEFINE_QK45_ROW_BLOCK(q5_k_row_block, struct block_q5_k, 1)
     PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, qs, q > 0 ? 4 : 0, KERNEL_PREFETCH_BYTES); \
     for (int64_t i = 0; i < q; i++) {                                                         \
       const uint8_t *wa = w + (size_t)(r0 + i) * w_stride;                                    \
-      __m256 a[4], m[4];                                                                      \
-      for (int s = 0; s < 4; s++) a[s] = m[s] = _mm256_setzero_ps();                          \
-      for (int64_t k = 0; k < nb; k++) {                                                      \
-        for (int s = 0; s < 4; s++)                                                           \
-          PREFETCH_W(wa + s * qs + k * sizeof(WBLOCK), sizeof(WBLOCK));                       \
-        for (int s = 0; s < 4; s++)                                                           \
-          BLOCK((const WBLOCK *)(wa + s * qs) + k, x + k, &a[s], &m[s]);                      \
+      __m256 a[4], m[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                         \
+      for (int s = 0; s < 4; s++) a[s] = _mm256_setzero_ps();                                 \
+      for (int64_t k = 0; k < nb; k++) FOUR(wa, qs, k, x + k, a, m);                           \
+      for (int s = 0; s < 4; s++) {                                                           \
+        const __m128 ms = (s & 1) ? _mm256_extractf128_ps(m[s / 2], 1)                        \
+                                  : _mm256_castps256_ps128(m[s / 2]);                         \
+        out[r0 + s * q + i] = hsum_ps(a[s]) - hsum4_ps(ms);                                   \
       }                                                                                       \
-      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = hsum_ps(a[s]) - hsum_ps(m[s]);        \
     }                                                                                         \
     for (int64_t r = r0 + 4 * q; r < r1; r++) {                                               \
       const WBLOCK *wr = (const WBLOCK *)(w + (size_t)r * w_stride);                          \
-      __m256 a = _mm256_setzero_ps(), m = _mm256_setzero_ps();                                \
-      for (int64_t k = 0; k < nb; k++) {                                                      \
-        PREFETCH_W(wr + k, sizeof(WBLOCK));                                                   \
-        BLOCK(wr + k, x + k, &a, &m);                                                         \
-      }                                                                                       \
-      out[r] = hsum_ps(a) - hsum_ps(m);                                                       \
+      __m256 a = _mm256_setzero_ps();                                                         \
+      __m128 m = _mm_setzero_ps();                                                            \
+      for (int64_t k = 0; k < nb; k++) ONE(wr + k, x + k, &a, &m);                            \
+      out[r] = hsum_ps(a) - hsum4_ps(m);                                                      \
     }                                                                                         \
   }
 
-DEFINE_GEMV4_KM(gemv_q4_k_avx2, struct block_q4_k, q4_k_row_block)
-DEFINE_GEMV4_KM(gemv_q5_k_avx2, struct block_q5_k, q5_k_row_block)
+DEFINE_GEMV4_KM(gemv_q4_k_avx2, struct block_q4_k, q4_k_four, q4_k_one)
+DEFINE_GEMV4_KM(gemv_q5_k_avx2, struct block_q5_k, q5_k_four, q5_k_one)
 
 DEFINE_GEMV4_AVX2(gemv_q8_0_avx2, struct block_q8_0, struct act_q8, 32, q8_0_row_block)
 DEFINE_GEMV4_AVX2(gemv_q6_k_avx2, struct block_q6_k, struct act_q8k, QK_K, q6_k_row_block)
