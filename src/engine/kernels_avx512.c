@@ -1096,33 +1096,46 @@ VNNI_INLINE void panel_cols(__m512i (*pw)[8], const __m512 *pd, const __m512 *po
   for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
 }
 
+/* The panel kernels' shared driver: 16-row panels of [r0, r1) (the last
+ * one masked), K segments of kseg blocks, columns four at a time and then
+ * the rest (nc a constant in each COLS(nc), so the column loops unroll).
+ * BUILD and COLS see p, m, pbase, s, kb and c. */
+#define PANEL_DRIVE(nb, kseg, BUILD, COLS)                                                         \
+  for (int64_t p = r0; p < r1; p += 16) {                                                          \
+    const int64_t nr = r1 - p < 16 ? r1 - p : 16;                                                  \
+    const __mmask16 m = (__mmask16)((1u << nr) - 1);                                               \
+    const uint8_t *pbase = w + (size_t)p * w_stride;                                               \
+    for (int64_t s = 0; s < (nb); s += (kseg)) {                                                   \
+      const int kb = (int)((nb) - s < (kseg) ? (nb) - s : (kseg));                                 \
+      BUILD;                                                                                       \
+      int64_t c = 0;                                                                               \
+      for (; c + 4 <= ncols; c += 4) COLS(4);                                                      \
+      switch (ncols - c) {                                                                         \
+      case 1: COLS(1); break;                                                                      \
+      case 2: COLS(2); break;                                                                      \
+      case 3: COLS(3); break;                                                                      \
+      default: break;                                                                              \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+/* Lane i: row i's byte offset (the gathers' index vector). */
+VNNI_INLINE __m512i panel_ridx(size_t w_stride) {
+  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32((int)w_stride));
+}
+
 VNNI_INLINE void panel_gemm(const enum panel_kind kind, int64_t n, const uint8_t *w,
                             size_t w_stride, int64_t r0, int64_t r1, const uint8_t *a, size_t as,
                             int64_t ncols, float *out, int64_t os) {
   const int64_t nb = n / 32;
   alignas(64) __m512i pw[PANEL_KSEG][8];
   alignas(64) __m512 pd[PANEL_KSEG], po[PANEL_KSEG];
-  const __m512i ridx = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32((int)w_stride));
-  for (int64_t p = r0; p < r1; p += 16) {
-    int64_t nr = r1 - p < 16 ? r1 - p : 16;
-    __mmask16 m = (__mmask16)((1u << nr) - 1);
-    const uint8_t *pbase = w + (size_t)p * w_stride;
-    for (int64_t s = 0; s < nb; s += PANEL_KSEG) {
-      int kb = (int)(nb - s < PANEL_KSEG ? nb - s : PANEL_KSEG);
-      panel_build(pbase, ridx, m, s, kb, kind, pw, pd, po);
-      int64_t c = 0;
-      for (; c + 4 <= ncols; c += 4)
-        panel_cols(pw, pd, po, kb, a + c * as, as, s, 4, out + c * os + p, os, m, s == 0);
-      switch (ncols - c) {
-      case 1: panel_cols(pw, pd, po, kb, a + c * as, as, s, 1, out + c * os + p, os, m, s == 0); break;
-      case 2: panel_cols(pw, pd, po, kb, a + c * as, as, s, 2, out + c * os + p, os, m, s == 0); break;
-      case 3: panel_cols(pw, pd, po, kb, a + c * as, as, s, 3, out + c * os + p, os, m, s == 0); break;
-      default: break;
-      }
-    }
-  }
+  const __m512i ridx = panel_ridx(w_stride);
+#define PANEL_COLS(nc) \
+  panel_cols(pw, pd, po, kb, a + c * as, as, s, nc, out + c * os + p, os, m, s == 0)
+  PANEL_DRIVE(nb, PANEL_KSEG, panel_build(pbase, ridx, m, s, kb, kind, pw, pd, po), PANEL_COLS)
+#undef PANEL_COLS
 }
 
 /* One function per block type, the kind a constant inside it. */
@@ -1202,9 +1215,14 @@ VNNI_INLINE void kpanel_build(const uint8_t *pbase, size_t bb, int five, __m512i
   }
 }
 
-VNNI_INLINE void kpanel_cols(const struct kpanel *kp, int kb, const uint8_t *a, size_t as,
-                             int64_t b0, const int nc, float *o, int64_t os, __mmask16 m,
-                             int first) {
+/* The columns of a K-quant panel; q6: Q6_K's 16 sub-blocks of 16 (its
+ * offset term is -32 sc_sb bsum_sb: kp->mn holds sc), else 8 of 32 (the
+ * mins' term -mn_sb (bsums_2sb + bsums_2sb+1)). */
+VNNI_INLINE void kpanel_cols(const struct kpanel *kp, int kb, const int q6, const uint8_t *a,
+                             size_t as, int64_t b0, const int nc, float *o, int64_t os,
+                             __mmask16 m, int first) {
+  const int nsb = q6 ? 16 : 8, nk = q6 ? 4 : 8, sbw = q6 ? 16 : 32;
+  const __m512 moff = _mm512_set1_ps(q6 ? -32.0f : -1.0f);
   __m512 acc[4];
   for (int c = 0; c < nc; c++)
     acc[c] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, o + c * os);
@@ -1216,25 +1234,26 @@ VNNI_INLINE void kpanel_cols(const struct kpanel *kp, int kb, const uint8_t *a, 
       x[c] = (const struct act_q8k *)(a + c * as) + b0 + j;
       t[c] = mt[c] = _mm512_setzero_ps();
     }
-    for (int sb = 0; sb < 8; sb++) {
+    for (int sb = 0; sb < nsb; sb++) {
       __m512i I[4];
       for (int c = 0; c < nc; c++) I[c] = _mm512_setzero_si512();
-      for (int k = 0; k < 8; k++) {
-        const __m512i wk = p->w[8 * sb + k];
+      for (int k = 0; k < nk; k++) {
+        const __m512i wk = p->w[nk * sb + k];
         for (int c = 0; c < nc; c++) {
           int32_t q4b;
-          memcpy(&q4b, x[c]->q + 32 * sb + 4 * k, 4);
+          memcpy(&q4b, x[c]->q + sbw * sb + 4 * k, 4);
           I[c] = _mm512_dpbusd_epi32(I[c], wk, _mm512_set1_epi32(q4b));
         }
       }
       for (int c = 0; c < nc; c++) {
         t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[c]), p->sc[sb], t[c]);
-        const float bs = (float)(x[c]->bsums[2 * sb] + x[c]->bsums[2 * sb + 1]);
+        const float bs = q6 ? (float)x[c]->bsums[sb]
+                            : (float)(x[c]->bsums[2 * sb] + x[c]->bsums[2 * sb + 1]);
         mt[c] = _mm512_fmadd_ps(p->mn[sb], _mm512_set1_ps(bs), mt[c]);
       }
     }
     for (int c = 0; c < nc; c++)
-      acc[c] = _mm512_fmadd_ps(_mm512_sub_ps(t[c], mt[c]), _mm512_set1_ps(x[c]->d), acc[c]);
+      acc[c] = _mm512_fmadd_ps(_mm512_fmadd_ps(mt[c], moff, t[c]), _mm512_set1_ps(x[c]->d), acc[c]);
   }
   for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
 }
@@ -1242,7 +1261,8 @@ VNNI_INLINE void kpanel_cols(const struct kpanel *kp, int kb, const uint8_t *a, 
 /* Q6_K: 16 sub-blocks of 16, signed 8-bit scales, q = u - 32 (u 6-bit).
  * Element 128 h + 32 u + l (l < 32) is nibble u / 2 of ql[64 h + 32 (u & 1)
  * + l] with bits 2u, 2u + 1 of qh[32 h + l] above it; kp->sc[sb] = d
- * scale_sb, and a column adds da (sum sc_sb I_sb - 32 sum sc_sb bsum_sb). */
+ * scale_sb (and kp->mn[sb] the same), and a column adds da (sum sc_sb I_sb
+ * - 32 sum sc_sb bsum_sb). */
 VNNI_INLINE void q6panel_build(const uint8_t *pbase, __m512i ridx, __mmask16 m, int64_t b0,
                                int kb, struct kpanel *kp) {
   const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
@@ -1257,7 +1277,7 @@ VNNI_INLINE void q6panel_build(const uint8_t *pbase, __m512i ridx, __mmask16 m, 
     for (int g = 0; g < 4; g++) {
       const __m512i S = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 192 + 4 * g, 1);
       for (int b = 0; b < 4; b++)
-        p->sc[4 * g + b] = _mm512_mul_ps(
+        p->sc[4 * g + b] = p->mn[4 * g + b] = _mm512_mul_ps(
             _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(S, 24 - 8 * b), 24)), d);
     }
     for (int h = 0; h < 2; h++)
@@ -1277,43 +1297,6 @@ VNNI_INLINE void q6panel_build(const uint8_t *pbase, __m512i ridx, __mmask16 m, 
   }
 }
 
-VNNI_INLINE void q6panel_cols(const struct kpanel *kp, int kb, const uint8_t *a, size_t as,
-                              int64_t b0, const int nc, float *o, int64_t os, __mmask16 m,
-                              int first) {
-  __m512 acc[4];
-  for (int c = 0; c < nc; c++)
-    acc[c] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, o + c * os);
-  for (int j = 0; j < kb; j++) {
-    const struct kpanel *p = &kp[j];
-    const struct act_q8k *x[4];
-    __m512 t[4], mt[4];
-    for (int c = 0; c < nc; c++) {
-      x[c] = (const struct act_q8k *)(a + c * as) + b0 + j;
-      t[c] = mt[c] = _mm512_setzero_ps();
-    }
-    for (int sb = 0; sb < 16; sb++) {
-      __m512i I[4];
-      for (int c = 0; c < nc; c++) I[c] = _mm512_setzero_si512();
-      for (int k = 0; k < 4; k++) {
-        const __m512i wk = p->w[4 * sb + k];
-        for (int c = 0; c < nc; c++) {
-          int32_t q4b;
-          memcpy(&q4b, x[c]->q + 16 * sb + 4 * k, 4);
-          I[c] = _mm512_dpbusd_epi32(I[c], wk, _mm512_set1_epi32(q4b));
-        }
-      }
-      for (int c = 0; c < nc; c++) {
-        t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[c]), p->sc[sb], t[c]);
-        mt[c] = _mm512_fmadd_ps(p->sc[sb], _mm512_set1_ps((float)x[c]->bsums[sb]), mt[c]);
-      }
-    }
-    for (int c = 0; c < nc; c++)
-      acc[c] = _mm512_fmadd_ps(_mm512_fmadd_ps(mt[c], _mm512_set1_ps(-32.0f), t[c]),
-                               _mm512_set1_ps(x[c]->d), acc[c]);
-  }
-  for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
-}
-
 /* kind: 0 Q4_K, 1 Q5_K, 2 Q6_K. */
 VNNI_INLINE void kpanel_gemm(const int kind, int64_t n, const uint8_t *w, size_t w_stride,
                              int64_t r0, int64_t r1, const uint8_t *a, size_t as, int64_t ncols,
@@ -1321,61 +1304,37 @@ VNNI_INLINE void kpanel_gemm(const int kind, int64_t n, const uint8_t *w, size_t
   const int64_t nb = n / QK_K;
   const size_t bb = kind == 1 ? sizeof(struct block_q5_k) : sizeof(struct block_q4_k);
   alignas(64) struct kpanel kp[KPANEL_KSEG];
-  const __m512i ridx = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32((int)w_stride));
-#define KPANEL_COLS(nc)                                                                            \
-  do {                                                                                             \
-    if (kind == 2) q6panel_cols(kp, kb, a + c * as, as, s, nc, out + c * os + p, os, m, s == 0);   \
-    else kpanel_cols(kp, kb, a + c * as, as, s, nc, out + c * os + p, os, m, s == 0);              \
-  } while (0)
-  for (int64_t p = r0; p < r1; p += 16) {
-    int64_t nr = r1 - p < 16 ? r1 - p : 16;
-    __mmask16 m = (__mmask16)((1u << nr) - 1);
-    const uint8_t *pbase = w + (size_t)p * w_stride;
-    for (int64_t s = 0; s < nb; s += KPANEL_KSEG) {
-      int kb = (int)(nb - s < KPANEL_KSEG ? nb - s : KPANEL_KSEG);
-      if (kind == 2) q6panel_build(pbase, ridx, m, s, kb, kp);
-      else kpanel_build(pbase, bb, kind == 1, ridx, m, s, kb, kp);
-      int64_t c = 0;
-      for (; c + 4 <= ncols; c += 4) KPANEL_COLS(4);
-      switch (ncols - c) {
-      case 1: KPANEL_COLS(1); break;
-      case 2: KPANEL_COLS(2); break;
-      case 3: KPANEL_COLS(3); break;
-      default: break;
-      }
-    }
-  }
+  const __m512i ridx = panel_ridx(w_stride);
+#define KPANEL_BUILD                                      \
+  if (kind == 2) q6panel_build(pbase, ridx, m, s, kb, kp); \
+  else kpanel_build(pbase, bb, kind == 1, ridx, m, s, kb, kp)
+#define KPANEL_COLS(nc) \
+  kpanel_cols(kp, kb, kind == 2, a + c * as, as, s, nc, out + c * os + p, os, m, s == 0)
+  PANEL_DRIVE(nb, KPANEL_KSEG, KPANEL_BUILD, KPANEL_COLS)
+#undef KPANEL_BUILD
 #undef KPANEL_COLS
 }
 
-/* K-quants on the VNNI path: the four-stream decode kernels for one
- * column, the panels for more (the tiles when a stride is beyond the
- * gathers' 32-bit reach). */
-#define DEFINE_KQ_VNNI_FAST(name, gemv, kind, tiles)                                               \
-  VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,         \
-                        const void *a, size_t a_stride, int64_t ncols, float *out,                 \
-                        int64_t out_stride) {                                                      \
-    if (ncols == 1)                                                                                \
-      gemv(n, w, w_stride, r0, r1, a, out);                                                        \
-    else if (w_stride <= (size_t)(INT32_MAX / 16))                                                 \
-      kpanel_gemm(kind, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);              \
-    else                                                                                           \
-      tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                          \
+/* One function per K-quant, the kind a constant inside it. */
+#define DEFINE_KPANEL_GEMM(name, kind)                                                             \
+  VNNI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,      \
+                        const uint8_t *a, size_t as, int64_t ncols, float *out, int64_t os) {      \
+    kpanel_gemm(kind, n, w, w_stride, r0, r1, a, as, ncols, out, os);                              \
   }
-DEFINE_KQ_VNNI_FAST(gemm_q4_k_vnni_panels, gemv_q4_k_vnni, 0, gemm_q4_k_512)
-DEFINE_KQ_VNNI_FAST(gemm_q5_k_vnni_panels, gemv_q5_k_vnni, 1, gemm_q5_k_512)
-DEFINE_KQ_VNNI_FAST(gemm_q6_k_vnni_panels, gemv_q6_k_vnni, 2, gemm_q6_k_512)
+DEFINE_KPANEL_GEMM(kpanel_gemm_q4_k, 0)
+DEFINE_KPANEL_GEMM(kpanel_gemm_q5_k, 1)
+DEFINE_KPANEL_GEMM(kpanel_gemm_q6_k, 2)
+
 
 /* The table entries: decode and prefill kernels above where they apply, the
- * per-block tile kernels otherwise (rows wider than the decode buffer, or a
- * w_stride too large for 32-bit gather offsets). */
-#define DEFINE_VNNI_FAST(name, gemv, panels, tiles)                                            \
+ * tile kernels otherwise (rows wider than the decode buffer, or a w_stride
+ * too large for 32-bit gather offsets). DECODE_OK: the decode kernel takes
+ * rows of n elements. */
+#define DEFINE_VNNI_FAST(name, gemv, DECODE_OK, panels, tiles)                                 \
   VNNI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
                         const void *a, size_t a_stride, int64_t ncols, float *out,             \
                         int64_t out_stride) {                                                  \
-    if (ncols == 1 && (n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS) {                             \
+    if (ncols == 1 && (DECODE_OK)) {                                                           \
       gemv(n, w, w_stride, r0, r1, a, out);                                                    \
       return;                                                                                  \
     }                                                                                          \
@@ -1386,11 +1345,17 @@ DEFINE_KQ_VNNI_FAST(gemm_q6_k_vnni_panels, gemv_q6_k_vnni, 2, gemm_q6_k_512)
     tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                        \
   }
 
-DEFINE_VNNI_FAST(gemm_q4_0_vnni_fast, gemv_q4_0_vnni, panel_gemm_q4_0, gemm_q4_0_vnni)
-DEFINE_VNNI_FAST(gemm_q8_0_vnni_fast, gemv_q8_0_vnni, panel_gemm_q8_0, gemm_q8_0_vnni)
-DEFINE_VNNI_FAST(gemm_q5_0_vnni_fast, gemv_q5_0_vnni, panel_gemm_q5_0, gemm_q5_0_vnni)
-DEFINE_VNNI_FAST(gemm_q4_1_vnni_fast, gemv_q4_1_vnni, panel_gemm_q4_1, gemm_q4_1_vnni)
-DEFINE_VNNI_FAST(gemm_q5_1_vnni_fast, gemv_q5_1_vnni, panel_gemm_q5_1, gemm_q5_1_vnni)
+#define PAIRS_OK ((n / 32 + 1) / 2 <= VNNI_DECODE_MAX_PAIRS)
+DEFINE_VNNI_FAST(gemm_q4_0_vnni_fast, gemv_q4_0_vnni, PAIRS_OK, panel_gemm_q4_0, gemm_q4_0_vnni)
+DEFINE_VNNI_FAST(gemm_q8_0_vnni_fast, gemv_q8_0_vnni, PAIRS_OK, panel_gemm_q8_0, gemm_q8_0_vnni)
+DEFINE_VNNI_FAST(gemm_q5_0_vnni_fast, gemv_q5_0_vnni, PAIRS_OK, panel_gemm_q5_0, gemm_q5_0_vnni)
+DEFINE_VNNI_FAST(gemm_q4_1_vnni_fast, gemv_q4_1_vnni, PAIRS_OK, panel_gemm_q4_1, gemm_q4_1_vnni)
+DEFINE_VNNI_FAST(gemm_q5_1_vnni_fast, gemv_q5_1_vnni, PAIRS_OK, panel_gemm_q5_1, gemm_q5_1_vnni)
+/* K-quants: n is a multiple of QK_K (the types require it), any width decodes. */
+DEFINE_VNNI_FAST(gemm_q4_k_vnni_fast, gemv_q4_k_vnni, 1, kpanel_gemm_q4_k, gemm_q4_k_512)
+DEFINE_VNNI_FAST(gemm_q5_k_vnni_fast, gemv_q5_k_vnni, 1, kpanel_gemm_q5_k, gemm_q5_k_512)
+DEFINE_VNNI_FAST(gemm_q6_k_vnni_fast, gemv_q6_k_vnni, 1, kpanel_gemm_q6_k, gemm_q6_k_512)
+#undef PAIRS_OK
 
 /* ---- activation quantizers (the scalar ones' bytes, see kernels_scalar.c) --
  * A decode step quantizes every matrix input on the caller while the other
@@ -1480,8 +1445,8 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni_fast;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
-  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_panels;
-  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_panels;
-  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_panels;
+  ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
+  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_fast;
+  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_fast;
 }
 #endif
