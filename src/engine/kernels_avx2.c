@@ -752,6 +752,151 @@ DEFINE_X86_GEMM(AVX2, gemm_q4_k, tile_q4_k)
 DEFINE_X86_GEMM(AVX2, gemm_q5_k, tile_q5_k)
 DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
 
+/* ---- prefill (ncols >= 2), Q4_0, Q5_0, Q4_1, Q5_1: 8-row panels ----------
+ * The tiles above spend per block and column a maddubs, a madd, a convert,
+ * an FMA, a scalar scale product and its broadcast, and a scalar offset
+ * term: ~7 operations for 32 multiply-adds. Here, as the VNNI path's panels
+ * do with vpdpbusd, 8 rows of up to APANEL_KSEG blocks are transposed once
+ * (gathers: lane i = row i's 4 unsigned weights 4k..4k+3, k < 4 low
+ * nibbles, k >= 4 high nibbles, Q5's fifth bits as bit 4), and each column's
+ * activations are broadcast 4 bytes at a time: one maddubs serves 8 rows x
+ * 4 weights, its i16 pair sums added up in i16 over 8 groups (Q4: at most
+ * 16 x 15 x 127 = 30480) or 4 (Q5: 8 x 31 x 127 = 31496) before one madd,
+ * so a block costs ~12 operations per column for 8 rows. Per column and
+ * block: acc += cvt(I) (dw da) + o s, o = dw off or the block's m, lanes =
+ * rows; partial sums of a long row live in out between K segments. */
+#define APANEL_KSEG 32
+enum apanel_kind { AP_Q4_0, AP_Q5_0, AP_Q4_1, AP_Q5_1 };
+#define AP_BB(k) ((k) == AP_Q4_0 ? 18 : (k) == AP_Q5_0 ? 22 : (k) == AP_Q4_1 ? 20 : 24)
+#define AP_QS(k) ((k) == AP_Q4_0 ? 2 : (k) == AP_Q5_0 ? 6 : (k) == AP_Q4_1 ? 4 : 8)
+#define AP_QH(k) ((k) == AP_Q5_0 ? 2 : (k) == AP_Q5_1 ? 4 : -1)
+#define AP_HAS_M(k) ((k) == AP_Q4_1 || (k) == AP_Q5_1)
+#define AP_OFF(k) ((k) == AP_Q4_0 ? -8.0f : (k) == AP_Q5_0 ? -16.0f : 0.0f)
+
+/* The low 16 bits of each of 8 dwords, as fp16, to floats. */
+AVX2_INLINE __m256 apanel_f16_lo(__m256i v) {
+  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i p = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, pick), 0x08);
+  return _mm256_cvtph_ps(_mm256_castsi256_si128(p));
+}
+
+AVX2_INLINE void apanel_build(const uint8_t *pbase, __m256i ridx, __m256i lanes, int64_t b0,
+                              int kb, const enum apanel_kind kind, __m256i (*pw)[8], __m256 *pd,
+                              __m256 *po) {
+  const __m256i m4 = _mm256_set1_epi8(15), z = _mm256_setzero_si256();
+  const __m256i lo4 = _mm256_set1_epi32(15), spread = _mm256_set1_epi32(0x00204081);
+  const __m256i bit0 = _mm256_set1_epi32(0x01010101);
+  for (int j = 0; j < kb; j++) {
+    const int *bp = (const int *)(pbase + (size_t)(b0 + j) * AP_BB(kind));
+    const __m256i dv = _mm256_mask_i32gather_epi32(z, bp, ridx, lanes, 1);
+    pd[j] = apanel_f16_lo(dv);
+    po[j] = AP_HAS_M(kind) ? apanel_f16_lo(_mm256_srli_epi32(dv, 16))
+                           : _mm256_mul_ps(pd[j], _mm256_set1_ps(AP_OFF(kind)));
+    for (int k = 0; k < 4; k++) {
+      const __m256i raw = _mm256_mask_i32gather_epi32(
+          z, (const int *)((const uint8_t *)bp + AP_QS(kind) + 4 * k), ridx, lanes, 1);
+      pw[j][k] = _mm256_and_si256(raw, m4);
+      pw[j][k + 4] = _mm256_and_si256(_mm256_srli_epi32(raw, 4), m4);
+    }
+    if (AP_QH(kind) >= 0) {
+      const __m256i h = _mm256_mask_i32gather_epi32(
+          z, (const int *)((const uint8_t *)bp + AP_QH(kind)), ridx, lanes, 1);
+      /* bits 4k..4k+3 of qh to bit 0 of four bytes: the 4-bit value times
+       * 1 + 2^7 + 2^14 + 2^21 puts bit i at 8i (copies 7 apart: no carries) */
+      for (int k = 0; k < 8; k++) {
+        const __m256i nib = _mm256_and_si256(_mm256_srli_epi32(h, 4 * k), lo4);
+        pw[j][k] = _mm256_or_si256(
+            pw[j][k], _mm256_slli_epi32(_mm256_and_si256(_mm256_mullo_epi32(nib, spread), bit0), 4));
+      }
+    }
+  }
+}
+
+AVX2_INLINE void apanel_cols(__m256i (*pw)[8], const __m256 *pd, const __m256 *po, int kb,
+                             const enum apanel_kind kind, const uint8_t *a, size_t as, int64_t b0,
+                             const int nc, float *o, int64_t os, __m256i lanes, int first) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int fold = AP_QH(kind) >= 0 ? 4 : 8; /* groups summed in i16 before a madd */
+  __m256 acc[4];
+  for (int c = 0; c < nc; c++)
+    acc[c] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(o + c * os, lanes);
+  for (int j = 0; j < kb; j++) {
+    const struct act_q8 *x[4];
+    __m256i I[4];
+    for (int c = 0; c < nc; c++) {
+      x[c] = (const struct act_q8 *)(a + c * as) + b0 + j;
+      I[c] = _mm256_setzero_si256();
+    }
+    for (int k0 = 0; k0 < 8; k0 += fold) {
+      __m256i s16[4];
+      for (int c = 0; c < nc; c++) s16[c] = _mm256_setzero_si256();
+      for (int k = k0; k < k0 + fold; k++) {
+        const __m256i wk = pw[j][k];
+        for (int c = 0; c < nc; c++) {
+          int32_t q4b;
+          memcpy(&q4b, x[c]->q + 4 * k, 4);
+          s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(wk, _mm256_set1_epi32(q4b)));
+        }
+      }
+      for (int c = 0; c < nc; c++) I[c] = _mm256_add_epi32(I[c], _mm256_madd_epi16(s16[c], ones));
+    }
+    for (int c = 0; c < nc; c++) {
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[c]), _mm256_mul_ps(pd[j], _mm256_set1_ps(x[c]->d)),
+                               acc[c]);
+      acc[c] = _mm256_fmadd_ps(po[j], _mm256_set1_ps(x[c]->s), acc[c]);
+    }
+  }
+  for (int c = 0; c < nc; c++) _mm256_maskstore_ps(o + c * os, lanes, acc[c]);
+}
+
+AVX2_INLINE void apanel_gemm(const enum apanel_kind kind, int64_t n, const uint8_t *w,
+                             size_t w_stride, int64_t r0, int64_t r1, const uint8_t *a, size_t as,
+                             int64_t ncols, float *out, int64_t os) {
+  const int64_t nb = n / 32;
+  __m256i pw[APANEL_KSEG][8];
+  __m256 pd[APANEL_KSEG], po[APANEL_KSEG];
+  const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i ridx = _mm256_mullo_epi32(lane_no, _mm256_set1_epi32((int)w_stride));
+  for (int64_t p = r0; p < r1; p += 8) {
+    const int nr = (int)(r1 - p < 8 ? r1 - p : 8);
+    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane_no);
+    const uint8_t *pbase = w + (size_t)p * w_stride;
+    for (int64_t s = 0; s < nb; s += APANEL_KSEG) {
+      const int kb = (int)(nb - s < APANEL_KSEG ? nb - s : APANEL_KSEG);
+      apanel_build(pbase, ridx, lanes, s, kb, kind, pw, pd, po);
+      int64_t c = 0;
+      for (; c + 4 <= ncols; c += 4)
+        apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 4, out + c * os + p, os, lanes, s == 0);
+      switch (ncols - c) {
+      case 1: apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 1, out + c * os + p, os, lanes, s == 0); break;
+      case 2: apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 2, out + c * os + p, os, lanes, s == 0); break;
+      case 3: apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 3, out + c * os + p, os, lanes, s == 0); break;
+      default: break;
+      }
+    }
+  }
+}
+
+/* The entries: the decode kernel for one column (rows of whole block
+ * pairs), the panels for prompts (strides within the gathers' 32-bit
+ * reach), the tiles otherwise. */
+#define DEFINE_AVX2_LEGACY_FAST(name, gemv, kind, tiles)                                      \
+  AVX2 static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,    \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,            \
+                        int64_t out_stride) {                                                 \
+    if (ncols == 1 && n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX)                                  \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                   \
+    else if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 8))                                \
+      apanel_gemm(kind, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);         \
+    else                                                                                      \
+      tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                     \
+  }
+DEFINE_AVX2_LEGACY_FAST(gemm_q4_0_fast, gemv_q4_0_avx2, AP_Q4_0, gemm_q4_0)
+DEFINE_AVX2_LEGACY_FAST(gemm_q5_0_fast, gemv_q5_0_avx2, AP_Q5_0, gemm_q5_0)
+DEFINE_AVX2_LEGACY_FAST(gemm_q4_1_fast, gemv_q4_1_avx2, AP_Q4_1, gemm_q4_1)
+DEFINE_AVX2_LEGACY_FAST(gemm_q5_1_fast, gemv_q5_1_avx2, AP_Q5_1, gemm_q5_1)
+
 /* The four-stream decode kernels for one column (when the row width suits
  * them), the tiles otherwise. */
 #define DEFINE_DECODE_DISPATCH(name, gemv, WIDTH_OK, gemm)                                    \
@@ -764,14 +909,6 @@ DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
     }                                                                                         \
     gemm(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                        \
   }
-DEFINE_DECODE_DISPATCH(gemm_q4_0_fast, gemv_q4_0_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
-                       gemm_q4_0)
-DEFINE_DECODE_DISPATCH(gemm_q5_0_fast, gemv_q5_0_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
-                       gemm_q5_0)
-DEFINE_DECODE_DISPATCH(gemm_q4_1_fast, gemv_q4_1_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
-                       gemm_q4_1)
-DEFINE_DECODE_DISPATCH(gemm_q5_1_fast, gemv_q5_1_avx2, n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX,
-                       gemm_q5_1)
 DEFINE_DECODE_DISPATCH(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, gemm_q8_0)
 DEFINE_DECODE_DISPATCH(gemm_q6_k_fast, gemv_q6_k_avx2, n % QK_K == 0, gemm_q6_k)
 DEFINE_DECODE_DISPATCH(gemm_q4_k_fast, gemv_q4_k_avx2, n % QK_K == 0, gemm_q4_k)

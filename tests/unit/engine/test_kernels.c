@@ -267,6 +267,79 @@ static void test_paths_vs_scalar(void) {
 #endif
 }
 
+/* The integer kernels' worst case for 16-bit intermediates: every weight at
+ * its largest unsigned (or signed) value against activations all +127 or
+ * all -127 (the AVX2 paths add maddubs pairs in i16; a wrap there is off by
+ * 65536 units, far beyond the tolerance). Blocks are all-ones bytes with
+ * their fp16 scale fields set to 2^-7 (Q8_0: weights +127 instead of -1). */
+static void test_saturation_extremes(void) {
+  static const uint32_t qtypes[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0, GGML_TYPE_Q4_1,
+                                    GGML_TYPE_Q5_1, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+  static const int64_t ncols_list[] = {1, 4, 5};
+  const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
+  const uint16_t h = 0x2000; /* fp16 2^-7 */
+  int cases = 0;
+  for (size_t t = 0; t < sizeof qtypes / sizeof qtypes[0]; t++)
+    for (size_t k = 0; k < sizeof ncols_list / sizeof ncols_list[0]; k++) {
+      struct gemm_case gc;
+      if (case_make(&gc, qtypes[t], 8, ncols_list[k]) != 0) {
+        CHECK_MSG(0, "case_make");
+        continue;
+      }
+      const uint32_t type = gc.type;
+      const struct ggml_type_info *ti = ggml_type_get(type);
+      const int64_t nb = gc.n / ti->block_size;
+      for (int64_t r = 0; r < gc.rows; r++) {
+        uint8_t *row = gc.w + (size_t)r * gc.w_stride;
+        memset(row, type == GGML_TYPE_Q8_0 ? 0x7f : 0xff, gc.w_stride);
+        for (int64_t b = 0; b < nb; b++) {
+          uint8_t *blk = row + (size_t)b * ti->type_size;
+          const size_t d_at = type == GGML_TYPE_Q6_K ? 208 : 0;
+          memcpy(blk + d_at, &h, 2);
+          /* m (Q4_1, Q5_1) or dmin (Q4_K, Q5_K) */
+          if (type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1 || type == GGML_TYPE_Q4_K ||
+              type == GGML_TYPE_Q5_K)
+            memcpy(blk + 2, &h, 2);
+        }
+        CHECK(ggml_dequantize_ref(type, row, gc.wf + r * gc.n, gc.n) == 0);
+      }
+      enum act_format f = kernel_act_format(type);
+      for (int64_t c = 0; c < gc.ncols; c++) {
+        for (int64_t i = 0; i < gc.n; i++) gc.x[c * gc.n + i] = (c & 1) ? -1.0f : 1.0f;
+        quantize_act(sc, f, gc.x + c * gc.n, gc.a + c * gc.a_stride, gc.n);
+      }
+      float *ref = run_gemm(sc, &gc);
+      for (size_t p = 1; p < N_PATHS; p++) {
+        const struct kernel_ops *ops = kernels_get(paths[p]);
+        if (!ops) continue;
+        float *out = run_gemm(ops, &gc);
+        if (ref && out && check_cells(&gc, out, ops->name) == 0) {
+          int bad = 0;
+          for (int64_t c = 0; c < gc.ncols; c++)
+            for (int64_t r = gc.r0; r < gc.r1; r++) {
+              double tol = 1e-5 * sum_abs_terms(&gc, r, c) + 1e-30;
+              double g = out[c * gc.out_stride + r], e = ref[c * gc.out_stride + r];
+              if (!(fabs(g - e) <= tol)) {
+                if (!bad)
+                  CHECK_MSG(0, "%s %s ncols %lld r %lld c %lld: %.9g vs scalar %.9g (extremes)",
+                            ops->name, ti->name, (long long)gc.ncols, (long long)r, (long long)c,
+                            g, e);
+                bad++;
+              }
+            }
+          CHECK(bad == 0);
+          cases++;
+        }
+        free(out);
+      }
+      free(ref);
+      case_free(&gc);
+    }
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) CHECK(cases > 0);
+#endif
+}
+
 /* Quantizer bounds, and every path's quantizers give the scalar's bytes. */
 static void test_quantize(void) {
   const int64_t n = 256 * 3;
@@ -503,4 +576,5 @@ void tm_run_tests(void) {
   TM_RUN(test_get_row);
   TM_RUN(test_scalar_vs_float64);
   TM_RUN(test_paths_vs_scalar);
+  TM_RUN(test_saturation_extremes);
 }
