@@ -4,7 +4,8 @@
  *
  * Specialised here: gemm F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
  * Q5_K, Q6_K, with four-stream decode (one column) kernels for every quantized
- * type but the one-column-wide odd shapes (rows of an odd number of blocks);
+ * type but the one-column-wide odd shapes (rows of an odd number of blocks),
+ * and 8-row prefill panels for Q4_0, Q5_0, Q4_1, Q5_1 (apanel_gemm);
  * quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
  * Scalar on this path (table entry = the scalar function): get_row.
  *
