@@ -5,7 +5,7 @@
  * Specialised here: gemm F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
  * Q5_K, Q6_K, with four-stream decode (one column) kernels for every quantized
  * type but the one-column-wide odd shapes (rows of an odd number of blocks),
- * and 8-row prefill panels for Q4_0, Q5_0, Q4_1, Q5_1 (apanel_gemm);
+ * and 8-row prefill panels for Q4_0, Q5_0, Q4_1, Q5_1, Q8_0 (apanel_gemm);
  * quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
  * Scalar on this path (table entry = the scalar function): get_row.
  *
@@ -765,11 +765,15 @@ DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
  * 16 x 15 x 127 = 30480) or 4 (Q5: 8 x 31 x 127 = 31496) before one madd,
  * so a block costs ~12 operations per column for 8 rows. Per column and
  * block: acc += cvt(I) (dw da) + o s, o = dw off or the block's m, lanes =
- * rows; partial sums of a long row live in out between K segments. */
+ * rows; partial sums of a long row live in out between K segments. Q8_0's
+ * weights are signed: its panel keeps them and their magnitudes, each group
+ * is maddubs(|w|, sign(a, w)) (pairs up to 2 x 127 x 127: a madd per group),
+ * ~35 operations a block and column for 8 rows against the tile's ~56. */
 #define APANEL_KSEG 32
-enum apanel_kind { AP_Q4_0, AP_Q5_0, AP_Q4_1, AP_Q5_1 };
-#define AP_BB(k) ((k) == AP_Q4_0 ? 18 : (k) == AP_Q5_0 ? 22 : (k) == AP_Q4_1 ? 20 : 24)
-#define AP_QS(k) ((k) == AP_Q4_0 ? 2 : (k) == AP_Q5_0 ? 6 : (k) == AP_Q4_1 ? 4 : 8)
+enum apanel_kind { AP_Q4_0, AP_Q5_0, AP_Q4_1, AP_Q5_1, AP_Q8_0 };
+#define AP_BB(k) \
+  ((k) == AP_Q4_0 ? 18 : (k) == AP_Q5_0 ? 22 : (k) == AP_Q4_1 ? 20 : (k) == AP_Q5_1 ? 24 : 34)
+#define AP_QS(k) ((k) == AP_Q4_0 || (k) == AP_Q8_0 ? 2 : (k) == AP_Q5_0 ? 6 : (k) == AP_Q4_1 ? 4 : 8)
 #define AP_QH(k) ((k) == AP_Q5_0 ? 2 : (k) == AP_Q5_1 ? 4 : -1)
 #define AP_HAS_M(k) ((k) == AP_Q4_1 || (k) == AP_Q5_1)
 #define AP_OFF(k) ((k) == AP_Q4_0 ? -8.0f : (k) == AP_Q5_0 ? -16.0f : 0.0f)
@@ -783,7 +787,7 @@ AVX2_INLINE __m256 apanel_f16_lo(__m256i v) {
 }
 
 AVX2_INLINE void apanel_build(const uint8_t *pbase, __m256i ridx, __m256i lanes, int64_t b0,
-                              int kb, const enum apanel_kind kind, __m256i (*pw)[8], __m256 *pd,
+                              int kb, const enum apanel_kind kind, __m256i (*pw)[16], __m256 *pd,
                               __m256 *po) {
   const __m256i m4 = _mm256_set1_epi8(15), z = _mm256_setzero_si256();
   const __m256i lo4 = _mm256_set1_epi32(15), spread = _mm256_set1_epi32(0x00204081);
@@ -794,6 +798,14 @@ AVX2_INLINE void apanel_build(const uint8_t *pbase, __m256i ridx, __m256i lanes,
     pd[j] = apanel_f16_lo(dv);
     po[j] = AP_HAS_M(kind) ? apanel_f16_lo(_mm256_srli_epi32(dv, 16))
                            : _mm256_mul_ps(pd[j], _mm256_set1_ps(AP_OFF(kind)));
+    if (kind == AP_Q8_0) {
+      for (int k = 0; k < 8; k++) {
+        pw[j][k] = _mm256_mask_i32gather_epi32(
+            z, (const int *)((const uint8_t *)bp + AP_QS(kind) + 4 * k), ridx, lanes, 1);
+        pw[j][k + 8] = _mm256_abs_epi8(pw[j][k]);
+      }
+      continue;
+    }
     for (int k = 0; k < 4; k++) {
       const __m256i raw = _mm256_mask_i32gather_epi32(
           z, (const int *)((const uint8_t *)bp + AP_QS(kind) + 4 * k), ridx, lanes, 1);
@@ -814,7 +826,7 @@ AVX2_INLINE void apanel_build(const uint8_t *pbase, __m256i ridx, __m256i lanes,
   }
 }
 
-AVX2_INLINE void apanel_cols(__m256i (*pw)[8], const __m256 *pd, const __m256 *po, int kb,
+AVX2_INLINE void apanel_cols(__m256i (*pw)[16], const __m256 *pd, const __m256 *po, int kb,
                              const enum apanel_kind kind, const uint8_t *a, size_t as, int64_t b0,
                              const int nc, float *o, int64_t os, __m256i lanes, int first) {
   const __m256i ones = _mm256_set1_epi16(1);
@@ -829,7 +841,19 @@ AVX2_INLINE void apanel_cols(__m256i (*pw)[8], const __m256 *pd, const __m256 *p
       x[c] = (const struct act_q8 *)(a + c * as) + b0 + j;
       I[c] = _mm256_setzero_si256();
     }
-    for (int k0 = 0; k0 < 8; k0 += fold) {
+    if (kind == AP_Q8_0) {
+      for (int k = 0; k < 8; k++) {
+        const __m256i ws = pw[j][k], wa = pw[j][k + 8];
+        for (int c = 0; c < nc; c++) {
+          int32_t q4b;
+          memcpy(&q4b, x[c]->q + 4 * k, 4);
+          const __m256i p =
+              _mm256_maddubs_epi16(wa, _mm256_sign_epi8(_mm256_set1_epi32(q4b), ws));
+          I[c] = _mm256_add_epi32(I[c], _mm256_madd_epi16(p, ones));
+        }
+      }
+    }
+    for (int k0 = 0; kind != AP_Q8_0 && k0 < 8; k0 += fold) {
       __m256i s16[4];
       for (int c = 0; c < nc; c++) s16[c] = _mm256_setzero_si256();
       for (int k = k0; k < k0 + fold; k++) {
@@ -845,7 +869,7 @@ AVX2_INLINE void apanel_cols(__m256i (*pw)[8], const __m256 *pd, const __m256 *p
     for (int c = 0; c < nc; c++) {
       acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[c]), _mm256_mul_ps(pd[j], _mm256_set1_ps(x[c]->d)),
                                acc[c]);
-      acc[c] = _mm256_fmadd_ps(po[j], _mm256_set1_ps(x[c]->s), acc[c]);
+      if (kind != AP_Q8_0) acc[c] = _mm256_fmadd_ps(po[j], _mm256_set1_ps(x[c]->s), acc[c]);
     }
   }
   for (int c = 0; c < nc; c++) _mm256_maskstore_ps(o + c * os, lanes, acc[c]);
@@ -855,7 +879,7 @@ AVX2_INLINE void apanel_gemm(const enum apanel_kind kind, int64_t n, const uint8
                              size_t w_stride, int64_t r0, int64_t r1, const uint8_t *a, size_t as,
                              int64_t ncols, float *out, int64_t os) {
   const int64_t nb = n / 32;
-  __m256i pw[APANEL_KSEG][8];
+  __m256i pw[APANEL_KSEG][16]; /* Q8_0: the signed weights (k < 8) and their magnitudes */
   __m256 pd[APANEL_KSEG], po[APANEL_KSEG];
   const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i ridx = _mm256_mullo_epi32(lane_no, _mm256_set1_epi32((int)w_stride));
@@ -879,24 +903,27 @@ AVX2_INLINE void apanel_gemm(const enum apanel_kind kind, int64_t n, const uint8
   }
 }
 
-/* The entries: the decode kernel for one column (rows of whole block
- * pairs), the panels for prompts (strides within the gathers' 32-bit
+/* The entries: the decode kernel for one column (DECODE_OK: rows it
+ * takes), the panels for prompts (strides within the gathers' 32-bit
  * reach), the tiles otherwise. */
-#define DEFINE_AVX2_LEGACY_FAST(name, gemv, kind, tiles)                                      \
+#define DEFINE_AVX2_LEGACY_FAST(name, gemv, DECODE_OK, kind, tiles)                           \
   AVX2 static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,    \
                         const void *a, size_t a_stride, int64_t ncols, float *out,            \
                         int64_t out_stride) {                                                 \
-    if (ncols == 1 && n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX)                                  \
+    if (ncols == 1 && (DECODE_OK))                                                            \
       gemv(n, w, w_stride, r0, r1, a, out);                                                   \
     else if (ncols > 1 && w_stride <= (size_t)(INT32_MAX / 8))                                \
       apanel_gemm(kind, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);         \
     else                                                                                      \
       tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                     \
   }
-DEFINE_AVX2_LEGACY_FAST(gemm_q4_0_fast, gemv_q4_0_avx2, AP_Q4_0, gemm_q4_0)
-DEFINE_AVX2_LEGACY_FAST(gemm_q5_0_fast, gemv_q5_0_avx2, AP_Q5_0, gemm_q5_0)
-DEFINE_AVX2_LEGACY_FAST(gemm_q4_1_fast, gemv_q4_1_avx2, AP_Q4_1, gemm_q4_1)
-DEFINE_AVX2_LEGACY_FAST(gemm_q5_1_fast, gemv_q5_1_avx2, AP_Q5_1, gemm_q5_1)
+#define PAIRS_OK (n % 64 == 0 && n / 64 <= Q4_PAIRS_MAX)
+DEFINE_AVX2_LEGACY_FAST(gemm_q4_0_fast, gemv_q4_0_avx2, PAIRS_OK, AP_Q4_0, gemm_q4_0)
+DEFINE_AVX2_LEGACY_FAST(gemm_q5_0_fast, gemv_q5_0_avx2, PAIRS_OK, AP_Q5_0, gemm_q5_0)
+DEFINE_AVX2_LEGACY_FAST(gemm_q4_1_fast, gemv_q4_1_avx2, PAIRS_OK, AP_Q4_1, gemm_q4_1)
+DEFINE_AVX2_LEGACY_FAST(gemm_q5_1_fast, gemv_q5_1_avx2, PAIRS_OK, AP_Q5_1, gemm_q5_1)
+DEFINE_AVX2_LEGACY_FAST(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, AP_Q8_0, gemm_q8_0)
+#undef PAIRS_OK
 
 /* The four-stream decode kernels for one column (when the row width suits
  * them), the tiles otherwise. */
@@ -910,7 +937,7 @@ DEFINE_AVX2_LEGACY_FAST(gemm_q5_1_fast, gemv_q5_1_avx2, AP_Q5_1, gemm_q5_1)
     }                                                                                         \
     gemm(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                        \
   }
-DEFINE_DECODE_DISPATCH(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, gemm_q8_0)
+
 DEFINE_DECODE_DISPATCH(gemm_q6_k_fast, gemv_q6_k_avx2, n % QK_K == 0, gemm_q6_k)
 DEFINE_DECODE_DISPATCH(gemm_q4_k_fast, gemv_q4_k_avx2, n % QK_K == 0, gemm_q4_k)
 DEFINE_DECODE_DISPATCH(gemm_q5_k_fast, gemv_q5_k_avx2, n % QK_K == 0, gemm_q5_k)
