@@ -761,9 +761,10 @@ DEFINE_X86_GEMM(AVX2, gemm_q6_k, tile_q6_k)
  * (gathers: lane i = row i's 4 unsigned weights 4k..4k+3, k < 4 low
  * nibbles, k >= 4 high nibbles, Q5's fifth bits as bit 4), and each column's
  * activations are broadcast 4 bytes at a time: one maddubs serves 8 rows x
- * 4 weights, its i16 pair sums added up in i16 over 8 groups (Q4: at most
- * 16 x 15 x 127 = 30480) or 4 (Q5: 8 x 31 x 127 = 31496) before one madd,
- * so a block costs ~12 operations per column for 8 rows. Per column and
+ * 4 weights, its i16 pair sums added up in i16 over 4 groups (Q5: at most
+ * 8 x 31 x 127 = 31496; Q4 could take 8, but 4 measured 5-17% faster: fewer
+ * registers live) before one madd, so a block costs ~13 operations per
+ * column for 8 rows. Per column and
  * block: acc += cvt(I) (dw da) + o s, o = dw off or the block's m, lanes =
  * rows; partial sums of a long row live in out between K segments. Q8_0's
  * weights are signed: its panel keeps them and their magnitudes, each group
@@ -830,7 +831,7 @@ AVX2_INLINE void apanel_cols(__m256i (*pw)[16], const __m256 *pd, const __m256 *
                              const enum apanel_kind kind, const uint8_t *a, size_t as, int64_t b0,
                              const int nc, float *o, int64_t os, __m256i lanes, int first) {
   const __m256i ones = _mm256_set1_epi16(1);
-  const int fold = AP_QH(kind) >= 0 ? 4 : 8; /* groups summed in i16 before a madd */
+  const int fold = 4; /* groups summed in i16 before a madd */
   __m256 acc[4];
   for (int c = 0; c < nc; c++)
     acc[c] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(o + c * os, lanes);
@@ -903,6 +904,194 @@ AVX2_INLINE void apanel_gemm(const enum apanel_kind kind, int64_t n, const uint8
   }
 }
 
+/* ---- prefill (ncols >= 2), Q4_K, Q5_K, Q6_K: 8-row panels of super-blocks
+ * The tiles spend per sub-block of 32 and column a maddubs, a madd with the
+ * scales and an add (about 8 multiply-adds an operation); here 8 rows of a
+ * super-block are transposed once (kernels_avx512.c's kpanel_build on 8
+ * lanes: sc = d scale, mn = dmin min per row lane; Q6_K: 16 sub-blocks of
+ * 16, mn = sc), and a sub-block costs per column its maddubs (8 rows x 4
+ * weights each), their i16 sums folded into one madd as far as 16 bits
+ * hold them (4 groups for u <= 31, 2 for Q6_K's u <= 63; Q4_K could take
+ * 8, but 4 measured 15% faster), a convert and an FMA with
+ * the row scales: about 14 multiply-adds an operation. Per column and
+ * super-block: acc += da (sum sc_sb I_sb + moff sum mn_sb bsum_sb), moff =
+ * -1 (mins) or -32 (Q6_K's offset). */
+#define AKPANEL_KSEG 4
+struct akpanel {
+  __m256i w[64]; /* [nk sb + k]: Q4_K / Q5_K nk = 8 (sub-blocks of 32), Q6_K nk = 4 */
+  __m256 sc[16], mn[16];
+};
+
+AVX2_INLINE void akpanel_build(const uint8_t *pbase, __m256i ridx, __m256i lanes, int64_t b0,
+                               int kb, const int kind, struct akpanel *kp) {
+  const __m256i z = _mm256_setzero_si256(), m4 = _mm256_set1_epi8(15);
+  for (int j = 0; j < kb; j++) {
+    struct akpanel *p = &kp[j];
+    if (kind == 2) { /* Q6_K */
+      const uint8_t *bp = pbase + (size_t)(b0 + j) * sizeof(struct block_q6_k);
+      const __m256 d = apanel_f16_lo(
+          _mm256_srli_epi32(_mm256_mask_i32gather_epi32(z, (const int *)(bp + 206), ridx, lanes, 1), 16));
+      for (int g = 0; g < 4; g++) {
+        const __m256i S = _mm256_mask_i32gather_epi32(z, (const int *)(bp + 192 + 4 * g), ridx, lanes, 1);
+        for (int b = 0; b < 4; b++)
+          p->sc[4 * g + b] = p->mn[4 * g + b] = _mm256_mul_ps(
+              _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(S, 24 - 8 * b), 24)), d);
+      }
+      const __m256i m3 = _mm256_set1_epi8(3);
+      for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 8; k++) {
+          const __m256i H =
+              _mm256_mask_i32gather_epi32(z, (const int *)(bp + 128 + 32 * h + 4 * k), ridx, lanes, 1);
+          for (int half = 0; half < 2; half++) {
+            const __m256i G = _mm256_mask_i32gather_epi32(
+                z, (const int *)(bp + 64 * h + 32 * half + 4 * k), ridx, lanes, 1);
+            for (int up = 0; up < 2; up++) {
+              const int u = half + 2 * up;
+              const __m256i nib = _mm256_and_si256(up ? _mm256_srli_epi32(G, 4) : G, m4);
+              const __m256i hi2 =
+                  _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(H, 2 * u), m3), 4);
+              p->w[4 * (8 * h + 2 * u + (k >> 2)) + (k & 3)] = _mm256_or_si256(nib, hi2);
+            }
+          }
+        }
+      continue;
+    }
+    const int five = kind == 1;
+    const uint8_t *bp =
+        pbase + (size_t)(b0 + j) * (five ? sizeof(struct block_q5_k) : sizeof(struct block_q4_k));
+    const __m256i dd = _mm256_mask_i32gather_epi32(z, (const int *)bp, ridx, lanes, 1);
+    const __m256 d = apanel_f16_lo(dd), dmin = apanel_f16_lo(_mm256_srli_epi32(dd, 16));
+    const __m256i D0 = _mm256_mask_i32gather_epi32(z, (const int *)(bp + 4), ridx, lanes, 1);
+    const __m256i D1 = _mm256_mask_i32gather_epi32(z, (const int *)(bp + 8), ridx, lanes, 1);
+    const __m256i D2 = _mm256_mask_i32gather_epi32(z, (const int *)(bp + 12), ridx, lanes, 1);
+    const __m256i m6 = _mm256_set1_epi32(63), lo4 = _mm256_set1_epi32(15), three = _mm256_set1_epi32(3);
+    for (int sb = 0; sb < 8; sb++) {
+      __m256i sc, mn;
+      if (sb < 4) {
+        sc = _mm256_and_si256(_mm256_srli_epi32(D0, 8 * sb), m6);
+        mn = _mm256_and_si256(_mm256_srli_epi32(D1, 8 * sb), m6);
+      } else {
+        const int s8 = 8 * (sb - 4);
+        sc = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(D2, s8), lo4),
+                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(D0, s8 + 6), three), 4));
+        mn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(D2, s8 + 4), lo4),
+                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(D1, s8 + 6), three), 4));
+      }
+      p->sc[sb] = _mm256_mul_ps(_mm256_cvtepi32_ps(sc), d);
+      p->mn[sb] = _mm256_mul_ps(_mm256_cvtepi32_ps(mn), dmin);
+    }
+    const uint8_t *qs = bp + (five ? 48 : 16);
+    for (int g = 0; g < 4; g++)
+      for (int k = 0; k < 8; k++) {
+        const __m256i raw =
+            _mm256_mask_i32gather_epi32(z, (const int *)(qs + 32 * g + 4 * k), ridx, lanes, 1);
+        p->w[8 * (2 * g) + k] = _mm256_and_si256(raw, m4);
+        p->w[8 * (2 * g + 1) + k] = _mm256_and_si256(_mm256_srli_epi32(raw, 4), m4);
+      }
+    if (five) {
+      const __m256i bit0 = _mm256_set1_epi8(1);
+      for (int k = 0; k < 8; k++) {
+        const __m256i h =
+            _mm256_mask_i32gather_epi32(z, (const int *)(bp + 16 + 4 * k), ridx, lanes, 1);
+        for (int sb = 0; sb < 8; sb++)
+          p->w[8 * sb + k] = _mm256_or_si256(
+              p->w[8 * sb + k],
+              _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, sb), bit0), 4));
+      }
+    }
+  }
+}
+
+AVX2_INLINE void akpanel_cols(const struct akpanel *kp, int kb, const int kind, const uint8_t *a,
+                              size_t as, int64_t b0, const int nc, float *o, int64_t os,
+                              __m256i lanes, int first) {
+  const int q6 = kind == 2, nsb = q6 ? 16 : 8, nk = q6 ? 4 : 8, sbw = q6 ? 16 : 32;
+  const int fold = q6 ? 2 : 4; /* i16-safe groups per madd */
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256 moff = _mm256_set1_ps(q6 ? -32.0f : -1.0f);
+  __m256 acc[4];
+  for (int c = 0; c < nc; c++)
+    acc[c] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(o + c * os, lanes);
+  for (int j = 0; j < kb; j++) {
+    const struct akpanel *p = &kp[j];
+    const struct act_q8k *x[4];
+    __m256 t[4], mt[4];
+    for (int c = 0; c < nc; c++) {
+      x[c] = (const struct act_q8k *)(a + c * as) + b0 + j;
+      t[c] = mt[c] = _mm256_setzero_ps();
+    }
+    for (int sb = 0; sb < nsb; sb++) {
+      __m256i I[4];
+      for (int c = 0; c < nc; c++) I[c] = _mm256_setzero_si256();
+      for (int k0 = 0; k0 < nk; k0 += fold) {
+        __m256i s16[4];
+        for (int c = 0; c < nc; c++) s16[c] = _mm256_setzero_si256();
+        for (int k = k0; k < k0 + fold && k < nk; k++) {
+          const __m256i wk = p->w[nk * sb + k];
+          for (int c = 0; c < nc; c++) {
+            int32_t q4b;
+            memcpy(&q4b, x[c]->q + sbw * sb + 4 * k, 4);
+            s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(wk, _mm256_set1_epi32(q4b)));
+          }
+        }
+        for (int c = 0; c < nc; c++) I[c] = _mm256_add_epi32(I[c], _mm256_madd_epi16(s16[c], ones));
+      }
+      for (int c = 0; c < nc; c++) {
+        t[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[c]), p->sc[sb], t[c]);
+        const float bs = q6 ? (float)x[c]->bsums[sb]
+                            : (float)(x[c]->bsums[2 * sb] + x[c]->bsums[2 * sb + 1]);
+        mt[c] = _mm256_fmadd_ps(p->mn[sb], _mm256_set1_ps(bs), mt[c]);
+      }
+    }
+    for (int c = 0; c < nc; c++)
+      acc[c] = _mm256_fmadd_ps(_mm256_fmadd_ps(mt[c], moff, t[c]), _mm256_set1_ps(x[c]->d), acc[c]);
+  }
+  for (int c = 0; c < nc; c++) _mm256_maskstore_ps(o + c * os, lanes, acc[c]);
+}
+
+/* kind: 0 Q4_K, 1 Q5_K, 2 Q6_K. */
+AVX2_INLINE void akpanel_gemm(const int kind, int64_t n, const uint8_t *w, size_t w_stride,
+                              int64_t r0, int64_t r1, const uint8_t *a, size_t as, int64_t ncols,
+                              float *out, int64_t os) {
+  const int64_t nb = n / QK_K;
+  struct akpanel kp[AKPANEL_KSEG];
+  const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i ridx = _mm256_mullo_epi32(lane_no, _mm256_set1_epi32((int)w_stride));
+  for (int64_t p = r0; p < r1; p += 8) {
+    const int nr = (int)(r1 - p < 8 ? r1 - p : 8);
+    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane_no);
+    const uint8_t *pbase = w + (size_t)p * w_stride;
+    for (int64_t s = 0; s < nb; s += AKPANEL_KSEG) {
+      const int kb = (int)(nb - s < AKPANEL_KSEG ? nb - s : AKPANEL_KSEG);
+      akpanel_build(pbase, ridx, lanes, s, kb, kind, kp);
+      int64_t c = 0;
+      for (; c + 4 <= ncols; c += 4)
+        akpanel_cols(kp, kb, kind, a + c * as, as, s, 4, out + c * os + p, os, lanes, s == 0);
+      switch (ncols - c) {
+      case 1: akpanel_cols(kp, kb, kind, a + c * as, as, s, 1, out + c * os + p, os, lanes, s == 0); break;
+      case 2: akpanel_cols(kp, kb, kind, a + c * as, as, s, 2, out + c * os + p, os, lanes, s == 0); break;
+      case 3: akpanel_cols(kp, kb, kind, a + c * as, as, s, 3, out + c * os + p, os, lanes, s == 0); break;
+      default: break;
+      }
+    }
+  }
+}
+
+#define DEFINE_AVX2_K_FAST(name, gemv, kind, tiles)                                           \
+  AVX2 static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,    \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,            \
+                        int64_t out_stride) {                                                 \
+    if (ncols == 1)                                                                           \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                   \
+    else if (w_stride <= (size_t)(INT32_MAX / 8))                                             \
+      akpanel_gemm(kind, n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);        \
+    else                                                                                      \
+      tiles(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                     \
+  }
+DEFINE_AVX2_K_FAST(gemm_q4_k_fast, gemv_q4_k_avx2, 0, gemm_q4_k)
+DEFINE_AVX2_K_FAST(gemm_q5_k_fast, gemv_q5_k_avx2, 1, gemm_q5_k)
+DEFINE_AVX2_K_FAST(gemm_q6_k_fast, gemv_q6_k_avx2, 2, gemm_q6_k)
+
 /* The entries: the decode kernel for one column (DECODE_OK: rows it
  * takes), the panels for prompts (strides within the gathers' 32-bit
  * reach), the tiles otherwise. */
@@ -925,22 +1114,7 @@ DEFINE_AVX2_LEGACY_FAST(gemm_q5_1_fast, gemv_q5_1_avx2, PAIRS_OK, AP_Q5_1, gemm_
 DEFINE_AVX2_LEGACY_FAST(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, AP_Q8_0, gemm_q8_0)
 #undef PAIRS_OK
 
-/* The four-stream decode kernels for one column (when the row width suits
- * them), the tiles otherwise. */
-#define DEFINE_DECODE_DISPATCH(name, gemv, WIDTH_OK, gemm)                                    \
-  AVX2 static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,    \
-                        const void *a, size_t a_stride, int64_t ncols, float *out,            \
-                        int64_t out_stride) {                                                 \
-    if (ncols == 1 && (WIDTH_OK)) {                                                           \
-      gemv(n, w, w_stride, r0, r1, a, out);                                                   \
-      return;                                                                                 \
-    }                                                                                         \
-    gemm(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                        \
-  }
 
-DEFINE_DECODE_DISPATCH(gemm_q6_k_fast, gemv_q6_k_avx2, n % QK_K == 0, gemm_q6_k)
-DEFINE_DECODE_DISPATCH(gemm_q4_k_fast, gemv_q4_k_avx2, n % QK_K == 0, gemm_q4_k)
-DEFINE_DECODE_DISPATCH(gemm_q5_k_fast, gemv_q5_k_avx2, n % QK_K == 0, gemm_q5_k)
 
 /* ---- activation quantizers (same bytes as the scalar ones) -------------- */
 
