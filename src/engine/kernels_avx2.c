@@ -5,7 +5,8 @@
  * Specialised here: gemm F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
  * Q5_K, Q6_K, with four-stream decode (one column) kernels for every quantized
  * type but the one-column-wide odd shapes (rows of an odd number of blocks),
- * and 8-row prefill panels for Q4_0, Q5_0, Q4_1, Q5_1, Q8_0 (apanel_gemm);
+ * and 8-row prefill panels for Q4_0, Q5_0, Q4_1, Q5_1, Q8_0 (apanel_gemm) and
+ * the K-quants (akpanel_gemm);
  * quantize_q8, quantize_q8k; dot_f16_f32, axpy_f16, f32_to_f16.
  * Scalar on this path (table entry = the scalar function): get_row.
  *
@@ -876,32 +877,41 @@ AVX2_INLINE void apanel_cols(__m256i (*pw)[16], const __m256 *pd, const __m256 *
   for (int c = 0; c < nc; c++) _mm256_maskstore_ps(o + c * os, lanes, acc[c]);
 }
 
+/* The AVX2 panel kernels' shared driver: 8-row panels of [r0, r1) (lanes:
+ * the rows present), K segments of kseg blocks, columns four at a time and
+ * then the rest (nc a constant in each COLS(nc)). BUILD and COLS see ridx,
+ * p, lanes, pbase, s, kb and c. */
+#define APANEL_DRIVE(nb, kseg, BUILD, COLS)                                                     \
+  const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                             \
+  const __m256i ridx = _mm256_mullo_epi32(lane_no, _mm256_set1_epi32((int)w_stride));            \
+  for (int64_t p = r0; p < r1; p += 8) {                                                         \
+    const int nr = (int)(r1 - p < 8 ? r1 - p : 8);                                               \
+    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane_no);                    \
+    const uint8_t *pbase = w + (size_t)p * w_stride;                                             \
+    for (int64_t s = 0; s < (nb); s += (kseg)) {                                                 \
+      const int kb = (int)((nb) - s < (kseg) ? (nb) - s : (kseg));                               \
+      BUILD;                                                                                     \
+      int64_t c = 0;                                                                             \
+      for (; c + 4 <= ncols; c += 4) COLS(4);                                                    \
+      switch (ncols - c) {                                                                       \
+      case 1: COLS(1); break;                                                                    \
+      case 2: COLS(2); break;                                                                    \
+      case 3: COLS(3); break;                                                                    \
+      default: break;                                                                            \
+      }                                                                                          \
+    }                                                                                            \
+  }
+
 AVX2_INLINE void apanel_gemm(const enum apanel_kind kind, int64_t n, const uint8_t *w,
                              size_t w_stride, int64_t r0, int64_t r1, const uint8_t *a, size_t as,
                              int64_t ncols, float *out, int64_t os) {
-  const int64_t nb = n / 32;
   __m256i pw[APANEL_KSEG][16]; /* Q8_0: the signed weights (k < 8) and their magnitudes */
   __m256 pd[APANEL_KSEG], po[APANEL_KSEG];
-  const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i ridx = _mm256_mullo_epi32(lane_no, _mm256_set1_epi32((int)w_stride));
-  for (int64_t p = r0; p < r1; p += 8) {
-    const int nr = (int)(r1 - p < 8 ? r1 - p : 8);
-    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane_no);
-    const uint8_t *pbase = w + (size_t)p * w_stride;
-    for (int64_t s = 0; s < nb; s += APANEL_KSEG) {
-      const int kb = (int)(nb - s < APANEL_KSEG ? nb - s : APANEL_KSEG);
-      apanel_build(pbase, ridx, lanes, s, kb, kind, pw, pd, po);
-      int64_t c = 0;
-      for (; c + 4 <= ncols; c += 4)
-        apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 4, out + c * os + p, os, lanes, s == 0);
-      switch (ncols - c) {
-      case 1: apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 1, out + c * os + p, os, lanes, s == 0); break;
-      case 2: apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 2, out + c * os + p, os, lanes, s == 0); break;
-      case 3: apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, 3, out + c * os + p, os, lanes, s == 0); break;
-      default: break;
-      }
-    }
-  }
+#define AP_COLS(nc) \
+  apanel_cols(pw, pd, po, kb, kind, a + c * as, as, s, nc, out + c * os + p, os, lanes, s == 0)
+  APANEL_DRIVE(n / 32, APANEL_KSEG, apanel_build(pbase, ridx, lanes, s, kb, kind, pw, pd, po),
+               AP_COLS)
+#undef AP_COLS
 }
 
 /* ---- prefill (ncols >= 2), Q4_K, Q5_K, Q6_K: 8-row panels of super-blocks
@@ -1053,28 +1063,11 @@ AVX2_INLINE void akpanel_cols(const struct akpanel *kp, int kb, const int kind, 
 AVX2_INLINE void akpanel_gemm(const int kind, int64_t n, const uint8_t *w, size_t w_stride,
                               int64_t r0, int64_t r1, const uint8_t *a, size_t as, int64_t ncols,
                               float *out, int64_t os) {
-  const int64_t nb = n / QK_K;
   struct akpanel kp[AKPANEL_KSEG];
-  const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i ridx = _mm256_mullo_epi32(lane_no, _mm256_set1_epi32((int)w_stride));
-  for (int64_t p = r0; p < r1; p += 8) {
-    const int nr = (int)(r1 - p < 8 ? r1 - p : 8);
-    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane_no);
-    const uint8_t *pbase = w + (size_t)p * w_stride;
-    for (int64_t s = 0; s < nb; s += AKPANEL_KSEG) {
-      const int kb = (int)(nb - s < AKPANEL_KSEG ? nb - s : AKPANEL_KSEG);
-      akpanel_build(pbase, ridx, lanes, s, kb, kind, kp);
-      int64_t c = 0;
-      for (; c + 4 <= ncols; c += 4)
-        akpanel_cols(kp, kb, kind, a + c * as, as, s, 4, out + c * os + p, os, lanes, s == 0);
-      switch (ncols - c) {
-      case 1: akpanel_cols(kp, kb, kind, a + c * as, as, s, 1, out + c * os + p, os, lanes, s == 0); break;
-      case 2: akpanel_cols(kp, kb, kind, a + c * as, as, s, 2, out + c * os + p, os, lanes, s == 0); break;
-      case 3: akpanel_cols(kp, kb, kind, a + c * as, as, s, 3, out + c * os + p, os, lanes, s == 0); break;
-      default: break;
-      }
-    }
-  }
+#define AK_COLS(nc) \
+  akpanel_cols(kp, kb, kind, a + c * as, as, s, nc, out + c * os + p, os, lanes, s == 0)
+  APANEL_DRIVE(n / QK_K, AKPANEL_KSEG, akpanel_build(pbase, ridx, lanes, s, kb, kind, kp), AK_COLS)
+#undef AK_COLS
 }
 
 #define DEFINE_AVX2_K_FAST(name, gemv, kind, tiles)                                           \

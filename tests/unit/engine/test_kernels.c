@@ -215,6 +215,27 @@ static void test_scalar_vs_float64(void) {
   }
 }
 
+/* out (a path's gemm) against ref (the scalar gemm's) on gc, within 1e-5 of
+ * each cell's sum of |terms|; cells outside [r0, r1) must stay NaN. */
+static void check_vs_scalar(const struct gemm_case *gc, const float *out, const float *ref,
+                            const char *path, const char *data) {
+  if (check_cells(gc, out, path) != 0) return;
+  int bad = 0;
+  for (int64_t c = 0; c < gc->ncols; c++)
+    for (int64_t r = gc->r0; r < gc->r1; r++) {
+      double tol = 1e-5 * sum_abs_terms(gc, r, c) + 1e-30;
+      double g = out[c * gc->out_stride + r], e = ref[c * gc->out_stride + r];
+      if (!(fabs(g - e) <= tol)) {
+        if (!bad)
+          CHECK_MSG(0, "%s %s (%s data) ncols %lld r %lld c %lld: %.9g vs scalar %.9g (tol %.3g)",
+                    path, ggml_type_get(gc->type)->name, data, (long long)gc->ncols,
+                    (long long)r, (long long)c, g, e, tol);
+        bad++;
+      }
+    }
+  CHECK(bad == 0);
+}
+
 /* Every path's gemm vs the scalar gemm, ncols 1, 3, 5, 8, 13. */
 static void test_paths_vs_scalar(void) {
   const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
@@ -241,22 +262,7 @@ static void test_paths_vs_scalar(void) {
         CHECK(ops->gemm[gc.type] != NULL);
         float *ref = run_gemm(sc, &gc);
         float *out = ops->gemm[gc.type] ? run_gemm(ops, &gc) : NULL;
-        if (ref && out && check_cells(&gc, out, ops->name) == 0) {
-          int bad = 0;
-          for (int64_t c = 0; c < gc.ncols; c++)
-            for (int64_t r = gc.r0; r < gc.r1; r++) {
-              double tol = 1e-5 * sum_abs_terms(&gc, r, c) + 1e-30;
-              double g = out[c * gc.out_stride + r], e = ref[c * gc.out_stride + r];
-              if (!(fabs(g - e) <= tol)) {
-                if (!bad)
-                  CHECK_MSG(0, "%s %s ncols %lld r %lld c %lld: %.9g vs scalar %.9g (tol %.3g)",
-                            ops->name, ggml_type_get(gc.type)->name, (long long)gc.ncols,
-                            (long long)r, (long long)c, g, e, tol);
-                bad++;
-              }
-            }
-          CHECK(bad == 0);
-        }
+        if (ref && out) check_vs_scalar(&gc, out, ref, ops->name, "random");
         free(ref);
         free(out);
         case_free(&gc);
@@ -313,21 +319,8 @@ static void test_saturation_extremes(void) {
         const struct kernel_ops *ops = kernels_get(paths[p]);
         if (!ops) continue;
         float *out = run_gemm(ops, &gc);
-        if (ref && out && check_cells(&gc, out, ops->name) == 0) {
-          int bad = 0;
-          for (int64_t c = 0; c < gc.ncols; c++)
-            for (int64_t r = gc.r0; r < gc.r1; r++) {
-              double tol = 1e-5 * sum_abs_terms(&gc, r, c) + 1e-30;
-              double g = out[c * gc.out_stride + r], e = ref[c * gc.out_stride + r];
-              if (!(fabs(g - e) <= tol)) {
-                if (!bad)
-                  CHECK_MSG(0, "%s %s ncols %lld r %lld c %lld: %.9g vs scalar %.9g (extremes)",
-                            ops->name, ti->name, (long long)gc.ncols, (long long)r, (long long)c,
-                            g, e);
-                bad++;
-              }
-            }
-          CHECK(bad == 0);
+        if (ref && out) {
+          check_vs_scalar(&gc, out, ref, ops->name, "extremes");
           cases++;
         }
         free(out);
