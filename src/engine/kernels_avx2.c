@@ -877,10 +877,9 @@ AVX2_INLINE void apanel_cols(__m256i (*pw)[16], const __m256 *pd, const __m256 *
   for (int c = 0; c < nc; c++) _mm256_maskstore_ps(o + c * os, lanes, acc[c]);
 }
 
-/* The AVX2 panel kernels' shared driver: 8-row panels of [r0, r1) (lanes:
- * the rows present), K segments of kseg blocks, columns four at a time and
- * then the rest (nc a constant in each COLS(nc)). BUILD and COLS see ridx,
- * p, lanes, pbase, s, kb and c. */
+/* The AVX2 panel kernels' driver: 8-row panels of [r0, r1) (lanes: the
+ * rows present), each through PANEL_SEGMENTS. BUILD and COLS see ridx, p,
+ * lanes, pbase, s, kb and c. */
 #define APANEL_DRIVE(nb, kseg, BUILD, COLS)                                                     \
   const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                             \
   const __m256i ridx = _mm256_mullo_epi32(lane_no, _mm256_set1_epi32((int)w_stride));            \
@@ -888,18 +887,7 @@ AVX2_INLINE void apanel_cols(__m256i (*pw)[16], const __m256 *pd, const __m256 *
     const int nr = (int)(r1 - p < 8 ? r1 - p : 8);                                               \
     const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane_no);                    \
     const uint8_t *pbase = w + (size_t)p * w_stride;                                             \
-    for (int64_t s = 0; s < (nb); s += (kseg)) {                                                 \
-      const int kb = (int)((nb) - s < (kseg) ? (nb) - s : (kseg));                               \
-      BUILD;                                                                                     \
-      int64_t c = 0;                                                                             \
-      for (; c + 4 <= ncols; c += 4) COLS(4);                                                    \
-      switch (ncols - c) {                                                                       \
-      case 1: COLS(1); break;                                                                    \
-      case 2: COLS(2); break;                                                                    \
-      case 3: COLS(3); break;                                                                    \
-      default: break;                                                                            \
-      }                                                                                          \
-    }                                                                                            \
+    PANEL_SEGMENTS(nb, kseg, BUILD, COLS)                                                        \
   }
 
 AVX2_INLINE void apanel_gemm(const enum apanel_kind kind, int64_t n, const uint8_t *w,
@@ -974,21 +962,11 @@ AVX2_INLINE void akpanel_build(const uint8_t *pbase, __m256i ridx, __m256i lanes
     const __m256i D0 = _mm256_mask_i32gather_epi32(z, (const int *)(bp + 4), ridx, lanes, 1);
     const __m256i D1 = _mm256_mask_i32gather_epi32(z, (const int *)(bp + 8), ridx, lanes, 1);
     const __m256i D2 = _mm256_mask_i32gather_epi32(z, (const int *)(bp + 12), ridx, lanes, 1);
-    const __m256i m6 = _mm256_set1_epi32(63), lo4 = _mm256_set1_epi32(15), three = _mm256_set1_epi32(3);
     for (int sb = 0; sb < 8; sb++) {
-      __m256i sc, mn;
-      if (sb < 4) {
-        sc = _mm256_and_si256(_mm256_srli_epi32(D0, 8 * sb), m6);
-        mn = _mm256_and_si256(_mm256_srli_epi32(D1, 8 * sb), m6);
-      } else {
-        const int s8 = 8 * (sb - 4);
-        sc = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(D2, s8), lo4),
-                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(D0, s8 + 6), three), 4));
-        mn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(D2, s8 + 4), lo4),
-                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(D1, s8 + 6), three), 4));
-      }
-      p->sc[sb] = _mm256_mul_ps(_mm256_cvtepi32_ps(sc), d);
-      p->mn[sb] = _mm256_mul_ps(_mm256_cvtepi32_ps(mn), dmin);
+      tm_v8u sc, mn;
+      KQ_SCALE_MIN(tm_v8u, D0, D1, D2, sb, sc, mn);
+      p->sc[sb] = _mm256_mul_ps(_mm256_cvtepi32_ps((__m256i)sc), d);
+      p->mn[sb] = _mm256_mul_ps(_mm256_cvtepi32_ps((__m256i)mn), dmin);
     }
     const uint8_t *qs = bp + (five ? 48 : 16);
     for (int g = 0; g < 4; g++)

@@ -2,8 +2,10 @@
  * attributes, chosen at run time by kernels.c).
  *
  * KERNEL_AVX512 (F/BW/VL) specialises: gemm F32, F16 (16-wide FMA, masked
- * tails), Q4_K, Q5_K and Q6_K (512-bit maddubs/madd: one 64-element chunk per
- * instruction; their decode by four-stream kernels, gemv_q{4,5,6}_k_512);
+ * tails), Q4_K, Q5_K and Q6_K (decode by four-stream kernels with 512-bit
+ * maddubs/madd, gemv_q{4,5,6}_k_512; prompts through the AVX2 path's 8-row
+ * panels, faster than the 512-bit tiles, which remain as the VNNI path's
+ * fallback);
  * the attention helpers dot_f16_f32, scale_f16, mad_f16 (16
  * wide, masked tails; scale/mad give the AVX2 path's bits). Everything else
  * is the AVX2 path's function (the table is a copy of the AVX2 one),
@@ -594,21 +596,25 @@ DEFINE_X86_GEMM(AVX512, gemm_q4_k_512, tile_q4_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q5_k_512, tile_q5_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
 
-/* K-quants: the decode kernel for one column, the tile kernels otherwise
- * (n is a multiple of QK_K: the types require it). */
-#define DEFINE_K_FAST(ATTR, name, gemv, gemm)                                                  \
+/* K-quants on the AVX512 path: the decode kernels above for one column; for
+ * prompts the AVX2 path's entries (its 8-row panels: 163-170 / 302-323 GOPS
+ * for Q4_K at 1 / 2 threads on the team's Xeon against 89-96 / 171-190 for
+ * the 512-bit tiles, bench/RESULTS.md), taken from the table this path
+ * starts from (kernels_fill_avx512; tables are filled once). */
+static gemm_fn k_prefill_avx2[3]; /* Q4_K, Q5_K, Q6_K */
+#define DEFINE_K_FAST(ATTR, name, gemv, slot)                                                  \
   ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,     \
                         const void *a, size_t a_stride, int64_t ncols, float *out,             \
                         int64_t out_stride) {                                                  \
     if (ncols == 1)                                                                            \
       gemv(n, w, w_stride, r0, r1, a, out);                                                    \
     else                                                                                       \
-      gemm(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                       \
+      k_prefill_avx2[slot](n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);       \
   }
 
-DEFINE_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512, gemm_q6_k_512)
-DEFINE_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512, gemm_q4_k_512)
-DEFINE_K_FAST(AVX512, gemm_q5_k_512_fast, gemv_q5_k_512, gemm_q5_k_512)
+DEFINE_K_FAST(AVX512, gemm_q4_k_512_fast, gemv_q4_k_512, 0)
+DEFINE_K_FAST(AVX512, gemm_q5_k_512_fast, gemv_q5_k_512, 1)
+DEFINE_K_FAST(AVX512, gemm_q6_k_512_fast, gemv_q6_k_512, 2)
 
 /* ---- VNNI: 32-element blocks -------------------------------------------- */
 
@@ -1096,27 +1102,15 @@ VNNI_INLINE void panel_cols(__m512i (*pw)[8], const __m512 *pd, const __m512 *po
   for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(o + c * os, m, acc[c]);
 }
 
-/* The panel kernels' shared driver: 16-row panels of [r0, r1) (the last
- * one masked), K segments of kseg blocks, columns four at a time and then
- * the rest (nc a constant in each COLS(nc), so the column loops unroll).
- * BUILD and COLS see p, m, pbase, s, kb and c. */
+/* The AVX-512 panel kernels' driver: 16-row panels of [r0, r1) (the last
+ * one masked), each through PANEL_SEGMENTS (kernels_x86.h). BUILD and COLS
+ * see p, m, pbase, s, kb and c. */
 #define PANEL_DRIVE(nb, kseg, BUILD, COLS)                                                         \
   for (int64_t p = r0; p < r1; p += 16) {                                                          \
     const int64_t nr = r1 - p < 16 ? r1 - p : 16;                                                  \
     const __mmask16 m = (__mmask16)((1u << nr) - 1);                                               \
     const uint8_t *pbase = w + (size_t)p * w_stride;                                               \
-    for (int64_t s = 0; s < (nb); s += (kseg)) {                                                   \
-      const int kb = (int)((nb) - s < (kseg) ? (nb) - s : (kseg));                                 \
-      BUILD;                                                                                       \
-      int64_t c = 0;                                                                               \
-      for (; c + 4 <= ncols; c += 4) COLS(4);                                                      \
-      switch (ncols - c) {                                                                         \
-      case 1: COLS(1); break;                                                                      \
-      case 2: COLS(2); break;                                                                      \
-      case 3: COLS(3); break;                                                                      \
-      default: break;                                                                              \
-      }                                                                                            \
-    }                                                                                              \
+    PANEL_SEGMENTS(nb, kseg, BUILD, COLS)                                                          \
   }
 
 /* Lane i: row i's byte offset (the gathers' index vector). */
@@ -1170,8 +1164,7 @@ struct kpanel {
 
 VNNI_INLINE void kpanel_build(const uint8_t *pbase, size_t bb, int five, __m512i ridx,
                               __mmask16 m, int64_t b0, int kb, struct kpanel *kp) {
-  const __m512i m4 = _mm512_set1_epi8(15), m6 = _mm512_set1_epi32(63), lo4 = _mm512_set1_epi32(15);
-  const __m512i three = _mm512_set1_epi32(3), bit0 = _mm512_set1_epi8(1);
+  const __m512i m4 = _mm512_set1_epi8(15), bit0 = _mm512_set1_epi8(1);
   const __m512i z = _mm512_setzero_si512();
   for (int j = 0; j < kb; j++) {
     const uint8_t *bp = pbase + (size_t)(b0 + j) * bb;
@@ -1184,19 +1177,10 @@ VNNI_INLINE void kpanel_build(const uint8_t *pbase, size_t bb, int five, __m512i
     const __m512i D1 = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 8, 1);
     const __m512i D2 = _mm512_mask_i32gather_epi32(z, m, ridx, bp + 12, 1);
     for (int sb = 0; sb < 8; sb++) {
-      __m512i sc, mn;
-      if (sb < 4) {
-        sc = _mm512_and_si512(_mm512_srli_epi32(D0, 8 * sb), m6);
-        mn = _mm512_and_si512(_mm512_srli_epi32(D1, 8 * sb), m6);
-      } else {
-        const int s8 = 8 * (sb - 4);
-        sc = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(D2, s8), lo4),
-                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(D0, s8 + 6), three), 4));
-        mn = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(D2, s8 + 4), lo4),
-                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(D1, s8 + 6), three), 4));
-      }
-      p->sc[sb] = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d);
-      p->mn[sb] = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), dmin);
+      tm_v16u sc, mn;
+      KQ_SCALE_MIN(tm_v16u, D0, D1, D2, sb, sc, mn);
+      p->sc[sb] = _mm512_mul_ps(_mm512_cvtepi32_ps((__m512i)sc), d);
+      p->mn[sb] = _mm512_mul_ps(_mm512_cvtepi32_ps((__m512i)mn), dmin);
     }
     const uint8_t *qs = bp + (five ? 48 : 16);
     for (int g = 0; g < 4; g++)
@@ -1422,6 +1406,9 @@ AVX512 static void avx512_quantize_q8k(const float *x, struct act_q8k *y, int64_
 }
 
 void kernels_fill_avx512(struct kernel_ops *ops) {
+  k_prefill_avx2[0] = ops->gemm[GGML_TYPE_Q4_K];
+  k_prefill_avx2[1] = ops->gemm[GGML_TYPE_Q5_K];
+  k_prefill_avx2[2] = ops->gemm[GGML_TYPE_Q6_K];
   ops->path = KERNEL_AVX512;
   ops->name = "avx512";
   ops->gemm[GGML_TYPE_F32] = gemm_f32_512;

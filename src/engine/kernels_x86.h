@@ -93,4 +93,42 @@
     }                                                                                       \
   }
 
+/* The 6-bit scale and min of sub-block sb (0..7) of Q4_K / Q5_K blocks, one
+ * block per 32-bit lane (the panel builders), from the lanes' scale bytes
+ * 0-3 (d0), 4-7 (d1) and 8-11 (d2) (quant_k4_scale_min's layout). VU: a GCC
+ * vector of uint32_t as wide as the lanes (the intrinsic vectors cast to
+ * it), so one text serves the AVX2 and AVX-512 panels. */
+typedef uint32_t tm_v8u __attribute__((vector_size(32)));
+typedef uint32_t tm_v16u __attribute__((vector_size(64)));
+#define KQ_SCALE_MIN(VU, d0, d1, d2, sb, sc, mn)                                            \
+  do {                                                                                      \
+    const VU d0_ = (VU)(d0), d1_ = (VU)(d1), d2_ = (VU)(d2);                                \
+    if ((sb) < 4) {                                                                         \
+      (sc) = (d0_ >> (8 * (sb))) & 63;                                                      \
+      (mn) = (d1_ >> (8 * (sb))) & 63;                                                      \
+    } else {                                                                                \
+      const int s8_ = 8 * ((sb) - 4);                                                       \
+      (sc) = ((d2_ >> s8_) & 15) | (((d0_ >> (s8_ + 6)) & 3) << 4);                         \
+      (mn) = ((d2_ >> (s8_ + 4)) & 15) | (((d1_ >> (s8_ + 6)) & 3) << 4);                   \
+    }                                                                                       \
+  } while (0)
+
+/* The panel kernels' inner loops (AVX2 and AVX-512 drivers): K segments of
+ * kseg blocks of one row panel, each built once (BUILD) and then applied to
+ * the columns four at a time and to the rest (nc a constant in each
+ * COLS(nc), so the column loops unroll). BUILD and COLS see s, kb and c. */
+#define PANEL_SEGMENTS(nb, kseg, BUILD, COLS)                                               \
+  for (int64_t s = 0; s < (nb); s += (kseg)) {                                              \
+    const int kb = (int)((nb) - s < (kseg) ? (nb) - s : (kseg));                            \
+    BUILD;                                                                                  \
+    int64_t c = 0;                                                                          \
+    for (; c + 4 <= ncols; c += 4) COLS(4);                                                 \
+    switch (ncols - c) {                                                                    \
+    case 1: COLS(1); break;                                                                 \
+    case 2: COLS(2); break;                                                                 \
+    case 3: COLS(3); break;                                                                 \
+    default: break;                                                                         \
+    }                                                                                       \
+  }
+
 #endif
