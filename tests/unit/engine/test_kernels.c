@@ -281,7 +281,7 @@ static void test_paths_vs_scalar(void) {
 static void test_saturation_extremes(void) {
   static const uint32_t qtypes[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0, GGML_TYPE_Q4_1,
                                     GGML_TYPE_Q5_1, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
-  static const int64_t ncols_list[] = {1, 4, 5};
+  static const int64_t ncols_list[] = {1, 4, 8}; /* decode, and prompts below and above min_cols */
   const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
   const uint16_t h = 0x2000; /* fp16 2^-7 */
   int cases = 0;
