@@ -105,6 +105,20 @@ int main(int argc, char **argv) {
                                    GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_F16,
                                    GGML_TYPE_BF16, GGML_TYPE_Q5_0, GGML_TYPE_Q4_1,
                                    GGML_TYPE_Q5_1};
+  if (argc > 3) { /* every listed name must be one of the types measured */
+    char *list = strdup(argv[3]);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+      int known = 0;
+      for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        known |= strcmp(tok, ggml_type_get(types[ti])->name) == 0;
+      if (!known) {
+        fprintf(stderr, "kernel_bench: unknown weight type '%s' (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, "
+                        "F16, BF16, Q5_0, Q4_1, Q5_1)\n", tok);
+        return 2;
+      }
+    }
+    free(list);
+  }
   static const enum kernel_path paths[] = {KERNEL_AVX2, KERNEL_AVX512, KERNEL_AVX512_VNNI};
   const size_t big = (size_t)1 << 30;
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {

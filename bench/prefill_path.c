@@ -25,9 +25,11 @@ int main(int argc, char **argv) {
   }
   struct engine_options o;
   engine_options_init(&o);
-  o.n_threads = atoi(argv[2]);
+  char *end;
+  long th = strtol(argv[2], &end, 10);
+  o.n_threads = *argv[2] && *end == '\0' && th >= 1 && th <= 1024 ? (int)th : 0;
   if (o.n_threads < 1) {
-    fprintf(stderr, "prefill_path: THREADS must be a positive integer, got '%s'\n", argv[2]);
+    fprintf(stderr, "prefill_path: THREADS must be an integer in 1..1024, got '%s'\n", argv[2]);
     return 2;
   }
   int found = 0;

@@ -37,8 +37,8 @@
 /* At most this many regions (threads beyond it only take leftovers). */
 #define MM_MAX_REGIONS 64
 
-/* Rows per chunk of w in a job of ncols activation columns. */
-/* Decode (ncols = 1) evens the chunks out: the same number of chunks as
+/* Rows per chunk of w in a job of ncols activation columns. Decode
+ * (ncols = 1) evens the chunks out: the same number of chunks as
  * the byte budget gives, each as close to rows / chunks as multiples of 16
  * allow, so no matrix ends in a sliver whose four row streams run only a
  * few rows each (Qwen3-0.6B Q4_0: k and v were 464 + 464 + 96 rows, now
