@@ -4,8 +4,8 @@
 # memory bandwidth moves by 5-10% within minutes and the same build's decode
 # by up to 9%, so one run says little about where a figure sits. This runs
 # the in-process decode of MODEL RUNS times in a row, each run with its own
-# bandwidth reading just before it (its ceiling, as `tokmeter bench` reads
-# for every decode configuration) and again after, and prints every run and the
+# bandwidth readings between its repetitions (its ceiling, as `tokmeter bench`
+# reads for every decode configuration), and prints every run and the
 # spread of the percentages: min, median, max, and how many reached TARGET.
 # "weights read" is the probe's loop over the model's own mapped pages (a
 # figure far below "read before" means slow pages, not a slow engine);
@@ -48,19 +48,22 @@ def bw_at(rows, t):
     return float("nan")
 pcts = []
 print(f"{model}, tg128 at {threads} thread(s), {runs} runs of 3 repetitions each")
-print("run  time (UTC)            read before  read after   weights read  steal  decode tok/s  ceiling  % of ceiling")
+print("run  time (UTC)            ceiling's read  readings (lo-hi)  weights read  steal  decode tok/s  ceiling  % of ceiling")
 for i in range(1, runs + 1):
     r = json.load(open(f"{d}/run{i}.json"))
     s = [x for x in r["summaries"] if x["phase"] == "decode" and x["threads"] == threads][0]
-    # the run's own readings around its decode: the ceiling's, and after
-    before = s["ceiling"]["read_bandwidth_bytes_s"] / 1e9
-    after = (s.get("read_bandwidth_after_bytes_s") or float("nan") * 1e9) / 1e9
+    # the run's own readings between its repetitions: the ceiling's mean of
+    # them, and their spread (older builds: one before and one after)
+    mean = s["ceiling"]["read_bandwidth_bytes_s"] / 1e9
+    rd = [x / 1e9 for x in (s.get("read_bandwidth_readings_bytes_s")
+                            or [s["ceiling"]["read_bandwidth_bytes_s"],
+                                s.get("read_bandwidth_after_bytes_s")]) if x]
     st = s.get("cpu_steal_share")
     steal = f"{100.0 * st:4.1f}%" if st is not None else "   ?"
     inplace = bw_at(r["models"][0].get("weights_read_bandwidth_by_threads"), threads)
     p = s["percent_of_ceiling"]
     pcts.append(p)
-    print(f"{i:3d}  {s['time']}  {before:6.1f} GB/s  {after:6.1f} GB/s  {inplace:6.1f} GB/s  {steal}  {s['rate_tok_s']['mean']:8.1f}     "
+    print(f"{i:3d}  {s['time']}  {mean:6.1f} GB/s     {min(rd):5.1f}-{max(rd):5.1f} GB/s  {inplace:6.1f} GB/s  {steal}  {s['rate_tok_s']['mean']:8.1f}     "
           f"{s['ceiling']['ceiling_tok_s']:6.1f}   {p:5.1f}%")
 met = sum(1 for p in pcts if p >= target)
 print(f"percent of the ceiling: min {min(pcts):.1f}, median {statistics.median(pcts):.1f}, "

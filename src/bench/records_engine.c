@@ -145,8 +145,16 @@ void *record_engine_summary_build(const struct record_engine_in *in,
              num(record_percent_of(r->tok_s.n ? r->tok_s.mean : NAN, in->ceiling_tok_s)));
   bad |= put(o, "decode_by_segment", segments_json(r->seg, r->n_segments, r->cfg.kind));
   bad |= put(o, "cpu_steal_share", num(in->cpu_steal_share));
-  if (r->cfg.kind == ENGINE_BENCH_TG)
+  if (r->cfg.kind == ENGINE_BENCH_TG) {
     bad |= put(o, "read_bandwidth_after_bytes_s", num(in->read_bandwidth_after_bytes_s));
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < in->n_bw_readings; i++)
+      if (json_array_append_new(a, num(in->bw_readings[i]))) {
+        json_decref(a);
+        a = NULL;
+      }
+    bad |= put(o, "read_bandwidth_readings_bytes_s", a);
+  }
   if (bad) {
     json_decref(o);
     return NULL;

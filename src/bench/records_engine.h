@@ -11,6 +11,7 @@
 #ifndef TM_RECORDS_ENGINE_H
 #define TM_RECORDS_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "bench/engine_bench.h"
@@ -40,11 +41,15 @@ struct record_engine_in {
    * hypervisor gave to others (steal) while the configuration ran, warm-up
    * included; NAN when unknown (no steal column in /proc/stat). */
   double cpu_steal_share;
-  /* Summary only, tg: the read bandwidth at these threads again right after
-   * the last repetition (the ceiling used the reading right before the
-   * warm-up): how far the machine moved while the configuration ran; NAN
-   * when not measured. */
+  /* Summary only, tg: the read bandwidth at these threads right after the
+   * last repetition; NAN when not measured. */
   double read_bandwidth_after_bytes_s;
+  /* Summary only, tg: every reading of the configuration, in order: after
+   * the warm-up, then after each timed repetition (NAN where one failed);
+   * borrowed; NULL / 0 when none. A run's ceiling rests on the two readings
+   * on either side of it, the summary's on the mean of those. */
+  const double *bw_readings;
+  size_t n_bw_readings;
 };
 
 /* One repetition (warm-up included: "warmup": true). index: 0-based among

@@ -61,10 +61,11 @@ struct eb_row {
   struct stats_summary tok_s;
   double ceiling_tok_s, percent;
   double steal_share; /* record_engine_in.cpu_steal_share: 0..1, NAN unknown */
-  /* Decode: the read bandwidth at these threads just before the warm-up
-   * (the ceiling's) and just after the last repetition; NAN when not read
+  /* Decode: the read bandwidth the ceiling rests on (the mean over the timed
+   * repetitions of the readings on either side of each), and the lowest and
+   * highest of the readings between the repetitions; NAN when none was read
    * (then the ceiling used the figure read before the runs, or the probe's). */
-  double bw_before, bw_after;
+  double bw, bw_lo, bw_hi;
   size_t n_segments;
   struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
 };

@@ -156,32 +156,68 @@ static void ceiling_of(const struct eb_state *s, const struct eb_model *m, uint3
 
 struct rep_ctx {
   struct eb_state *s;
-  const struct record_engine_in *in;
-  int threads;
+  struct record_engine_in *in;
+  const struct eb_model *m;
+  uint32_t t;
   const char *model_short;
   int write_failed;
   char write_err[512];
+  /* Decode: the read bandwidth at t threads right after the warm-up ([0])
+   * and right after each timed repetition ([i + 1]), NAN where a reading
+   * failed; NULL for prefill. Repetition i's ceiling rests on the readings
+   * on either side of it; bw_sum / bw_n is the mean of those brackets over
+   * the timed repetitions (the summary's ceiling). */
+  double *bw_readings;
+  double bw_sum;
+  uint32_t bw_n;
 };
+
+/* The bandwidth around one repetition: the mean of the readings before and
+ * after it, or the one that exists; NAN when neither does. */
+static double bracket_bw(double before, double after) {
+  if (before > 0 && after > 0) return 0.5 * (before + after);
+  if (before > 0) return before;
+  return after > 0 ? after : NAN;
+}
+
+static double read_bw_at(struct eb_state *s, uint32_t t);
 
 static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32_t total,
                    const struct engine_bench_rep *rep, void *ctx) {
   struct rep_ctx *rc = ctx;
   uint32_t warmups = cfg->warmups ? cfg->warmups : 1;
   int timed_index = rep->warmup ? -1 : (int)(index - warmups);
+  if (rc->bw_readings) {
+    /* Between repetitions, not inside one: the machine's bandwidth moves
+     * (5-15% within minutes on this project's VM), so each repetition is
+     * held against the memory as it was on either side of it. */
+    double now = read_bw_at(rc->s, rc->t);
+    if (rep->warmup) {
+      rc->bw_readings[0] = now;
+      ceiling_of(rc->s, rc->m, rc->t, cfg, now, rc->in);
+    } else {
+      rc->bw_readings[timed_index + 1] = now;
+      ceiling_of(rc->s, rc->m, rc->t, cfg, bracket_bw(rc->bw_readings[timed_index], now),
+                 rc->in);
+      if (rc->in->read_bandwidth_bytes_s > 0) {
+        rc->bw_sum += rc->in->read_bandwidth_bytes_s;
+        rc->bw_n++;
+      }
+    }
+  }
   struct tm_err err;
   if (rc->s->rec &&
       record_write(rc->s->rec,
-                   record_engine_run_build(rc->in, cfg, rc->threads, timed_index, rep),
-                   &err) != 0 &&
+                   record_engine_run_build(rc->in, cfg, (int)rc->t, timed_index, rep), &err) != 0 &&
       !rc->write_failed) {
     rc->write_failed = 1;
     snprintf(rc->write_err, sizeof rc->write_err, "%s", err.msg);
   }
   if (!rep->warmup) rc->s->runs++;
   char msg[200], test[32];
-  snprintf(msg, sizeof msg, "%s %s d=%u, %d thread%s: %s %u/%u: %.1f tok/s", rc->model_short,
-           engine_bench_test_name(cfg, test, sizeof test), cfg->depth, rc->threads,
-           rc->threads == 1 ? "" : "s", rep->warmup ? "warm-up" : "rep", index + 1, total,
+  snprintf(msg, sizeof msg, "%s %s d=%u, %u thread%s: %s %u/%u: %.1f tok/s", rc->model_short,
+           engine_bench_test_name(cfg, test, sizeof test), cfg->depth, rc->t,
+           rc->t == 1 ? "" : "s", rep->warmup ? "warm-up" : "rep", index + 1, total,
            rep->tok_s);
   cli_progress(msg, (void *)CMD);
 }
@@ -258,11 +294,12 @@ static double read_bw_at(struct eb_state *s, uint32_t t) {
 }
 
 /* One configuration: run, record, keep the row. 0 or an exit code.
- * A decode configuration's ceiling rests on the memory read at its thread
- * count just before its warm-up, and the same reading just after its last
- * repetition says how far the machine moved meanwhile: this project's VM
- * moved 5-13% within minutes, and one reading for a whole run put that
- * drift into every percentage after it. */
+ * A decode configuration reads the memory at its thread count after the
+ * warm-up and after every timed repetition (on_rep): each repetition's
+ * ceiling rests on the readings on either side of it, the summary's on the
+ * mean of those. One reading before the warm-up put the machine's drift
+ * over the whole configuration into its percentage (this project's VM moved
+ * 5-13% within minutes). */
 static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t t,
                       const struct engine_bench_config *cfg) {
   struct eb_model *m = &s->models[mi];
@@ -273,9 +310,14 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                                 .cpu_steal_share = NAN,
                                 .read_bandwidth_after_bytes_s = NAN};
   const bool decode = cfg->kind == ENGINE_BENCH_TG;
-  double bw_before = decode ? read_bw_at(s, t) : NAN;
-  ceiling_of(s, m, t, cfg, bw_before, &in);
-  struct rep_ctx rc = {.s = s, .in = &in, .threads = (int)t, .model_short = m->short_label};
+  ceiling_of(s, m, t, cfg, NAN, &in);
+  struct rep_ctx rc = {.s = s, .in = &in, .m = m, .t = t, .model_short = m->short_label};
+  const size_t n_readings = (size_t)cfg->reps + 1;
+  if (decode) {
+    rc.bw_readings = malloc(n_readings * sizeof *rc.bw_readings);
+    if (!rc.bw_readings) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    for (size_t i = 0; i < n_readings; i++) rc.bw_readings[i] = NAN;
+  }
   struct engine_bench_result res;
   struct tm_err err = {{0}};
   /* Steal time around the runs: on a VM, the hypervisor running other
@@ -286,11 +328,25 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   int rc_run = engine_bench_run(e, cfg, on_rep, &rc, &res, &err);
   in.cpu_steal_share = machine_steal_since(&ticks);
   if (rc_run != 0) {
+    free(rc.bw_readings);
     engine_bench_result_free(&res);
     cli_progress_done();
     return cli_fail(CMD, TM_EXIT_RUNTIME, "%s: %s", m->path, err.msg);
   }
-  if (decode && bw_before > 0) in.read_bandwidth_after_bytes_s = read_bw_at(s, t);
+  double bw_lo = NAN, bw_hi = NAN;
+  if (decode) {
+    ceiling_of(s, m, t, cfg, rc.bw_n ? rc.bw_sum / rc.bw_n : NAN, &in);
+    double last = rc.bw_readings[n_readings - 1];
+    in.read_bandwidth_after_bytes_s = last > 0 ? last : NAN;
+    in.bw_readings = rc.bw_readings;
+    in.n_bw_readings = n_readings;
+    for (size_t i = 0; i < n_readings; i++) {
+      double v = rc.bw_readings[i];
+      if (!(v > 0)) continue;
+      if (!(v >= bw_lo)) bw_lo = v;
+      if (!(v <= bw_hi)) bw_hi = v;
+    }
+  }
   if (rc.write_failed) cli_warn(CMD, "cannot write a record: %s", rc.write_err);
   json_t *sum = record_engine_summary_build(&in, &res);
   if (sum && s->summaries) json_array_append(s->summaries, sum);
@@ -302,8 +358,9 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                        .ceiling_tok_s = in.ceiling_tok_s,
                        .percent = record_percent_of(res.tok_s.mean, in.ceiling_tok_s),
                        .steal_share = in.cpu_steal_share, .n_segments = res.n_segments,
-                       .bw_before = bw_before > 0 ? bw_before : NAN,
-                       .bw_after = in.read_bandwidth_after_bytes_s};
+                       .bw = rc.bw_n ? in.read_bandwidth_bytes_s : NAN,
+                       .bw_lo = bw_lo, .bw_hi = bw_hi};
+  free(rc.bw_readings);
   memcpy(row.seg, res.seg, sizeof row.seg);
   engine_bench_result_free(&res);
   if (add_row(s, &row) != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");

@@ -166,17 +166,16 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
   bool any = false;
   for (size_t ti = 0; n && ti < o->n_threads; ti++) {
     const struct eb_row *tg = find_row(s, mi, o->threads[ti], ENGINE_BENCH_TG, n, d);
-    if (!tg || !(tg->bw_before > 0)) continue;
-    printf("%s %u thread%s %.1f", any ? "," : "         memory read around each decode (GB/s, "
-                                              "before / after):",
-           tg->threads, tg->threads == 1 ? "" : "s", tg->bw_before / 1e9);
-    if (tg->bw_after > 0) printf(" / %.1f", tg->bw_after / 1e9);
+    if (!tg || !(tg->bw_lo > 0)) continue;
+    printf("%s %u thread%s %.1f-%.1f", any ? "," : "         memory read between the decode's "
+                                                   "repetitions (GB/s, lowest-highest):",
+           tg->threads, tg->threads == 1 ? "" : "s", tg->bw_lo / 1e9, tg->bw_hi / 1e9);
     any = true;
   }
   if (any) printf("\n");
   printf("(prefill ceiling: %s compute at that thread count / FLOPs per prompt token; decode "
-         "ceiling: memory read bandwidth at that thread count, read just before that decode, / "
-         "bytes read per token)\n",
+         "ceiling: memory read bandwidth at that thread count, read on either side of each "
+         "repetition, / bytes read per token)\n",
          s->models[mi].int8 ? "int8" : "f32");
 }
 
@@ -252,10 +251,11 @@ static void conclude(struct eb_state *s, const char *fmt, ...) {
   json_array_append_new(s->conclusions, json_string(buf));
 }
 
-/* The read bandwidth a decode row's ceiling rests on: its own reading
- * before it ran, else the figure read before the runs (or the probe's). */
+/* The read bandwidth a decode row's ceiling rests on: its own readings
+ * between its repetitions, else the figure read before the runs (or the
+ * probe's). */
 static double row_bw(const struct eb_state *s, const struct eb_row *r) {
-  return r->bw_before > 0 ? r->bw_before : s->probe->read_bw_bytes_s[r->threads];
+  return r->bw > 0 ? r->bw : s->probe->read_bw_bytes_s[r->threads];
 }
 
 static double ratio(const struct eb_row *a, const struct eb_row *b) {
@@ -386,22 +386,23 @@ void bench_engine_conclude(struct eb_state *s) {
                "%.0f%% of the memory ceiling.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
                tg1->percent);
   }
-  /* The bandwidth moved while a decode configuration ran: its ceiling
-   * rests on the reading just before it, and 5% is beyond the pass-to-pass
-   * noise of best-of-5 reads. (A quick probe's small buffer sits in the
+  /* The bandwidth moved between a decode configuration's repetitions by
+   * more than 5% (beyond the pass-to-pass noise of best-of-5 reads): each
+   * repetition is held against the readings beside it, but within one the
+   * memory may have moved as much. (A quick probe's small buffer sits in the
    * caches: no figure to compare.) */
   for (size_t i = 0; i < (s->probe->quick ? 0 : s->n_rows); i++) {
     const struct eb_row *r = &s->rows[i];
-    if (!(r->bw_before > 0 && r->bw_after > 0) || fabs(r->bw_after / r->bw_before - 1) <= 0.05)
-      continue;
+    if (!(r->bw_lo > 0 && r->bw_hi > 0) || r->bw_hi / r->bw_lo - 1 <= 0.05) continue;
     char test[32];
     conclude(s,
-             "%s %s at %u thread%s: memory read %.1f GB/s just before it and %.1f GB/s just "
-             "after (%+.0f%%): the machine's bandwidth moved while it ran, so its %.0f%% of the "
-             "ceiling is uncertain by about that much.",
+             "%s %s at %u thread%s: memory read %.1f-%.1f GB/s between its repetitions "
+             "(%.0f%% apart): the machine's bandwidth moved while it ran; each repetition is "
+             "held against the readings on either side of it, and its %.0f%% of the ceiling "
+             "is uncertain by up to about that much.",
              s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
-             r->threads, r->threads == 1 ? "" : "s", r->bw_before / 1e9, r->bw_after / 1e9,
-             100.0 * (r->bw_after / r->bw_before - 1), r->percent);
+             r->threads, r->threads == 1 ? "" : "s", r->bw_lo / 1e9, r->bw_hi / 1e9,
+             100.0 * (r->bw_hi / r->bw_lo - 1), r->percent);
   }
   /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */
   for (size_t ti = 0; ti < s->o->n_threads; ti++) {

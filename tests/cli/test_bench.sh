@@ -127,8 +127,8 @@ fi
 grep -q "records: $dir/r2.jsonl" "$dir/out" || fail "records file not named"
 grep -q "read now, before the runs (the cached probe's:" "$dir/out" ||
   fail "a cached probe: the bandwidth must be read again before the runs"
-grep -qE "^ +memory read around each decode \(GB/s, before / after\): 1 thread [0-9.]+ / [0-9.]+" \
-  "$dir/out" || fail "no reading around each decode: $(cat "$dir/out")"
+grep -qE "^ +memory read between the decode's repetitions \(GB/s, lowest-highest\): 1 thread [0-9.]+-[0-9.]+" \
+  "$dir/out" || fail "no readings between the decode's repetitions: $(cat "$dir/out")"
 
 # with the probe cached, the bandwidth is read again before the runs, which
 # --json gives beside what the cache said; each decode's ceiling rests on its
@@ -150,6 +150,7 @@ for x in r["summaries"]:
         n_decode += 1
         bw = x["ceiling"]["read_bandwidth_bytes_s"]
         assert bw > 0 and x["read_bandwidth_after_bytes_s"] > 0, x
+        assert len(x["read_bandwidth_readings_bytes_s"]) == x["n"] + 1, x
         # its own reading, not the one before the runs (readings timed in
         # nanoseconds are never bit-equal)
         assert bw != now[x["threads"]], (bw, now)
@@ -157,6 +158,7 @@ for x in r["summaries"]:
         assert abs(x["ceiling"]["ceiling_tok_s"] - want) <= 1e-9 * want, x["ceiling"]
     else:
         assert "read_bandwidth_after_bytes_s" not in x, x
+        assert "read_bandwidth_readings_bytes_s" not in x, x
 assert n_decode == 2, n_decode  # Q4_0 and Q8_0 at 1 thread
 PY
 

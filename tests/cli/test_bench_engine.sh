@@ -78,12 +78,22 @@ for test in ("pp32", "tg32"):
     assert abs(s["rate_tok_s"]["mean"] - sum(timed) / 2) < 1e-6 * s["rate_tok_s"]["mean"], s
     assert s["model"]["load_ms"] >= 0, s["model"]
     if test == "tg32":
-        # one reading before the warm-up is every record's ceiling; the
-        # reading after the last repetition is in the summary only
-        bws = {r["ceiling"]["read_bandwidth_bytes_s"] for r in rs}
-        assert bws == {s["ceiling"]["read_bandwidth_bytes_s"]}, (bws, s["ceiling"])
-        assert s["read_bandwidth_after_bytes_s"] > 0, s
+        # a reading after the warm-up and after each repetition: the
+        # warm-up's record rests on the first, timed repetition i on the
+        # mean of readings i and i + 1, the summary on the mean of those;
+        # the reading after the last repetition is in the summary only
+        rd = s["read_bandwidth_readings_bytes_s"]
+        assert len(rd) == 3 and all(x > 0 for x in rd), rd
+        bw = [r["ceiling"]["read_bandwidth_bytes_s"] for r in rs]
+        assert bw[0] == rd[0], (bw, rd)
+        for i in (0, 1):
+            assert abs(bw[i + 1] - (rd[i] + rd[i + 1]) / 2) <= 1e-9 * bw[i + 1], (i, bw, rd)
+        sb = s["ceiling"]["read_bandwidth_bytes_s"]
+        assert abs(sb - (bw[1] + bw[2]) / 2) <= 1e-9 * sb, (sb, bw)
+        assert abs(s["percent_of_ceiling"] - 100 * s["rate_tok_s"]["mean"] / s["ceiling"]["ceiling_tok_s"]) < 1e-6, s
+        assert s["read_bandwidth_after_bytes_s"] == rd[-1], s
         assert all("read_bandwidth_after_bytes_s" not in r for r in rs)
+        assert all("read_bandwidth_readings_bytes_s" not in r for r in rs)
 assert lines[-1]["runs"] == 4, lines[-1]
 PY
 

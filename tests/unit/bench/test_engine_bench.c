@@ -210,6 +210,9 @@ static void test_records(void) {
                                 .read_bandwidth_bytes_s = 1e10, .bytes_per_token = 5e9 / r.tok_s.mean,
                                 .compute_ops_s = NAN, .flops_per_token = NAN,
                                 .cpu_steal_share = 0.025, .read_bandwidth_after_bytes_s = 1.1e10};
+  const double readings[3] = {0.9e10, NAN, 1.1e10};
+  in.bw_readings = readings;
+  in.n_bw_readings = 3;
   json_t *run = record_engine_run_build(&in, &c, 1, 0, &r.reps[0]);
   CHECK(run != NULL);
   if (run) {
@@ -233,6 +236,7 @@ static void test_records(void) {
     CHECK_EQ_INT(json_array_size(seg), 2);
     CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(seg, 1), "to")), 40);
     CHECK(json_object_get(run, "read_bandwidth_after_bytes_s") == NULL); /* summary only */
+    CHECK(json_object_get(run, "read_bandwidth_readings_bytes_s") == NULL);
     json_decref(run);
   }
   json_t *warm = record_engine_run_build(&in, &c, 1, -1, &r.warmup);
@@ -250,7 +254,13 @@ static void test_records(void) {
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "model"), "load_ms")), 12.5,
                1e-9);
     CHECK_NEAR(json_real_value(json_object_get(sum, "cpu_steal_share")), 0.025, 1e-12);
-    /* the ceiling's bandwidth (read before) and the reading after, apart */
+    /* every reading between the repetitions, in order, a failed one null */
+    json_t *rd = json_object_get(sum, "read_bandwidth_readings_bytes_s");
+    CHECK_EQ_INT(json_array_size(rd), 3);
+    CHECK_NEAR(json_real_value(json_array_get(rd, 0)), 0.9e10, 1e-3);
+    CHECK(json_is_null(json_array_get(rd, 1)));
+    CHECK_NEAR(json_real_value(json_array_get(rd, 2)), 1.1e10, 1e-3);
+    /* the ceiling's bandwidth and the reading after the last, apart */
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "ceiling"),
                                                "read_bandwidth_bytes_s")), 1e10, 1e-3);
     CHECK_NEAR(json_real_value(json_object_get(sum, "read_bandwidth_after_bytes_s")), 1.1e10,
