@@ -7,9 +7,6 @@
 # bandwidth readings between its repetitions (its ceiling, as `tokmeter bench`
 # reads for every decode configuration), and prints every run and the
 # spread of the percentages: min, median, max, and how many reached TARGET.
-# "passes' avg" is those readings' passes on average (their bytes over their
-# time) and "% of avg" the decode against it: when other work reads the
-# memory, the average falls below the best passes the ceiling uses.
 # "weights read" is the probe's loop over the model's own mapped pages (a
 # figure far below "read before" means slow pages, not a slow engine);
 # "steal" is the summary's cpu_steal_share: the share of this VM's busy CPU
@@ -51,7 +48,7 @@ def bw_at(rows, t):
     return float("nan")
 pcts = []
 print(f"{model}, tg128 at {threads} thread(s), {runs} runs of 3 repetitions each")
-print("run  time (UTC)            ceiling's read  readings (lo-hi)  passes' avg  weights read  steal  decode tok/s  ceiling  % of ceiling  % of avg")
+print("run  time (UTC)            ceiling's read  readings (lo-hi)  weights read  steal  decode tok/s  ceiling  % of ceiling")
 for i in range(1, runs + 1):
     r = json.load(open(f"{d}/run{i}.json"))
     s = [x for x in r["summaries"] if x["phase"] == "decode" and x["threads"] == threads][0]
@@ -66,10 +63,8 @@ for i in range(1, runs + 1):
     inplace = bw_at(r["models"][0].get("weights_read_bandwidth_by_threads"), threads)
     p = s["percent_of_ceiling"]
     pcts.append(p)
-    avg = (s.get("read_bandwidth_pass_average_bytes_s") or float("nan")) / 1e9
-    pa = s.get("percent_of_pass_average") or float("nan")
-    print(f"{i:3d}  {s['time']}  {mean:6.1f} GB/s     {min(rd):5.1f}-{max(rd):5.1f} GB/s  {avg:6.1f} GB/s  {inplace:6.1f} GB/s  {steal}  {s['rate_tok_s']['mean']:8.1f}     "
-          f"{s['ceiling']['ceiling_tok_s']:6.1f}   {p:5.1f}%       {pa:5.1f}%")
+    print(f"{i:3d}  {s['time']}  {mean:6.1f} GB/s     {min(rd):5.1f}-{max(rd):5.1f} GB/s  {inplace:6.1f} GB/s  {steal}  {s['rate_tok_s']['mean']:8.1f}     "
+          f"{s['ceiling']['ceiling_tok_s']:6.1f}   {p:5.1f}%")
 met = sum(1 for p in pcts if p >= target)
 print(f"percent of the ceiling: min {min(pcts):.1f}, median {statistics.median(pcts):.1f}, "
       f"max {max(pcts):.1f}; {met} of {runs} runs at or above {target:g}%")

@@ -154,12 +154,6 @@ void *record_engine_summary_build(const struct record_engine_in *in,
         a = NULL;
       }
     bad |= put(o, "read_bandwidth_readings_bytes_s", a);
-    const double avg = in->read_bandwidth_pass_average_bytes_s;
-    bad |= put(o, "read_bandwidth_pass_average_bytes_s", num(avg));
-    bad |= put(o, "percent_of_pass_average",
-               num(r->tok_s.n && avg > 0 && in->bytes_per_token > 0
-                       ? record_percent_of(r->tok_s.mean, avg / in->bytes_per_token)
-                       : NAN));
   }
   if (bad) {
     json_decref(o);

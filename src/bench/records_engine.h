@@ -50,11 +50,6 @@ struct record_engine_in {
    * on either side of it, the summary's on the mean of those. */
   const double *bw_readings;
   size_t n_bw_readings;
-  /* Summary only, tg: all those readings' passes on average (their bytes
-   * over their time), NAN when none: below the best passes the ceiling
-   * rests on when other work read the memory meanwhile. With it the summary
-   * gives percent_of_pass_average = 100 x mean rate / (this / bytes_per_token). */
-  double read_bandwidth_pass_average_bytes_s;
 };
 
 /* One repetition (warm-up included: "warmup": true). index: 0-based among

@@ -66,9 +66,6 @@ struct eb_row {
    * highest of the readings between the repetitions; NAN when none was read
    * (then the ceiling used the figure read before the runs, or the probe's). */
   double bw, bw_lo, bw_hi;
-  /* Decode: those readings' passes on average (all their bytes over all
-   * their time; record_engine_in.read_bandwidth_pass_average_bytes_s). */
-  double bw_avg;
   size_t n_segments;
   struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
 };

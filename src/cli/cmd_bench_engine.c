@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench/engine_bench.h"
@@ -171,11 +170,6 @@ struct rep_ctx {
   double *bw_readings;
   double bw_sum;
   uint32_t bw_n;
-  /* The readings' passes on average (read_bw_at's avg): the sum of their
-   * inverses and their count, so that n / sum is all their bytes over all
-   * their time (every reading has the same passes of the same buffer). */
-  double inv_avg_sum;
-  uint32_t n_avg;
 };
 
 /* The bandwidth around one repetition: the mean of the readings before and
@@ -186,7 +180,7 @@ static double bracket_bw(double before, double after) {
   return after > 0 ? after : NAN;
 }
 
-static double read_bw_at(struct eb_state *s, uint32_t t, double *avg);
+static double read_bw_at(struct eb_state *s, uint32_t t);
 
 static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32_t total,
                    const struct engine_bench_rep *rep, void *ctx) {
@@ -197,12 +191,7 @@ static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32
     /* Between repetitions, not inside one: the machine's bandwidth moves
      * (5-15% within minutes on this project's VM), so each repetition is
      * held against the memory as it was on either side of it. */
-    double avg;
-    double now = read_bw_at(rc->s, rc->t, &avg);
-    if (avg > 0) {
-      rc->inv_avg_sum += 1.0 / avg;
-      rc->n_avg++;
-    }
+    double now = read_bw_at(rc->s, rc->t);
     if (rep->warmup) {
       rc->bw_readings[0] = now;
       ceiling_of(rc->s, rc->m, rc->t, cfg, now, rc->in);
@@ -266,8 +255,7 @@ static uint32_t bw_threads(const struct eb_state *s);
  * the models' files (their page cache, and a copy the main job may make);
  * else each reading maps and first-touches its own (on this project's VM
  * that costs seconds of system time per GiB). 0, or -1 (bw untouched). */
-static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw,
-                   double *avg_hi) {
+static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw) {
   struct tm_err err = {{0}};
   int passes = s->probe->quick ? 2 : 5;
   uint64_t bytes = fresh_buffer_bytes(s);
@@ -284,8 +272,7 @@ static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw,
   if (!own.base && machine_bw_buffer_open(&own, bytes, t_hi, &err) != 0) return -1;
   double got[PROBE_MAX_THREADS + 1] = {0};
   int rc = t_lo == t_hi
-               ? machine_read_bw_of_at(own.base, own.bytes, t_hi, passes, &got[t_hi], avg_hi,
-                                       &err)
+               ? machine_read_bw_of_at(own.base, own.bytes, t_hi, passes, &got[t_hi], &err)
                : machine_read_bw_of(own.base, own.bytes, t_hi, passes, got, &err);
   if (own.base != s->bw_buf.base) machine_bw_buffer_close(&own);
   if (rc != 0) return -1;
@@ -293,25 +280,17 @@ static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw,
   return 0;
 }
 
-/* The read bandwidth at exactly t threads now (read_bw), the best of its
- * passes; NAN when it cannot be measured (then the ceiling falls back to the
- * figure read before the runs, or the probe's). *avg: all its passes' bytes
- * over all their time, NAN likewise. Between a decode's repetitions the
- * engine's workers are still spinning for a few milliseconds (threadpool.c,
- * TP_SPIN_NS = 2 ms) and would share a core with a reading thread: the
- * reading waits that out first. */
-static double read_bw_at(struct eb_state *s, uint32_t t, double *avg) {
-  *avg = NAN;
+/* The read bandwidth at exactly t threads now (read_bw); NAN when it cannot
+ * be measured (then the ceiling falls back to the figure read before the
+ * runs, or the probe's). */
+static double read_bw_at(struct eb_state *s, uint32_t t) {
   if (t < 1 || t > PROBE_MAX_THREADS || t > s->probe->max_threads) return NAN;
   char msg[120];
   snprintf(msg, sizeof msg, "reading memory at %u thread%s (this decode's ceiling)", t,
            t == 1 ? "" : "s");
   cli_progress(msg, (void *)CMD);
-  nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
-  double bw[PROBE_MAX_THREADS + 1] = {0}, a = 0;
-  if (read_bw(s, t, t, bw, &a) != 0 || !(bw[t] > 0)) return NAN;
-  if (a > 0) *avg = a;
-  return bw[t];
+  double bw[PROBE_MAX_THREADS + 1] = {0};
+  return read_bw(s, t, t, bw) == 0 && bw[t] > 0 ? bw[t] : NAN;
 }
 
 /* One configuration: run, record, keep the row. 0 or an exit code.
@@ -329,8 +308,7 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                                 .kernel_path = m->kernel_path, .load_ms = m->info.load_ms,
                                 .weights = m->info.hugepages ? "copied" : "mapped",
                                 .cpu_steal_share = NAN,
-                                .read_bandwidth_after_bytes_s = NAN,
-                                .read_bandwidth_pass_average_bytes_s = NAN};
+                                .read_bandwidth_after_bytes_s = NAN};
   const bool decode = cfg->kind == ENGINE_BENCH_TG;
   ceiling_of(s, m, t, cfg, NAN, &in);
   struct rep_ctx rc = {.s = s, .in = &in, .m = m, .t = t, .model_short = m->short_label};
@@ -362,7 +340,6 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
     in.read_bandwidth_after_bytes_s = last > 0 ? last : NAN;
     in.bw_readings = rc.bw_readings;
     in.n_bw_readings = n_readings;
-    in.read_bandwidth_pass_average_bytes_s = rc.n_avg ? rc.n_avg / rc.inv_avg_sum : NAN;
     for (size_t i = 0; i < n_readings; i++) {
       double v = rc.bw_readings[i];
       if (!(v > 0)) continue;
@@ -382,8 +359,7 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                        .percent = record_percent_of(res.tok_s.mean, in.ceiling_tok_s),
                        .steal_share = in.cpu_steal_share, .n_segments = res.n_segments,
                        .bw = rc.bw_n ? in.read_bandwidth_bytes_s : NAN,
-                       .bw_lo = bw_lo, .bw_hi = bw_hi,
-                       .bw_avg = in.read_bandwidth_pass_average_bytes_s};
+                       .bw_lo = bw_lo, .bw_hi = bw_hi};
   free(rc.bw_readings);
   memcpy(row.seg, res.seg, sizeof row.seg);
   engine_bench_result_free(&res);
@@ -660,7 +636,7 @@ static void measure_bw_now(struct eb_state *s) {
   uint32_t t = bw_threads(s);
   double bw[PROBE_MAX_THREADS + 1] = {0};
   cli_progress("reading memory (the decode ceiling's bandwidth, before the runs)", (void *)CMD);
-  if (t && read_bw(s, 1, t, bw, NULL) == 0) {
+  if (t && read_bw(s, 1, t, bw) == 0) {
     for (uint32_t i = 1; i <= t; i++) {
       s->bw_cached[i] = s->probe->read_bw_bytes_s[i];
       s->probe->read_bw_bytes_s[i] = bw[i];
@@ -679,7 +655,7 @@ static void measure_bw_after(struct eb_state *s) {
   if (max_of(s->o->max_tokens, s->o->n_max_tokens) == 0) return;
   uint32_t t = bw_threads(s);
   cli_progress("reading memory again (the ceiling's bandwidth, after the runs)", (void *)CMD);
-  if (t && read_bw(s, 1, t, s->bw_after, NULL) == 0) s->bw_after_threads = t;
+  if (t && read_bw(s, 1, t, s->bw_after) == 0) s->bw_after_threads = t;
   cli_progress_done();
 }
 

@@ -168,10 +168,8 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
     const struct eb_row *tg = find_row(s, mi, o->threads[ti], ENGINE_BENCH_TG, n, d);
     if (!tg || !(tg->bw_lo > 0)) continue;
     printf("%s %u thread%s %.1f-%.1f", any ? "," : "         memory read between the decode's "
-                                                   "repetitions (GB/s, the best passes "
-                                                   "lowest-highest):",
+                                                   "repetitions (GB/s, lowest-highest):",
            tg->threads, tg->threads == 1 ? "" : "s", tg->bw_lo / 1e9, tg->bw_hi / 1e9);
-    if (tg->bw_avg > 0) printf(" (all passes on average %.1f)", tg->bw_avg / 1e9);
     any = true;
   }
   if (any) printf("\n");
@@ -405,25 +403,6 @@ void bench_engine_conclude(struct eb_state *s) {
              s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
              r->threads, r->threads == 1 ? "" : "s", r->bw_lo / 1e9, r->bw_hi / 1e9,
              100.0 * (r->bw_hi / r->bw_lo - 1), r->percent);
-  }
-  /* The memory was busy with other work: the readings' passes averaged more
-   * than 5% below their best, which the ceiling uses. A decode runs through
-   * those moments; the passes' average is the like-for-like figure, given
-   * beside the ceiling's percentage, never instead of it. */
-  for (size_t i = 0; i < (s->probe->quick ? 0 : s->n_rows); i++) {
-    const struct eb_row *r = &s->rows[i];
-    if (!(r->bw > 0 && r->bw_avg > 0) || r->bw_avg >= 0.95 * r->bw) continue;
-    char test[32];
-    conclude(s,
-             "%s %s at %u thread%s: the memory reads between its repetitions averaged %.1f "
-             "GB/s over all their passes, %.0f%% below the best passes (%.1f GB/s) its ceiling "
-             "rests on: something else was reading this machine's memory meanwhile (on a VM, "
-             "other guests), and a decode runs through such moments. Against that average it "
-             "read %.0f%% rather than %.0f%%.",
-             s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
-             r->threads, r->threads == 1 ? "" : "s", r->bw_avg / 1e9,
-             100.0 * (1 - r->bw_avg / r->bw), r->bw / 1e9, r->percent * r->bw / r->bw_avg,
-             r->percent);
   }
   /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */
   for (size_t ti = 0; ti < s->o->n_threads; ti++) {

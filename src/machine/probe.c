@@ -107,30 +107,24 @@ static void mem_job_run(void *arg, uint32_t index, uint32_t active) {
     j->sinks[index * 8] += j->k->read(j->buf + off, len);
 }
 
-/* bw[t] for t = 1..max_threads: best of `passes` reads of job's buffer;
- * avg[t] (avg may be NULL): all the passes' bytes over all their time. */
+/* bw[t] for t = 1..max_threads: best of `passes` reads of job's buffer. */
 static void read_bw_passes(struct probe_pool *pool, struct mem_job *job, uint32_t min_threads,
-                           uint32_t max_threads, int passes, double *bw, double *avg) {
+                           uint32_t max_threads, int passes, double *bw) {
   job->op = MEM_READ;
   for (uint32_t t = min_threads; t <= max_threads; t++) {
     double best = 0;
-    uint64_t total_ns = 0;
-    int n = passes > 0 ? passes : 1;
-    for (int pass = 0; pass < n; pass++) {
+    for (int pass = 0; pass < (passes > 0 ? passes : 1); pass++) {
       uint64_t ns = pool_run(pool, t, mem_job_run, job);
       double v = ns ? (double)job->bytes * 1e9 / (double)ns : 0;
       if (v > best) best = v;
-      total_ns += ns;
     }
     bw[t] = best;
-    if (avg) avg[t] = total_ns ? (double)job->bytes * n * 1e9 / (double)total_ns : 0;
   }
 }
 
 /* bw[t] for t = min_threads..max_threads: the probe's read loop over buf. */
 static int read_of_range(const void *buf, uint64_t bytes, uint32_t min_threads,
-                         uint32_t max_threads, int passes, double *bw, double *avg,
-                         struct tm_err *err) {
+                         uint32_t max_threads, int passes, double *bw, struct tm_err *err) {
   if (max_threads < 1 || max_threads > PROBE_MAX_THREADS || min_threads < 1 ||
       min_threads > max_threads)
     return tm_errf(err, "read bandwidth: %u threads (1..%d)", max_threads, PROBE_MAX_THREADS);
@@ -152,7 +146,7 @@ static int read_of_range(const void *buf, uint64_t bytes, uint32_t min_threads,
   /* mem_job's buffer is not const because the probe also writes its own;
    * MEM_READ only reads. */
   struct mem_job job = {&k, (uint8_t *)a, n, MEM_READ, sinks};
-  read_bw_passes(&pool, &job, min_threads, max_threads, passes, bw, avg);
+  read_bw_passes(&pool, &job, min_threads, max_threads, passes, bw);
   volatile uint64_t fold = 0;
   for (uint32_t i = 0; i < max_threads; i++) fold ^= sinks[i * 8];
   (void)fold;
@@ -163,17 +157,16 @@ static int read_of_range(const void *buf, uint64_t bytes, uint32_t min_threads,
 
 int machine_read_bw_of(const void *buf, uint64_t bytes, uint32_t max_threads, int passes,
                        double *bw, struct tm_err *err) {
-  return read_of_range(buf, bytes, 1, max_threads, passes, bw, NULL, err);
+  return read_of_range(buf, bytes, 1, max_threads, passes, bw, err);
 }
 
 int machine_read_bw_of_at(const void *buf, uint64_t bytes, uint32_t threads, int passes,
-                          double *bw_out, double *avg_out, struct tm_err *err) {
-  double bw[PROBE_MAX_THREADS + 1] = {0}, avg[PROBE_MAX_THREADS + 1] = {0};
+                          double *bw_out, struct tm_err *err) {
+  double bw[PROBE_MAX_THREADS + 1] = {0};
   if (threads < 1 || threads > PROBE_MAX_THREADS)
     return tm_errf(err, "read bandwidth: %u threads (1..%d)", threads, PROBE_MAX_THREADS);
-  if (read_of_range(buf, bytes, threads, threads, passes, bw, avg, err) != 0) return -1;
+  if (read_of_range(buf, bytes, threads, threads, passes, bw, err) != 0) return -1;
   *bw_out = bw[threads];
-  if (avg_out) *avg_out = avg[threads];
   return 0;
 }
 

@@ -120,12 +120,9 @@ int machine_bw_buffer_open(struct machine_bw_buffer *b, uint64_t bytes, uint32_t
                            struct tm_err *err);
 void machine_bw_buffer_close(struct machine_bw_buffer *b);
 /* machine_read_bw_of at one thread count only: *bw_out = the read
- * bandwidth at `threads`, best of `passes`; *avg_out (avg_out may be NULL) =
- * all the passes' bytes over all their time, which falls below the best
- * when something else reads the memory meanwhile (on a VM, other guests).
- * Returns 0, or -1 with err set. */
+ * bandwidth at `threads`, best of `passes`. Returns 0, or -1 with err set. */
 int machine_read_bw_of_at(const void *buf, uint64_t bytes, uint32_t threads, int passes,
-                          double *bw_out, double *avg_out, struct tm_err *err);
+                          double *bw_out, struct tm_err *err);
 double probe_best_f32(const struct machine_probe *p, uint32_t *threads);
 double probe_best_int8(const struct machine_probe *p, uint32_t *threads);
 

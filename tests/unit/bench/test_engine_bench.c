@@ -213,7 +213,6 @@ static void test_records(void) {
   const double readings[3] = {0.9e10, NAN, 1.1e10};
   in.bw_readings = readings;
   in.n_bw_readings = 3;
-  in.read_bandwidth_pass_average_bytes_s = 0.8e10;
   json_t *run = record_engine_run_build(&in, &c, 1, 0, &r.reps[0]);
   CHECK(run != NULL);
   if (run) {
@@ -238,7 +237,6 @@ static void test_records(void) {
     CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(seg, 1), "to")), 40);
     CHECK(json_object_get(run, "read_bandwidth_after_bytes_s") == NULL); /* summary only */
     CHECK(json_object_get(run, "read_bandwidth_readings_bytes_s") == NULL);
-    CHECK(json_object_get(run, "percent_of_pass_average") == NULL);
     json_decref(run);
   }
   json_t *warm = record_engine_run_build(&in, &c, 1, -1, &r.warmup);
@@ -262,11 +260,6 @@ static void test_records(void) {
     CHECK_NEAR(json_real_value(json_array_get(rd, 0)), 0.9e10, 1e-3);
     CHECK(json_is_null(json_array_get(rd, 1)));
     CHECK_NEAR(json_real_value(json_array_get(rd, 2)), 1.1e10, 1e-3);
-    /* the passes' average, and the mean rate against it: ceiling 2x the
-     * mean rate at 1e10 B/s, so 8e9 B/s gives 62.5% */
-    CHECK_NEAR(json_real_value(json_object_get(sum, "read_bandwidth_pass_average_bytes_s")),
-               0.8e10, 1e-3);
-    CHECK_NEAR(json_real_value(json_object_get(sum, "percent_of_pass_average")), 62.5, 1e-9);
     /* the ceiling's bandwidth and the reading after the last, apart */
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "ceiling"),
                                                "read_bandwidth_bytes_s")), 1e10, 1e-3);
@@ -279,14 +272,10 @@ static void test_records(void) {
   sum = record_engine_summary_build(&in, &r);
   CHECK(sum && json_is_null(json_object_get(sum, "cpu_steal_share")));
   json_decref(sum);
-  /* the reading after not measured: null, not 0; no passes' average: both
-   * its keys null */
+  /* the reading after not measured: null, not 0 */
   in.read_bandwidth_after_bytes_s = NAN;
-  in.read_bandwidth_pass_average_bytes_s = NAN;
   sum = record_engine_summary_build(&in, &r);
   CHECK(sum && json_is_null(json_object_get(sum, "read_bandwidth_after_bytes_s")));
-  CHECK(sum && json_is_null(json_object_get(sum, "read_bandwidth_pass_average_bytes_s")) &&
-        json_is_null(json_object_get(sum, "percent_of_pass_average")));
   json_decref(sum);
   /* pp: no curve (null), ceiling basis is compute. */
   struct engine_bench_config pc = {.kind = ENGINE_BENCH_PP, .tokens = 16, .reps = 1};
