@@ -116,38 +116,11 @@ FLOAT_TILE(tile_bf16, LOAD_BF16, uint16_t, SW_BF16)
 
 /* ---- 32-element blocks -------------------------------------------------- */
 
-/* Shared loop over blocks with two accumulator sets (even / odd blocks) so the
- * FMA latency chain does not bound a one-column decode. BODY(b, acc) handles
- * block b for every column; corr[c] collects the per-block float offsets. */
-#define BLOCK_TILE(fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M)                                   \
-  AVX2_INLINE void fn##_step(const WBLOCK *wb, const uint8_t *a, size_t as, int64_t b,         \
-                            const int nc, __m256 *acc, float *corr) {                          \
-    PREFETCH_W(wb, 1);                                                                      \
-    __m256i wq = UNPACK(wb);                                                                \
-    float dw = h2f(wb->d);                                                                \
-    float cm = HAS_M ? h2f(((const uint16_t *)wb)[1]) : OFFSET_MUL * dw;                  \
-    for (int c = 0; c < nc; c++) {                                                          \
-      const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;                     \
-      __m256i p = dot_u8s8(wq, _mm256_loadu_si256((const __m256i *)x->q));                                                                    \
-      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * x->d), acc[c]);   \
-      corr[c] += cm * x->s;                                                                 \
-    }                                                                                       \
-  }                                                                                         \
-  AVX2_INLINE void fn(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as, const int nc,   \
-                      float *o, int64_t os) {                                               \
-    const WBLOCK *w = (const WBLOCK *)wr;                                                   \
-    const int64_t nb = n / 32;                                                              \
-    __m256 acc0[4], acc1[4];                                                                \
-    float corr[4] = {0};                                                                   \
-    for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();                   \
-    int64_t b = 0;                                                                          \
-    for (; b + 1 < nb; b += 2) {                                                            \
-      fn##_step(&w[b], a, as, b, nc, acc0, corr);                                           \
-      fn##_step(&w[b + 1], a, as, b + 1, nc, acc1, corr);                                   \
-    }                                                                                       \
-    if (b < nb) fn##_step(&w[b], a, as, b, nc, acc0, corr);                                 \
-    for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c])) + corr[c]; \
-  }
+/* The per-block tiles of the 32-element types: kernels_x86.h's
+ * DEFINE_BLOCK_TILE with maddubs + madd as the block's dot product. */
+#define AVX2_DOT(wq, xq) dot_u8s8(wq, xq)
+#define BLOCK_TILE(fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M) \
+  DEFINE_BLOCK_TILE(AVX2_INLINE, fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M, AVX2_DOT, h2f, hsum_ps)
 
 AVX2_INLINE __m256i unpack_q4_0(const struct block_q4_0 *b) {
   __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
@@ -173,33 +146,9 @@ BLOCK_TILE(tile_q4_1, struct block_q4_1, unpack_q4_1, 0.0f, 1)
 BLOCK_TILE(tile_q5_0, struct block_q5_0, unpack_q5_0, -16.0f, 0)
 BLOCK_TILE(tile_q5_1, struct block_q5_1, unpack_q5_1, 0.0f, 1)
 
-AVX2_INLINE void tile_q8_0_step(const struct block_q8_0 *wb, const uint8_t *a, size_t as,
-                                int64_t b, const int nc, __m256 *acc) {
-  PREFETCH_W(wb, 1);
-  __m256i wq = _mm256_loadu_si256((const __m256i *)wb->qs);
-  __m256i ax = _mm256_sign_epi8(wq, wq);
-  float dw = h2f(wb->d);
-  for (int c = 0; c < nc; c++) {
-    const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;
-    __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->q), wq);
-    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(ax, sy)), _mm256_set1_ps(dw * x->d), acc[c]);
-  }
-}
-
-AVX2_INLINE void tile_q8_0(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
-                           const int nc, float *o, int64_t os) {
-  const struct block_q8_0 *w = (const struct block_q8_0 *)wr;
-  const int64_t nb = n / 32;
-  __m256 acc0[4], acc1[4];
-  for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    tile_q8_0_step(&w[b], a, as, b, nc, acc0);
-    tile_q8_0_step(&w[b + 1], a, as, b + 1, nc, acc1);
-  }
-  if (b < nb) tile_q8_0_step(&w[b], a, as, b, nc, acc0);
-  for (int c = 0; c < nc; c++) o[c * os] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c]));
-}
+/* Q8_0 (|w| taken as sign(w, w)). */
+#define AVX2_ABS8(v) _mm256_sign_epi8(v, v)
+DEFINE_Q8_0_TILE(AVX2_INLINE, tile_q8_0, AVX2_ABS8, AVX2_DOT, h2f, hsum_ps)
 
 /* ---- K-quants ----------------------------------------------------------- */
 

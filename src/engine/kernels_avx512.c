@@ -634,71 +634,18 @@ VNNI_INLINE __m256i vq4_1(const struct block_q4_1 *b) { return nibbles(b->qs); }
 VNNI_INLINE __m256i vq5_0(const struct block_q5_0 *b) { return _mm256_or_si256(nibbles(b->qs), fifth_bit(b->qh)); }
 VNNI_INLINE __m256i vq5_1(const struct block_q5_1 *b) { return _mm256_or_si256(nibbles(b->qs), fifth_bit(b->qh)); }
 
-/* As kernels_avx2.c's BLOCK_TILE with one vpdpbusd per block and column:
- * two accumulator sets (even/odd blocks) keep a one-column decode from
- * waiting on the FMA chain; corr[c] holds the per-block offset terms. */
-#define VNNI_BLOCK_TILE(fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M)                                   \
-  VNNI_INLINE void fn##_step(const WBLOCK *wb, const uint8_t *a, size_t as, int64_t b,         \
-                            const int nc, __m256 *acc, float *corr) {                          \
-    PREFETCH_W(wb, 1);                                                                      \
-    __m256i wq = UNPACK(wb);                                                                \
-    float dw = _cvtsh_ss(wb->d);                                                                \
-    float cm = HAS_M ? _cvtsh_ss(((const uint16_t *)wb)[1]) : OFFSET_MUL * dw;                  \
-    for (int c = 0; c < nc; c++) {                                                          \
-      const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;                     \
-      __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wq, _mm256_loadu_si256((const __m256i *)x->q));                                                                    \
-      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * x->d), acc[c]);   \
-      corr[c] += cm * x->s;                                                                 \
-    }                                                                                       \
-  }                                                                                         \
-  VNNI_INLINE void fn(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as, const int nc,   \
-                      float *o, int64_t os) {                                               \
-    const WBLOCK *w = (const WBLOCK *)wr;                                                   \
-    const int64_t nb = n / 32;                                                              \
-    __m256 acc0[4], acc1[4];                                                                \
-    float corr[4] = {0};                                                                   \
-    for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();                   \
-    int64_t b = 0;                                                                          \
-    for (; b + 1 < nb; b += 2) {                                                            \
-      fn##_step(&w[b], a, as, b, nc, acc0, corr);                                           \
-      fn##_step(&w[b + 1], a, as, b + 1, nc, acc1, corr);                                   \
-    }                                                                                       \
-    if (b < nb) fn##_step(&w[b], a, as, b, nc, acc0, corr);                                 \
-    for (int c = 0; c < nc; c++) o[c * os] = hsum256(_mm256_add_ps(acc0[c], acc1[c])) + corr[c]; \
-  }
+/* kernels_x86.h's DEFINE_BLOCK_TILE with one vpdpbusd per block and column. */
+#define VNNI_DOT(wq, xq) _mm256_dpbusd_epi32(_mm256_setzero_si256(), wq, xq)
+#define VNNI_BLOCK_TILE(fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M) \
+  DEFINE_BLOCK_TILE(VNNI_INLINE, fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M, VNNI_DOT, _cvtsh_ss, \
+                    hsum256)
 
 VNNI_BLOCK_TILE(tile_q4_0_vnni, struct block_q4_0, vq4_0, -8.0f, 0)
 VNNI_BLOCK_TILE(tile_q4_1_vnni, struct block_q4_1, vq4_1, 0.0f, 1)
 VNNI_BLOCK_TILE(tile_q5_0_vnni, struct block_q5_0, vq5_0, -16.0f, 0)
 VNNI_BLOCK_TILE(tile_q5_1_vnni, struct block_q5_1, vq5_1, 0.0f, 1)
 
-VNNI_INLINE void tile_q8_0_vnni_step(const struct block_q8_0 *wb, const uint8_t *a, size_t as,
-                                int64_t b, const int nc, __m256 *acc) {
-  PREFETCH_W(wb, 1);
-  __m256i wq = _mm256_loadu_si256((const __m256i *)wb->qs);
-  __m256i ax = _mm256_abs_epi8(wq);
-  float dw = _cvtsh_ss(wb->d);
-  for (int c = 0; c < nc; c++) {
-    const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;
-    __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->q), wq);
-    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sy)), _mm256_set1_ps(dw * x->d), acc[c]);
-  }
-}
-
-VNNI_INLINE void tile_q8_0_vnni(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as,
-                           const int nc, float *o, int64_t os) {
-  const struct block_q8_0 *w = (const struct block_q8_0 *)wr;
-  const int64_t nb = n / 32;
-  __m256 acc0[4], acc1[4];
-  for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    tile_q8_0_vnni_step(&w[b], a, as, b, nc, acc0);
-    tile_q8_0_vnni_step(&w[b + 1], a, as, b + 1, nc, acc1);
-  }
-  if (b < nb) tile_q8_0_vnni_step(&w[b], a, as, b, nc, acc0);
-  for (int c = 0; c < nc; c++) o[c * os] = hsum256(_mm256_add_ps(acc0[c], acc1[c]));
-}
+DEFINE_Q8_0_TILE(VNNI_INLINE, tile_q8_0_vnni, _mm256_abs_epi8, VNNI_DOT, _cvtsh_ss, hsum256)
 
 DEFINE_X86_GEMM(VNNI, gemm_q4_0_vnni, tile_q4_0_vnni)
 DEFINE_X86_GEMM(VNNI, gemm_q4_1_vnni, tile_q4_1_vnni)

@@ -131,4 +131,75 @@ typedef uint32_t tm_v16u __attribute__((vector_size(64)));
     }                                                                                       \
   }
 
+
+/* A tile over the blocks of a 32-element type (Q4_0, Q4_1, Q5_0, Q5_1): one
+ * weight row against nc <= 4 activation columns (struct act_q8). Two
+ * accumulator sets (even / odd blocks) so the FMA latency chain does not
+ * bound a one-column decode; corr[c] collects the per-block float offsets
+ * (OFFSET_MUL * d, or the block's m when HAS_M). Per path: INLINE its
+ * function attributes, DOT(wq, xq) the block's unsigned x signed byte dot
+ * product as 8 i32 lanes, H2F an fp16 scale to float, HSUM an __m256's lane
+ * sum. Defines fn##_step and fn(n, wr, a, as, nc, o, os). */
+#define DEFINE_BLOCK_TILE(INLINE, fn, WBLOCK, UNPACK, OFFSET_MUL, HAS_M, DOT, H2F, HSUM)     \
+  INLINE void fn##_step(const WBLOCK *wb, const uint8_t *a, size_t as, int64_t b,             \
+                        const int nc, __m256 *acc, float *corr) {                              \
+    PREFETCH_W(wb, 1);                                                                      \
+    __m256i wq = UNPACK(wb);                                                                \
+    float dw = H2F(wb->d);                                                                  \
+    float cm = HAS_M ? H2F(((const uint16_t *)wb)[1]) : OFFSET_MUL * dw;                    \
+    for (int c = 0; c < nc; c++) {                                                          \
+      const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;                     \
+      __m256i p = DOT(wq, _mm256_loadu_si256((const __m256i *)x->q));                       \
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * x->d), acc[c]);   \
+      corr[c] += cm * x->s;                                                                 \
+    }                                                                                       \
+  }                                                                                         \
+  INLINE void fn(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as, const int nc,    \
+                 float *o, int64_t os) {                                                    \
+    const WBLOCK *w = (const WBLOCK *)wr;                                                   \
+    const int64_t nb = n / 32;                                                              \
+    __m256 acc0[4], acc1[4];                                                                \
+    float corr[4] = {0};                                                                    \
+    for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();                   \
+    int64_t b = 0;                                                                          \
+    for (; b + 1 < nb; b += 2) {                                                            \
+      fn##_step(&w[b], a, as, b, nc, acc0, corr);                                           \
+      fn##_step(&w[b + 1], a, as, b + 1, nc, acc1, corr);                                   \
+    }                                                                                       \
+    if (b < nb) fn##_step(&w[b], a, as, b, nc, acc0, corr);                                 \
+    for (int c = 0; c < nc; c++) o[c * os] = HSUM(_mm256_add_ps(acc0[c], acc1[c])) + corr[c]; \
+  }
+
+
+/* DEFINE_BLOCK_TILE's loop for Q8_0, whose weights are signed: each block is
+ * DOT(ABS(w), sign(x, w)), with no offset term. */
+#define DEFINE_Q8_0_TILE(INLINE, fn, ABS, DOT, H2F, HSUM)                                   \
+  INLINE void fn##_step(const struct block_q8_0 *wb, const uint8_t *a, size_t as, int64_t b, \
+                        const int nc, __m256 *acc) {                                         \
+    PREFETCH_W(wb, 1);                                                                      \
+    __m256i wq = _mm256_loadu_si256((const __m256i *)wb->qs);                               \
+    __m256i ax = ABS(wq);                                                                   \
+    float dw = H2F(wb->d);                                                                  \
+    for (int c = 0; c < nc; c++) {                                                          \
+      const struct act_q8 *x = (const struct act_q8 *)(a + c * as) + b;                     \
+      __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->q), wq);         \
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(DOT(ax, sy)), _mm256_set1_ps(dw * x->d),  \
+                               acc[c]);                                                     \
+    }                                                                                       \
+  }                                                                                         \
+  INLINE void fn(int64_t n, const uint8_t *wr, const uint8_t *a, size_t as, const int nc,    \
+                 float *o, int64_t os) {                                                    \
+    const struct block_q8_0 *w = (const struct block_q8_0 *)wr;                             \
+    const int64_t nb = n / 32;                                                              \
+    __m256 acc0[4], acc1[4];                                                                \
+    for (int c = 0; c < nc; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();                   \
+    int64_t b = 0;                                                                          \
+    for (; b + 1 < nb; b += 2) {                                                            \
+      fn##_step(&w[b], a, as, b, nc, acc0);                                                 \
+      fn##_step(&w[b + 1], a, as, b + 1, nc, acc1);                                         \
+    }                                                                                       \
+    if (b < nb) fn##_step(&w[b], a, as, b, nc, acc0);                                       \
+    for (int c = 0; c < nc; c++) o[c * os] = HSUM(_mm256_add_ps(acc0[c], acc1[c]));         \
+  }
+
 #endif
