@@ -37,6 +37,12 @@ struct eb_model {
   bool copied;
   double mapped_read_bw[PROBE_MAX_THREADS + 1];
   uint32_t mapped_bw_threads;
+  /* The main job only: such a copy was made but read slower than the
+   * mapping (summed over the thread counts), so the model was loaded mapped
+   * again and weights_read_bw is the mapping's; the copy's figures are kept
+   * here (copy_bw_threads = 0 when no copy was dropped). */
+  double copy_read_bw[PROBE_MAX_THREADS + 1];
+  uint32_t copy_bw_threads;
 };
 
 /* Pages reading more than `frac` below the probe's buffer (the best of 3

@@ -108,9 +108,10 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
   printf("loaded in %.0f ms (map%s + first touch of every page; not in any rate); kernels: %s; "
          "weights: %s%s\n",
          m->info.load_ms, m->info.hugepages ? " + copy" : "", m->kernel_path,
-         m->copied            ? "copied into huge pages (their mapped pages read slowly, below)"
-         : m->info.hugepages ? "copied into huge pages (--hugepages)"
-                             : "memory-mapped",
+         m->copied             ? "copied into huge pages (their mapped pages read slowly, below)"
+         : m->info.hugepages  ? "copied into huge pages (--hugepages)"
+         : m->copy_bw_threads ? "memory-mapped (a copy read slower still, below)"
+                              : "memory-mapped",
          pages);
   if (m->copied) {
     printf("mapped pages read in place (the probe's loop over this file's pages):");
@@ -120,6 +121,14 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
              s->probe->read_bw_bytes_s[t] / 1e9, t < m->mapped_bw_threads ? "," : "");
     printf("\n  more than 5%% below fresh memory, so the main job runs this model from an "
            "anonymous copy, as --hugepages does\n");
+  }
+  if (m->copy_bw_threads) {
+    printf("an anonymous copy of them read in place:");
+    for (uint32_t t = 1; t <= m->copy_bw_threads; t++)
+      printf(" %s (%u thread%s)%s", tm_fmt_bandwidth(m->copy_read_bw[t], a, sizeof a), t,
+             t == 1 ? "" : "s", t < m->copy_bw_threads ? "," : "");
+    printf("\n  slower than the mapping, so the main job runs this model memory-mapped after "
+           "all\n");
   }
   if (m->weights_bw_threads) {
     printf("weights read in place (the probe's loop over %s):",
@@ -339,6 +348,16 @@ void bench_engine_conclude(struct eb_state *s) {
                "mapped).",
                name, slow, copy);
     }
+    if (m->copy_bw_threads &&
+        slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads, EB_PAGES_COPY, slow,
+                        sizeof slow)) {
+      bw_list(m->copy_read_bw, m->copy_bw_threads, copy, sizeof copy);
+      conclude(s,
+               "%s: its memory-mapped weights read in place %s below the probe's buffer, but an "
+               "anonymous copy of them read slower still (%s), so the main job ran it "
+               "memory-mapped (on a VM the host places anonymous memory too).",
+               name, slow, copy);
+    }
     if (slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads, EB_PAGES_SLOW, slow,
                         sizeof slow))
       conclude(s,
@@ -346,9 +365,10 @@ void bench_engine_conclude(struct eb_state *s) {
                "them is slower (on a VM, where the host placed these pages), so decode falls "
                "short of the ceiling by that much whatever the kernels do.%s",
                name, slow,
-               m->info.hugepages ? ""
-                                 : " --hugepages reads them instead from an anonymous copy "
-                                   "made at load, fresh memory as the probe's buffer is.");
+               m->info.hugepages || m->copy_bw_threads
+                   ? ""
+                   : " --hugepages reads them instead from an anonymous copy made at load, "
+                     "fresh memory as the probe's buffer is.");
     const struct eb_row *pp0 = p ? find_row(s, mi, t0, ENGINE_BENCH_PP, p, d) : NULL;
     const struct eb_row *pp1 = p ? find_row(s, mi, t1, ENGINE_BENCH_PP, p, d) : NULL;
     const struct eb_row *tg0 = n ? find_row(s, mi, t0, ENGINE_BENCH_TG, n, d) : NULL;
@@ -500,6 +520,10 @@ void bench_engine_print_json(struct eb_state *s) {
     if (m->copied)
       set_bw_by_threads(mo, "mapped_weights_read_bandwidth_by_threads", m->mapped_read_bw,
                         m->mapped_bw_threads);
+    /* ... or the copy it made and dropped, which read slower than the mapping */
+    if (m->copy_bw_threads)
+      set_bw_by_threads(mo, "copy_weights_read_bandwidth_by_threads", m->copy_read_bw,
+                        m->copy_bw_threads);
     json_array_append_new(models, mo);
   }
   json_t *root = json_pack("{s:s, s:s, s:s, s:b, s:i, s:o, s:O, s:O}", "tokmeter",
