@@ -461,7 +461,8 @@ static struct engine *load_engine(struct eb_state *s, size_t mi, int fail_code, 
  * page cache was seen at half the speed of fresh anonymous memory, where the
  * host placed it), the model is loaded again from an anonymous copy, as
  * --hugepages does, so decode is held against a ceiling its memory can
- * reach; the mapped figures are kept and reported. -m files are measured as
+ * reach; the mapped figures are kept and reported (and when the copy reads
+ * slower still, the mapping is loaded again and used). -m files are measured as
  * mapped, as a runtime would run them (a conclusion then suggests
  * --hugepages). On success *e is the engine to run (NULL and an exit code
  * on failure). */
