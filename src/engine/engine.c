@@ -105,7 +105,6 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
   e->max_items = moe ? (int)(2 * m->n_expert) : 3;
   if (e->max_items < 3) e->max_items = 3;
   e->items = xcalloc((size_t)e->max_items, sizeof(struct mm_item), &ok);
-  e->head_amax = xcalloc((size_t)mm_chunks(&m->output, 1), sizeof(struct argmax_slot), &ok);
   if (moe) {
     e->ffn_out = xcalloc(B * E, sizeof(float), &ok);
     e->router = xcalloc(B * m->n_expert, sizeof(float), &ok);
@@ -124,10 +123,23 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
   return 0;
 }
 
+size_t engine_auto_decode_chunk_bytes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("amd")) return MM_DECODE_CHUNK_BYTES_LARGE;
+#endif
+  return MM_DECODE_CHUNK_BYTES;
+}
+
 int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
   if (n_threads <= 0) n_threads = online_cpus();
   struct warm_cursor *w = aligned_alloc(64, (size_t)n_threads * sizeof *w);
-  if (!w) {
+  /* The head's chunk count depends on the thread count (mm_layout.h). */
+  const int64_t head_chunks = mm_chunks(&e->m.output, 1, e->decode_chunk_bytes, n_threads);
+  struct argmax_slot *amax = calloc((size_t)(head_chunks > 0 ? head_chunks : 1), sizeof *amax);
+  if (!w || !amax) {
+    free(w);
+    free(amax);
     tm_errf(err, "out of memory for %d threads", n_threads);
     return -1;
   }
@@ -135,12 +147,16 @@ int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
   struct tpool *p = tpool_new(n_threads, err);
   if (!p) {
     free(w);
+    free(amax);
     return -1;
   }
   tpool_free(e->pool);
   free(e->warm);
+  free(e->head_amax);
   e->pool = p;
   e->warm = w;
+  e->head_amax = amax;
+  e->head_amax_n = 0;
   e->n_threads = n_threads;
   return 0;
 }
@@ -222,6 +238,8 @@ struct engine *engine_load(const char *path, const struct engine_options *opt,
   if (e->m.n_ctx_train && e->n_ctx > e->m.n_ctx_train) e->n_ctx = e->m.n_ctx_train;
   e->max_batch = opt->max_batch ? opt->max_batch : 512;
   if (e->max_batch > e->n_ctx) e->max_batch = e->n_ctx;
+  e->decode_chunk_bytes =
+      opt->decode_chunk_bytes ? opt->decode_chunk_bytes : engine_auto_decode_chunk_bytes();
   if (alloc_buffers(e, err) != 0 || engine_set_threads(e, opt->n_threads, err) != 0) {
     engine_free(e);
     return NULL;
@@ -265,6 +283,7 @@ void engine_get_info(const struct engine *e, struct engine_info *out) {
   out->kv_bytes = e->kv_bytes;
   out->load_ms = e->load_ms;
   out->hugepages = e->hugepages;
+  out->decode_chunk_bytes = e->decode_chunk_bytes;
   out->huge_share = e->huge_share;
   const struct gguf_file *f = e->file;
   bool has_data = f->data_offset < f->file_size;

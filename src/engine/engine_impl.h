@@ -60,6 +60,7 @@ struct engine {
   uint32_t n_ctx, max_batch, n_past;
   double load_ms;
   bool hugepages; /* weights copied into huge pages (engine_options.hugepages) */
+  size_t decode_chunk_bytes; /* engine_options.decode_chunk_bytes, resolved */
   double huge_share; /* engine_info.huge_share */
 
   /* KV cache, F16: (n_layer, n_head_kv, n_ctx, head_dim) each for K and V
@@ -95,8 +96,9 @@ struct engine {
   int32_t *moe_tok;  /* (B*K) token of each grouped row */
   float *moe_w;      /* (B*K) routing weight of each grouped row */
   /* Decode's output head: the candidates of its chunks (mm_chunks of the
-   * output matrix for one row), valid for the last forward_batch when
-   * head_amax_n > 0 (engine_decode_greedy). */
+   * output matrix for one row at n_threads; allocated by engine_set_threads),
+   * valid for the last forward_batch when head_amax_n > 0
+   * (engine_decode_greedy). */
   struct argmax_slot *head_amax;
   int64_t head_amax_n;
   struct mm_item *items; /* room for max(3, 2 * n_expert) matrices per job */

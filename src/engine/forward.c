@@ -89,13 +89,14 @@ static void mm_run(struct engine *e, struct mm_item *items, int n) {
   job.items = items;
   job.n_items = n;
   int64_t total = 0;
+  const int nth = tpool_threads(e->pool);
   for (int i = 0; i < n; i++) {
-    items[i].chunk_rows = mm_chunk_rows(items[i].w, items[i].ncols);
+    items[i].chunk_rows = mm_chunk_rows(items[i].w, items[i].ncols, e->decode_chunk_bytes, nth);
     items[i].first_chunk = total;
-    total += mm_chunks(items[i].w, items[i].ncols);
+    total += mm_chunks(items[i].w, items[i].ncols, e->decode_chunk_bytes, nth);
   }
   job.total_chunks = total;
-  int nr = mm_regions(total, tpool_threads(e->pool));
+  int nr = mm_regions(total, nth);
   job.n_regions = nr;
   for (int k = 0; k < nr; k++) {
     atomic_init(&job.region[k].next, (long)(total * k / nr));
@@ -179,7 +180,7 @@ static void head_one_row(struct engine *e, const float *x, float *logits) {
                                  .ncols = 1, .out = logits, .out_stride = w->rows,
                                  .amax = e->head_amax};
   mm_run(e, e->items, 1);
-  e->head_amax_n = mm_chunks(w, 1);
+  e->head_amax_n = mm_chunks(w, 1, e->decode_chunk_bytes, tpool_threads(e->pool));
 }
 
 int64_t argmax_of_chunks(const struct kernel_ops *ops, const struct argmax_slot *slots,

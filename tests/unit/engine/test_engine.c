@@ -184,6 +184,59 @@ static void test_threads_identical(void) {
   }
 }
 
+/* Decode chunks of any size, at any thread count, give the same logits and
+ * the same greedy tokens (mm_layout.h: a row's result never depends on its
+ * chunk; the output head's per-chunk argmax candidates follow the chunks):
+ * 1 byte (the 16-row minimum) at 3 threads; 64 MiB, more than any of
+ * these matrices, at 1 and 3 threads (one chunk per matrix, or one per
+ * thread); 2 MiB at 2; each against the default at 1 thread. */
+static void test_decode_chunks_identical(void) {
+  const char *models[] = {"gguf/tiny-llama-Q4_0.gguf", "gguf/tiny-qwen3moe-Q8_0.gguf",
+                          "gguf/kq-llama-Q6_K.gguf"};
+  const struct {
+    size_t bytes;
+    int threads;
+  } cfg[] = {{1, 3}, {64u << 20, 1}, {64u << 20, 3}, {2u << 20, 2}};
+  for (int mi = 0; mi < 3; mi++) {
+    struct engine *ref = load(models[mi], KERNEL_AUTO, 1);
+    if (!ref) continue;
+    struct engine_info in;
+    engine_get_info(ref, &in);
+    CHECK_EQ_INT((long long)in.decode_chunk_bytes, (long long)engine_auto_decode_chunk_bytes());
+    uint32_t nv = in.n_vocab;
+    float *a = malloc(sizeof(float) * nv), *b = malloc(sizeof(float) * nv);
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+      struct engine_options o;
+      engine_options_init(&o);
+      o.n_threads = cfg[c].threads;
+      o.n_ctx = 64;
+      o.decode_chunk_bytes = cfg[c].bytes;
+      struct tm_err err = {{0}};
+      struct engine *e = engine_load(tm_fixture(models[mi]), &o, &err);
+      CHECK_MSG(e != NULL, "load %s: %s", models[mi], err.msg);
+      if (!e) continue;
+      engine_get_info(e, &in);
+      CHECK_EQ_INT((long long)in.decode_chunk_bytes, (long long)cfg[c].bytes);
+      engine_reset(ref);
+      int32_t tok = k_prompt[0]; /* then the greedy continuation */
+      for (int t = 0; t < 12; t++) {
+        int32_t na = -1, nb = -2;
+        CHECK(engine_decode_greedy(ref, tok, a, &na, &err) == 0);
+        CHECK(engine_decode_greedy(e, tok, b, &nb, &err) == 0);
+        CHECK_MSG(memcmp(a, b, sizeof(float) * nv) == 0,
+                  "%s: step %d differs with %zu-byte chunks at %d threads", models[mi], t,
+                  cfg[c].bytes, cfg[c].threads);
+        CHECK_EQ_INT(na, nb);
+        tok = na;
+      }
+      engine_free(e);
+    }
+    free(a);
+    free(b);
+    engine_free(ref);
+  }
+}
+
 /* The best path (SIMD when the CPU has it) against the scalar reference. */
 static void test_auto_vs_scalar(void) {
   for (size_t mi = 0; mi < N_MODELS; mi++) {
@@ -368,6 +421,7 @@ void tm_run_tests(void) {
   TM_RUN(test_decode_greedy);
   TM_RUN(test_prefill_split_batches);
   TM_RUN(test_threads_identical);
+  TM_RUN(test_decode_chunks_identical);
   TM_RUN(test_auto_vs_scalar);
   TM_RUN(test_reset_and_info);
   TM_RUN(test_runtime_errors);
