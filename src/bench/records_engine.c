@@ -69,6 +69,18 @@ static json_t *ceiling_json(const struct record_engine_in *in,
   return c;
 }
 
+/* n readings as an array (NAN -> null); null when there are none. */
+static json_t *readings_json(const double *v, size_t n) {
+  if (!v) return json_null();
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++)
+    if (json_array_append_new(a, num(v[i]))) {
+      json_decref(a);
+      a = NULL;
+    }
+  return a;
+}
+
 static json_t *segments_json(const struct engine_bench_segment *seg, size_t n,
                              enum engine_bench_kind kind) {
   if (kind != ENGINE_BENCH_TG) return json_null();
@@ -147,13 +159,12 @@ void *record_engine_summary_build(const struct record_engine_in *in,
   bad |= put(o, "cpu_steal_share", num(in->cpu_steal_share));
   if (r->cfg.kind == ENGINE_BENCH_TG) {
     bad |= put(o, "read_bandwidth_after_bytes_s", num(in->read_bandwidth_after_bytes_s));
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < in->n_bw_readings; i++)
-      if (json_array_append_new(a, num(in->bw_readings[i]))) {
-        json_decref(a);
-        a = NULL;
-      }
-    bad |= put(o, "read_bandwidth_readings_bytes_s", a);
+    bad |= put(o, "read_bandwidth_readings_bytes_s",
+               readings_json(in->bw_readings, in->n_bw_readings));
+    bad |= put(o, "buffer_read_bandwidth_readings_bytes_s",
+               readings_json(in->buffer_bw_readings, in->n_bw_readings));
+    bad |= put(o, "weights_read_bandwidth_readings_bytes_s",
+               readings_json(in->weights_bw_readings, in->n_bw_readings));
   }
   if (bad) {
     json_decref(o);

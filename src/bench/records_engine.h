@@ -47,8 +47,11 @@ struct record_engine_in {
   /* Summary only, tg: every reading of the configuration, in order: after
    * the warm-up, then after each timed repetition (NAN where one failed);
    * borrowed; NULL / 0 when none. A run's ceiling rests on the two readings
-   * on either side of it, the summary's on the mean of those. */
-  const double *bw_readings;
+   * on either side of it, the summary's on the mean of those. Each reading
+   * is the faster of the run's buffer's (buffer_bw_readings) and the
+   * weights' in place (weights_bw_readings), both n_bw_readings long or
+   * NULL. */
+  const double *bw_readings, *buffer_bw_readings, *weights_bw_readings;
   size_t n_bw_readings;
 };
 

@@ -184,7 +184,8 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
   if (any) printf("\n");
   printf("(prefill ceiling: %s compute at that thread count / FLOPs per prompt token; decode "
          "ceiling: memory read bandwidth at that thread count, read on either side of each "
-         "repetition, / bytes read per token)\n",
+         "repetition (the faster of the probe's buffer and the weights in place), / bytes read "
+         "per token)\n",
          s->models[mi].int8 ? "int8" : "f32");
 }
 

@@ -158,15 +158,35 @@ VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
        * instead of one stream's whole octet after another: the same bytes,
        * and 1-3% more decode from DRAM (bench/RESULTS.md: a read loop that
        * steps 64-72 bytes per stream per turn streams 8-10% faster than one
-       * stepping 128-144). */
+       * stepping 128-144). VBMI_LOAD pins each load in that place: GCC
+       * otherwise folds them into the permutes, one stream's after
+       * another, and on a Zen 5 EPYC rows of 2048 and 3072 values (the
+       * attention output and FFN down matrices) then streamed at half the
+       * probe's rate from DRAM: 18.0 -> 36.1 GB/s pinned at n = 3072, 31.6
+       * -> 34.0 at n = 1024 (fourteenth session, bench/RESULTS.md). */
       const uint8_t *g[4];
       __m512i w0[4], w8[4], w72[4], w80[4];
       for (int s = 0; s < 4; s++) g[s] = row0 + (size_t)s * q * w_stride + 144 * o;
 #define VBMI_PF(g, off) _mm_prefetch((const char *)(g) + VBMI_PF_BYTES + (off), _MM_HINT_T0)
-      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 0), w0[s] = _mm512_loadu_si512(g[s]);
-      for (int s = 0; s < 4; s++) w8[s] = _mm512_loadu_si512(g[s] + 8);
-      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 72), w72[s] = _mm512_loadu_si512(g[s] + 72);
-      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 136), w80[s] = _mm512_loadu_si512(g[s] + 80);
+#define VBMI_LOAD(dst, ptr)                  \
+  do {                                       \
+    (dst) = _mm512_loadu_si512(ptr);         \
+    __asm__ volatile("" : "+v"(dst));        \
+  } while (0)
+      for (int s = 0; s < 4; s++) {
+        VBMI_PF(g[s], 0);
+        VBMI_LOAD(w0[s], g[s]);
+      }
+      for (int s = 0; s < 4; s++) VBMI_LOAD(w8[s], g[s] + 8);
+      for (int s = 0; s < 4; s++) {
+        VBMI_PF(g[s], 72);
+        VBMI_LOAD(w72[s], g[s] + 72);
+      }
+      for (int s = 0; s < 4; s++) {
+        VBMI_PF(g[s], 136);
+        VBMI_LOAD(w80[s], g[s] + 80);
+      }
+#undef VBMI_LOAD
 #undef VBMI_PF
       for (int s = 0; s < 4; s++) acc[s] = oct_dot(w0[s], w8[s], w72[s], w80[s], oc + o, acc[s]);
     }

@@ -84,6 +84,14 @@ for test in ("pp32", "tg32"):
         # the reading after the last repetition is in the summary only
         rd = s["read_bandwidth_readings_bytes_s"]
         assert len(rd) == 3 and all(x > 0 for x in rd), rd
+        # each reading is the faster of the run's buffer's and the weights'
+        # in place, both recorded
+        rb = s["buffer_read_bandwidth_readings_bytes_s"]
+        rw = s["weights_read_bandwidth_readings_bytes_s"]
+        assert len(rb) == 3 and len(rw) == 3, (rb, rw)
+        assert all(w > 0 for w in rw), rw
+        for i in range(3):
+            assert rd[i] == max(x for x in (rb[i], rw[i]) if x is not None), (i, rd, rb, rw)
         bw = [r["ceiling"]["read_bandwidth_bytes_s"] for r in rs]
         assert bw[0] == rd[0], (bw, rd)
         for i in (0, 1):
@@ -94,6 +102,7 @@ for test in ("pp32", "tg32"):
         assert s["read_bandwidth_after_bytes_s"] == rd[-1], s
         assert all("read_bandwidth_after_bytes_s" not in r for r in rs)
         assert all("read_bandwidth_readings_bytes_s" not in r for r in rs)
+        assert all("weights_read_bandwidth_readings_bytes_s" not in r for r in rs)
 assert lines[-1]["runs"] == 4, lines[-1]
 PY
 

@@ -210,8 +210,12 @@ static void test_records(void) {
                                 .read_bandwidth_bytes_s = 1e10, .bytes_per_token = 5e9 / r.tok_s.mean,
                                 .compute_ops_s = NAN, .flops_per_token = NAN,
                                 .cpu_steal_share = 0.025, .read_bandwidth_after_bytes_s = 1.1e10};
-  const double readings[3] = {0.9e10, NAN, 1.1e10};
+  /* each reading the faster of the buffer's and the weights' */
+  const double readings[3] = {0.9e10, NAN, 1.1e10}, buffer[3] = {0.9e10, NAN, 0.8e10},
+               weights[3] = {0.7e10, NAN, 1.1e10};
   in.bw_readings = readings;
+  in.buffer_bw_readings = buffer;
+  in.weights_bw_readings = weights;
   in.n_bw_readings = 3;
   json_t *run = record_engine_run_build(&in, &c, 1, 0, &r.reps[0]);
   CHECK(run != NULL);
@@ -237,6 +241,8 @@ static void test_records(void) {
     CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(seg, 1), "to")), 40);
     CHECK(json_object_get(run, "read_bandwidth_after_bytes_s") == NULL); /* summary only */
     CHECK(json_object_get(run, "read_bandwidth_readings_bytes_s") == NULL);
+    CHECK(json_object_get(run, "buffer_read_bandwidth_readings_bytes_s") == NULL);
+    CHECK(json_object_get(run, "weights_read_bandwidth_readings_bytes_s") == NULL);
     json_decref(run);
   }
   json_t *warm = record_engine_run_build(&in, &c, 1, -1, &r.warmup);
@@ -260,6 +266,14 @@ static void test_records(void) {
     CHECK_NEAR(json_real_value(json_array_get(rd, 0)), 0.9e10, 1e-3);
     CHECK(json_is_null(json_array_get(rd, 1)));
     CHECK_NEAR(json_real_value(json_array_get(rd, 2)), 1.1e10, 1e-3);
+    /* and the two readings each was the faster of */
+    json_t *rb = json_object_get(sum, "buffer_read_bandwidth_readings_bytes_s");
+    json_t *rw = json_object_get(sum, "weights_read_bandwidth_readings_bytes_s");
+    CHECK_EQ_INT(json_array_size(rb), 3);
+    CHECK_EQ_INT(json_array_size(rw), 3);
+    CHECK_NEAR(json_real_value(json_array_get(rb, 2)), 0.8e10, 1e-3);
+    CHECK_NEAR(json_real_value(json_array_get(rw, 0)), 0.7e10, 1e-3);
+    CHECK(json_is_null(json_array_get(rb, 1)) && json_is_null(json_array_get(rw, 1)));
     /* the ceiling's bandwidth and the reading after the last, apart */
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "ceiling"),
                                                "read_bandwidth_bytes_s")), 1e10, 1e-3);
