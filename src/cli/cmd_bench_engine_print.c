@@ -105,9 +105,11 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
   char pages[64] = "";
   if (!m->info.hugepages && m->info.huge_share >= 0)
     snprintf(pages, sizeof pages, ", %.0f%% through 2 MiB pages", 100.0 * m->info.huge_share);
-  printf("loaded in %.0f ms (map%s + first touch of every page; not in any rate); kernels: %s; "
-         "weights: %s%s\n",
-         m->info.load_ms, m->info.hugepages ? " + copy" : "", m->kernel_path,
+  char chunk[32];
+  tm_fmt_bytes((double)m->info.decode_chunk_bytes, chunk, sizeof chunk);
+  printf("loaded in %.0f ms (map%s + first touch of every page; not in any rate); kernels: %s "
+         "(decode chunks of %s); weights: %s%s\n",
+         m->info.load_ms, m->info.hugepages ? " + copy" : "", m->kernel_path, chunk,
          m->copied             ? "copied into huge pages (their mapped pages read slowly, below)"
          : m->info.hugepages  ? "copied into huge pages (--hugepages)"
          : m->copy_bw_threads ? "memory-mapped (a copy read slower still, below)"
