@@ -5,10 +5,11 @@
  * Threads: every matrix product is one tpool_run over chunks of output rows
  * (each thread streams its own contiguous region first, then helps with the
  * others' leftovers: see mm_job); several matrices that read the same input
- * (Q/K/V, gate/up, all active experts) share one run. Chunk sizes depend only
- * on the matrix and on decode vs prefill (mm_layout.h), never on the thread
- * count, and each output element is computed by one kernel call over the
- * whole row, so 1 and N threads give bit-identical logits. Attention runs one
+ * (Q/K/V, gate/up, all active experts) share one run. Chunk sizes depend on
+ * the matrix, on decode vs prefill, and in decode on the CPU and the thread
+ * count (mm_layout.h), but each output element is computed by one kernel
+ * call over the whole row, so any chunking, and 1 or N threads, give
+ * bit-identical logits. Attention runs one
  * (token, KV head) per work item, with the query heads that share it. In
  * decode, threads waiting between jobs prefetch the next job's weights
  * (warm.h; e->warm_next names it).
