@@ -297,9 +297,6 @@ static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw)
   return 0;
 }
 
-/* The read bandwidth at exactly t threads now (read_bw); NAN when it cannot
- * be measured (then the ceiling falls back to the figure read before the
- * runs, or the probe's). */
 /* The probe's loop over the model's weights in place at exactly t threads
  * (best of 5, 2 with a quick probe), at most as many bytes as the buffer's
  * reading (the weights' first ones: the speed of their pages, not of every
@@ -318,6 +315,9 @@ static double read_weights_bw_at(const struct eb_state *s, const struct eb_model
   return bw > 0 ? bw : NAN;
 }
 
+/* The read bandwidth at exactly t threads now (read_bw); NAN when it cannot
+ * be measured (then the ceiling falls back to the figure read before the
+ * runs, or the probe's). */
 static double read_bw_at(struct eb_state *s, uint32_t t) {
   if (t < 1 || t > PROBE_MAX_THREADS || t > s->probe->max_threads) return NAN;
   char msg[120];
