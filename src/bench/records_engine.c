@@ -40,6 +40,9 @@ static json_t *head(const char *kind, const struct record_engine_in *in,
   bad |= put(o, "threads", json_integer(threads));
   bad |= put(o, "depth", json_integer(cfg->depth));
   bad |= put(o, "kernel_path", str(in->kernel_path));
+  bad |= put(o, "decode_chunk_bytes", in->decode_chunk_bytes
+                                          ? json_integer((json_int_t)in->decode_chunk_bytes)
+                                          : json_null());
   if (bad) {
     json_decref(o);
     return NULL;

@@ -25,6 +25,7 @@ struct record_engine_in {
   const char *arch;
   const char *type;          /* "Q4_0" */
   const char *kernel_path;   /* what the engine ran, "avx512_vnni" */
+  uint64_t decode_chunk_bytes; /* the engine's decode chunk budget; 0: unknown */
   double load_ms;            /* engine_info.load_ms (map + first touch); NAN absent */
   const char *weights;       /* "mapped" (the file mapping) or "copied" (anonymous copy) */
   /* The ceiling of this configuration (NAN = unknown):

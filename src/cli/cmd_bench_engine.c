@@ -340,7 +340,9 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   struct eb_model *m = &s->models[mi];
   struct record_engine_in in = {.identity = s->identity, .model_file = m->path,
                                 .model_label = m->label, .arch = m->arch, .type = m->type,
-                                .kernel_path = m->kernel_path, .load_ms = m->info.load_ms,
+                                .kernel_path = m->kernel_path,
+                                .decode_chunk_bytes = m->info.decode_chunk_bytes,
+                                .load_ms = m->info.load_ms,
                                 .weights = m->info.hugepages ? "copied" : "mapped",
                                 .cpu_steal_share = NAN,
                                 .read_bandwidth_after_bytes_s = NAN};

@@ -510,6 +510,9 @@ void bench_engine_print_json(struct eb_state *s) {
                   m->cost.weight_bytes_per_token + m->cost.state_bytes, "load_ms",
                   m->info.load_ms, "kernel_path", m->kernel_path, "best_cpu_path", m->best_path,
                   "prefill_compute_path", m->int8 ? "int8" : "f32");
+    if (mo)
+      json_object_set_new(mo, "decode_chunk_bytes",
+                          json_integer((json_int_t)m->info.decode_chunk_bytes));
     /* share of the weights read through 2 MiB pages; null when unknown */
     if (mo) json_object_set_new(mo, "huge_page_share", m->info.huge_share >= 0
                                                           ? json_real(m->info.huge_share)

@@ -50,8 +50,10 @@ assert len(sums) == 2, len(sums)
 for r in runs:
     assert r["identity"] == ident["id"], r
     for k in ("backend", "target", "test", "threads", "depth", "tokens", "ms", "rate_tok_s",
-              "ceiling", "percent_of_ceiling", "decode_by_segment", "warmup", "kernel_path"):
+              "ceiling", "percent_of_ceiling", "decode_by_segment", "warmup", "kernel_path",
+              "decode_chunk_bytes"):
         assert k in r, (k, r)
+    assert r["decode_chunk_bytes"] in (262144, 2097152), r["decode_chunk_bytes"]
     assert r["backend"] == "engine" and r["threads"] == 1 and r["depth"] == 0
     assert r["tokens"] == 32, r
     assert r["test"] in ("pp32", "tg32"), r["test"]
@@ -127,6 +129,7 @@ for x in s:
         n = int(x["test"][2:])
         assert x["mean_depth"] == x["depth"] + (n - 1) / 2, x
 assert r["models"][0]["kernel_path"], r["models"]
+assert r["models"][0]["decode_chunk_bytes"] in (262144, 2097152), r["models"]
 assert r["runs"] == 6, r["runs"]
 # the probe's read loop over the model's own pages, at 1 thread (the run's -t)
 wb = r["models"][0]["weights_read_bandwidth_by_threads"]

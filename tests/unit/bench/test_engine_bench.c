@@ -205,7 +205,8 @@ static void test_records(void) {
   struct tm_err err = {{0}};
   CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
   struct record_engine_in in = {.identity = "abc", .model_file = "m.gguf", .arch = "qwen3",
-                                .type = "Q8_0", .kernel_path = "scalar", .load_ms = 12.5,
+                                .type = "Q8_0", .kernel_path = "scalar",
+                                .decode_chunk_bytes = 2097152, .load_ms = 12.5,
                                 .weights = "copied", .ceiling_tok_s = 2 * r.tok_s.mean,
                                 .read_bandwidth_bytes_s = 1e10, .bytes_per_token = 5e9 / r.tok_s.mean,
                                 .compute_ops_s = NAN, .flops_per_token = NAN,
@@ -227,6 +228,7 @@ static void test_records(void) {
     CHECK_STR(json_string_value(json_object_get(json_object_get(run, "model"), "weights")),
               "copied");
     CHECK_EQ_INT(json_integer_value(json_object_get(run, "threads")), 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(run, "decode_chunk_bytes")), 2097152);
     CHECK_EQ_INT(json_integer_value(json_object_get(run, "depth")), 4);
     CHECK_EQ_INT(json_integer_value(json_object_get(run, "tokens")), 40);
     CHECK(json_is_false(json_object_get(run, "warmup")));
