@@ -21,6 +21,18 @@ const char *tm_fixture(const char *relative) {
   if (!base) base = TOKMETER_FIXTURES_DIR;
 #endif
   if (!base) base = "../shared/fixtures";
+  /* A missing fixtures directory is a setup error, not forty test failures
+   * (and crashes where a test reads what it expected to load): say so once.
+   * Missing files inside it stay the test's business (error-path tests). */
+  static int checked;
+  if (!checked) {
+    checked = 1;
+    if (access(base, R_OK | X_OK) != 0) {
+      fprintf(stderr, "tm_test: the fixtures directory %s is missing (TOKMETER_FIXTURES, or "
+                      "../shared/fixtures next to the repository)\n", base);
+      exit(2);
+    }
+  }
   snprintf(p, 1024, "%s/%s", base, relative);
   return p;
 }
