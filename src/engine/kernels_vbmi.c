@@ -1,5 +1,8 @@
-/* kernels_vbmi: the Q4_0 decode kernel (matrix-vector, ncols = 1) for CPUs
- * with AVX-512 VNNI and VBMI (Ice Lake and later Xeons, Zen 4 and later).
+/* kernels_vbmi: the Q4_0 and Q8_0 decode kernels (matrix-vector, ncols = 1)
+ * for CPUs with AVX-512 VNNI and VBMI (Ice Lake and later Xeons, Zen 4 and
+ * later). The Q8_0 one (second half of the file) needs no VBMI instruction;
+ * it sits here because it was measured on such a CPU only (a Zen 5 EPYC),
+ * and older AVX-512 CPUs keep the VNNI kernel they were measured with.
  *
  * Why a second Q4_0 decode kernel: the VNNI one (kernels_avx512.c) unpacks
  * two 18-byte blocks per 512-bit vector with inserts and a shift, then spends
@@ -222,8 +225,189 @@ VBMI static void gemm_q4_0_vbmi(int64_t n, const void *w, size_t w_stride, int64
   q4_0_other(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
 }
 
+/* ---- Q8_0 decode: the convert and the two FMAs once per 8 blocks ---------
+ * The VNNI Q8_0 kernel (kernels_avx512.c) pays, per pair of blocks, a
+ * vpdpbusd and then a convert, two FMAs, a scale conversion and a permute:
+ * ~20 instructions per 68 bytes, 54 GB/s per core from L2 on a Zen 5 EPYC,
+ * little above one core's DRAM stream there (41 GB/s). Here four pairs
+ * (an octet, 272 bytes) each give their vpdpbusd vector (8 lanes per
+ * block), and a transposing tree of adds brings the four to ONE vector of
+ * 2 lanes per block, so the convert, the FMAs and the scales are paid once
+ * per octet:
+ *   level 1, pairs (0, 1) and (2, 3): 128-bit chunks [X.c0 X.c2 Y.c0 Y.c2]
+ *     + [X.c1 X.c3 Y.c1 Y.c3] = one chunk (4 lanes) per block, blocks 0-3
+ *     and 4-7;
+ *   level 2: unpacklo_epi64 + unpackhi_epi64 of the two = chunk c holds
+ *     block c in lanes 4c, 4c+1 and block c + 4 in lanes 4c+2, 4c+3.
+ * Weights go in unsigned (w ^ 0x80 = w + 128) against the activations'
+ * int8, and the offset -128 s_a is folded in per lane (ns = -128 s_a / 2,
+ * each block's two lanes), as the VNNI kernel does per pair. The eight fp16
+ * scales (words 0, 17, ..., 119 of the octet) come out in lane order from
+ * two two-source word permutes over the octet's first 256 bytes. Integer
+ * parts are exact; only the float summation order differs from the other
+ * paths. */
+struct q8_oct {
+  __m512i q[4];    /* pair k: [block 2k's 32 int8 | block 2k+1's] */
+  __m512 da, ns;   /* per lane, in the tree's block order */
+};
+
+/* Lane l of the tree's result holds block oct_block(l). */
+static inline int oct_block(int l) { return l / 4 + 4 * ((l % 4) / 2); }
+
+VBMI_INLINE void q8_oct_repack(const struct act_q8 *x, int64_t nb, struct q8_oct *oc) {
+  for (int64_t o = 0; o < nb / 8; o++) {
+    const struct act_q8 *b = x + 8 * o;
+    for (int k = 0; k < 4; k++)
+      oc[o].q[k] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[2 * k].q)),
+          _mm256_loadu_si256((const __m256i *)b[2 * k + 1].q), 1);
+    alignas(64) float da[16], ns[16];
+    for (int l = 0; l < 16; l++) {
+      da[l] = b[oct_block(l)].d;
+      ns[l] = b[oct_block(l)].s * (-128.0f * 0.5f);
+    }
+    oc[o].da = _mm512_load_ps(da);
+    oc[o].ns = _mm512_load_ps(ns);
+  }
+}
+
+/* One pair's vpdpbusd vector: 8 lanes per block. */
+VBMI_INLINE __m512i q8_pair_ints(__m256i lo, __m256i hi, __m512i q) {
+  const __m512i sgn = _mm512_set1_epi8((char)0x80);
+  return _mm512_dpbusd_epi32(
+      _mm512_setzero_si512(),
+      _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), sgn), q);
+}
+/* The tree's level 1 (two pairs -> 4 lanes per block) and level 2. */
+VBMI_INLINE __m512i q8_tree1(__m512i x, __m512i y) {
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, 0x88), _mm512_shuffle_i32x4(x, y, 0xDD));
+}
+VBMI_INLINE __m512i q8_tree2(__m512i z1, __m512i z2) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(z1, z2), _mm512_unpackhi_epi64(z1, z2));
+}
+
+/* The octet's integer dot products, 2 lanes per block (the tree above). */
+VBMI_INLINE __m512i q8_oct_ints(__m256i lo[4], __m256i hi[4], const struct q8_oct *oc) {
+  __m512i X[4];
+  for (int k = 0; k < 4; k++) X[k] = q8_pair_ints(lo[k], hi[k], oc->q[k]);
+  return q8_tree2(q8_tree1(X[0], X[1]), q8_tree1(X[2], X[3]));
+}
+
+/* The octet's eight scales as floats in the tree's lane order, from its
+ * first 256 bytes (s0-s3 at words 0, 17, 34, 51 of bytes 0-127; s4-s7 at
+ * words 4, 21, 38, 55 of bytes 128-255). */
+VBMI_INLINE __m512 q8_oct_scales(const uint8_t *g) {
+  const __m512i i03 = _mm512_set_epi16(
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      0, 0, 51, 51, 0, 0, 34, 34, 0, 0, 17, 17, 0, 0, 0, 0);
+  const __m512i i47 = _mm512_set_epi16(
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      55, 55, 0, 0, 38, 38, 0, 0, 21, 21, 0, 0, 4, 4, 0, 0);
+  const __m512i a = _mm512_permutex2var_epi16(_mm512_loadu_si512(g), i03, _mm512_loadu_si512(g + 64));
+  const __m512i b =
+      _mm512_permutex2var_epi16(_mm512_loadu_si512(g + 128), i47, _mm512_loadu_si512(g + 192));
+  const __m512i s = _mm512_mask_blend_epi16(0xCCCC, a, b);
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(s));
+}
+
+VBMI_INLINE __m512 q8_oct_dot(const uint8_t *g, const struct q8_oct *oc, __m512 acc) {
+  __m256i lo[4], hi[4];
+  for (int k = 0; k < 4; k++) {
+    lo[k] = _mm256_loadu_si256((const __m256i *)(g + 68 * k + 2));
+    hi[k] = _mm256_loadu_si256((const __m256i *)(g + 68 * k + 36));
+  }
+  const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_oct_ints(lo, hi, oc)), oc->da, oc->ns);
+  return _mm512_fmadd_ps(t, q8_oct_scales(g), acc);
+}
+
+VBMI_INLINE __m512 q8_oct_dot_at(const uint8_t *g, const struct q8_oct *oc, __m512 acc) {
+  for (int pf = 0; pf < 320; pf += 64) _mm_prefetch((const char *)g + VBMI_PF_BYTES + pf, _MM_HINT_T0);
+  return q8_oct_dot(g, oc, acc);
+}
+
+/* Rows in four interleaved streams (r, r + q, r + 2q, r + 3q). */
+VBMI static void gemv_q8_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const struct act_q8 *x, float *out) {
+  const int64_t nb = n / 32, no = nb / 8;
+  alignas(64) struct q8_oct oc[VBMI_MAX_OCTS];
+  q8_oct_repack(x, nb, oc);
+  const int64_t q = (r1 - r0) / 4;
+  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
+                        VBMI_PF_BYTES);
+  for (int64_t i = 0; i < q; i++) {
+    const uint8_t *row0 = w + (size_t)(r0 + i) * w_stride;
+    __m512 acc[4];
+    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();
+    for (int64_t o = 0; o < no; o++) {
+      /* As the Q4_0 kernel above: the first touches go round the four
+       * streams one pair (68 bytes) at a time, in address order within
+       * each, every load pinned in its place (the scale windows after them
+       * hit L1), and a prefetch per stream and cache line, VBMI_PF_BYTES
+       * ahead. Unpinned, GCC ordered them stream after stream and the
+       * kernel read 19-28 GB/s from DRAM at 1 thread (pinned 37-38,
+       * as the VNNI kernel). The prefetches step 64 bytes, not the
+       * pairs' 68, so that no line of the octet is skipped. */
+      const uint8_t *g[4];
+      __m512i X[4][2], z[4][2];
+      for (int s = 0; s < 4; s++) g[s] = row0 + (size_t)s * q * w_stride + 272 * o;
+#define VBMI_PF(g, off) _mm_prefetch((const char *)(g) + VBMI_PF_BYTES + (off), _MM_HINT_T0)
+#define VBMI_LOAD256(dst, ptr)                          \
+  do {                                                  \
+    (dst) = _mm256_loadu_si256((const __m256i *)(ptr)); \
+    __asm__ volatile("" : "+v"(dst));                   \
+  } while (0)
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) {
+        __m256i lo[4], hi[4];
+        for (int s = 0; s < 4; s++) {
+          VBMI_PF(g[s], 64 * k);
+          VBMI_LOAD256(lo[s], g[s] + 68 * k + 2);
+          VBMI_LOAD256(hi[s], g[s] + 68 * k + 36);
+        }
+        for (int s = 0; s < 4; s++) X[s][k & 1] = q8_pair_ints(lo[s], hi[s], oc[o].q[k]);
+        if (k & 1)
+          for (int s = 0; s < 4; s++) z[s][k >> 1] = q8_tree1(X[s][0], X[s][1]);
+      }
+      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 256);
+#undef VBMI_LOAD256
+#undef VBMI_PF
+      for (int s = 0; s < 4; s++) {
+        const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_tree2(z[s][0], z[s][1])),
+                                         oc[o].da, oc[o].ns);
+        acc[s] = _mm512_fmadd_ps(t, q8_oct_scales(g[s]), acc[s]);
+      }
+    }
+    float s4[4];
+    reduce4(acc[0], acc[1], acc[2], acc[3], s4);
+    for (int s = 0; s < 4; s++) out[r0 + s * q + i] = s4[s];
+  }
+  for (int64_t r = r0 + 4 * q; r < r1; r++) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t o = 0; o < no; o++) a = q8_oct_dot_at(wr + 272 * o, oc + o, a);
+    const __m512 z = _mm512_setzero_ps();
+    float s4[4];
+    reduce4(a, z, z, z, s4);
+    out[r] = s4[0];
+  }
+}
+
+static gemm_fn q8_0_other;
+
+VBMI static void gemm_q8_0_vbmi(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
+                                float *out, int64_t out_stride) {
+  if (ncols == 1 && n % 256 == 0 && n / 256 <= VBMI_MAX_OCTS) {
+    gemv_q8_0_vbmi(n, w, w_stride, r0, r1, a, out);
+    return;
+  }
+  q8_0_other(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
+}
+
 void kernels_fill_vbmi(struct kernel_ops *ops) {
   q4_0_other = ops->gemm[GGML_TYPE_Q4_0];
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_vbmi;
+  q8_0_other = ops->gemm[GGML_TYPE_Q8_0];
+  ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vbmi;
 }
 #endif
