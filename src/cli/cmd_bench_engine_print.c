@@ -459,6 +459,17 @@ void bench_engine_conclude(struct eb_state *s) {
                "(at %u thread%s; bytes alone would give decode %+.0f%%).",
                a->short_label, 100.0 * (1 - ba / bb), b->short_label, 100.0 * (rd - 1),
                100.0 * (rp - 1), t1, t1 == 1 ? "" : "s", 100.0 * (bb / ba - 1));
+    /* The two decodes ran minutes apart: when the machine's bandwidth moved
+     * between them, the raw ratio mixes the bytes with the machine, and the
+     * shares of each one's own ceiling are the comparison that holds. */
+    if (ba > 0 && bb > 0 && ta && tb && ta->bw > 0 && tb->bw > 0 &&
+        fabs(ta->bw / tb->bw - 1) > 0.10)
+      conclude(s,
+               "%s's and %s's decodes at %u thread%s ran while memory read %.1f and %.1f GB/s: "
+               "part of that difference is the machine's; against their own ceilings they "
+               "reached %.0f%% and %.0f%%.",
+               a->short_label, b->short_label, t1, t1 == 1 ? "" : "s", ta->bw / 1e9,
+               tb->bw / 1e9, ta->percent, tb->percent);
   }
 }
 

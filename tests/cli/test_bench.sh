@@ -68,6 +68,18 @@ p4, p8 = by[("Q4_0", "pp16")]["ceiling"], by[("Q8_0", "pp16")]["ceiling"]
 assert p4["ceiling_tok_s"] == p8["ceiling_tok_s"], (p4, p8)
 cs = r["conclusions"]
 assert any("Q4_0 reads 41% fewer bytes per token than Q8_0" in c for c in cs), cs
+# the two decodes ran at different moments: when the bandwidth under their
+# ceilings differed by more than 10%, a conclusion says so and gives each
+# one's share of its own ceiling; otherwise it stays silent
+t4, t8 = by[("Q4_0", "tg8")], by[("Q8_0", "tg8")]
+moved = [c for c in cs if "part of that difference is the machine's" in c]
+if t4.get("read_bandwidth_readings_bytes_s") and t8.get("read_bandwidth_readings_bytes_s"):
+    b4, b8 = d4["read_bandwidth_bytes_s"], d8["read_bandwidth_bytes_s"]
+    if abs(b4 / b8 - 1) > 0.10 + 1e-9:
+        want = "they reached %.0f%% and %.0f%%." % (t4["percent_of_ceiling"], t8["percent_of_ceiling"])
+        assert len(moved) == 1 and want in moved[0], (b4, b8, want, cs)
+    elif abs(b4 / b8 - 1) < 0.10 - 1e-9:
+        assert not moved, (b4, b8, cs)
 # weights mapped, or copied because their mapped pages read >5% below the
 # probe's buffer (the main job's rule; which one happens depends on where this
 # machine put the file's pages): either way the figures must agree with it.
