@@ -142,6 +142,16 @@ VBMI_INLINE void reduce4(__m512 a, __m512 b, __m512 c, __m512 d, float *s4) {
   _mm_storeu_ps(s4, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
 }
 
+/* One row's sum by reduce4's tree, as the four-stream loops sum theirs: a
+ * row's sum never depends on where it falls in [r0, r1) (chunking is free
+ * to change). */
+VBMI_INLINE float row_sum(__m512 a) {
+  const __m512 z = _mm512_setzero_ps();
+  float s4[4];
+  reduce4(a, z, z, z, s4);
+  return s4[0];
+}
+
 /* Rows in four interleaved streams (r, r + q, r + 2q, r + 3q). */
 VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
                                 int64_t r1, const struct act_q8 *x, float *out) {
@@ -201,29 +211,26 @@ VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
     const uint8_t *wr = w + (size_t)r * w_stride;
     __m512 a = _mm512_setzero_ps();
     for (int64_t o = 0; o < no; o++) a = oct_dot_at(wr + 144 * o, oc + o, a);
-    /* the same reduction tree as above: a row's sum never depends on
-     * where the row falls in [r0, r1) (chunking is free to change) */
-    const __m512 z = _mm512_setzero_ps();
-    float s4[4];
-    reduce4(a, z, z, z, s4);
-    out[r] = s4[0];
+    out[r] = row_sum(a);
   }
 }
 
 /* Decode rows whose block count is a multiple of 8 (every layer of the
- * common shapes: n = 1024, 2048, 3072, ...) take the kernel above; anything
- * else (prefill, odd widths) the VNNI path's function it replaces. */
-static gemm_fn q4_0_other;
-
-VBMI static void gemm_q4_0_vbmi(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                float *out, int64_t out_stride) {
-  if (ncols == 1 && n % 256 == 0 && n / 256 <= VBMI_MAX_OCTS) {
-    gemv_q4_0_vbmi(n, w, w_stride, r0, r1, a, out);
-    return;
+ * common shapes: n = 1024, 2048, 3072, ...) take the octet kernel `gemv`;
+ * anything else (prefill, odd widths) `other`, the VNNI path's function it
+ * replaces (set by kernels_fill_vbmi). */
+#define DEFINE_VBMI_GEMM(name, gemv, other)                                                 \
+  static gemm_fn other;                                                                     \
+  VBMI static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,  \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,          \
+                        int64_t out_stride) {                                               \
+    if (ncols == 1 && n % 256 == 0 && n / 256 <= VBMI_MAX_OCTS) {                           \
+      gemv(n, w, w_stride, r0, r1, a, out);                                                 \
+      return;                                                                               \
+    }                                                                                       \
+    other(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);                     \
   }
-  q4_0_other(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
+DEFINE_VBMI_GEMM(gemm_q4_0_vbmi, gemv_q4_0_vbmi, q4_0_other)
 
 /* ---- Q8_0 decode: the convert and the two FMAs once per 8 blocks ---------
  * The VNNI Q8_0 kernel (kernels_avx512.c) pays, per pair of blocks, a
@@ -385,24 +392,12 @@ VBMI static void gemv_q8_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
     const uint8_t *wr = w + (size_t)r * w_stride;
     __m512 a = _mm512_setzero_ps();
     for (int64_t o = 0; o < no; o++) a = q8_oct_dot_at(wr + 272 * o, oc + o, a);
-    const __m512 z = _mm512_setzero_ps();
-    float s4[4];
-    reduce4(a, z, z, z, s4);
-    out[r] = s4[0];
+    out[r] = row_sum(a);
   }
 }
 
-static gemm_fn q8_0_other;
-
-VBMI static void gemm_q8_0_vbmi(int64_t n, const void *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const void *a, size_t a_stride, int64_t ncols,
-                                float *out, int64_t out_stride) {
-  if (ncols == 1 && n % 256 == 0 && n / 256 <= VBMI_MAX_OCTS) {
-    gemv_q8_0_vbmi(n, w, w_stride, r0, r1, a, out);
-    return;
-  }
-  q8_0_other(n, w, w_stride, r0, r1, a, a_stride, ncols, out, out_stride);
-}
+DEFINE_VBMI_GEMM(gemm_q8_0_vbmi, gemv_q8_0_vbmi, q8_0_other)
+#undef DEFINE_VBMI_GEMM
 
 void kernels_fill_vbmi(struct kernel_ops *ops) {
   q4_0_other = ops->gemm[GGML_TYPE_Q4_0];
