@@ -173,8 +173,8 @@ int main(int argc, char **argv) {
             if (t < bestp) bestp = t;
           }
           double gops = 2.0 * blk_rows * n * 64 / bestp / 1e9;
-          /* decode on the first blk_rows rows only (1-3.3 MB: in L2 on the team's Xeon,
-           * in L3 on a Zen 5 with 1 MiB of L2 per core): the compute side */
+          /* decode on the first blk_rows rows only, held in cache (2-6 MB: in L3
+           * on a core with 1-2 MiB of L2, as the Zen 5's): the compute side */
           struct job jh = j;
           jh.out_stride = blk_rows;
           double besth = 1e9;
