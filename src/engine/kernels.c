@@ -113,9 +113,12 @@ static void build_tables(void) {
   kernels_fill_avx512(&tables[KERNEL_AVX512]);
   tables[KERNEL_AVX512_VNNI] = tables[KERNEL_AVX512];
   kernels_fill_avx512_vnni(&tables[KERNEL_AVX512_VNNI]);
-  /* Within the VNNI path, one kernel depends on one more feature (VBMI's
-   * byte permute); asked here so the CPU questions stay in this file. */
-  if (__builtin_cpu_supports("avx512vbmi")) kernels_fill_vbmi(&tables[KERNEL_AVX512_VNNI]);
+  /* Within the VNNI path, the decode kernels of kernels_vbmi.c depend on one
+   * more feature (VBMI's byte permute), and its Q8_0 one on the vendor it was
+   * measured on; asked here so the CPU questions stay in this file. */
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512vbmi"))
+    kernels_fill_vbmi(&tables[KERNEL_AVX512_VNNI], __builtin_cpu_is("amd"));
 #endif
 #if defined(__aarch64__)
   /* One NEON table: its integer kernels are the sdot ones when the CPU has

@@ -22,8 +22,9 @@ void kernels_fill_avx2(struct kernel_ops *ops);
 void kernels_fill_avx512(struct kernel_ops *ops);
 void kernels_fill_avx512_vnni(struct kernel_ops *ops);
 /* On a VNNI table, when the CPU also has AVX-512 VBMI: the Q4_0 decode
- * kernel of kernels_vbmi.c in front of the VNNI one. */
-void kernels_fill_vbmi(struct kernel_ops *ops);
+ * kernel of kernels_vbmi.c in front of the VNNI one, and on an AMD CPU (amd)
+ * the Q8_0 one too. */
+void kernels_fill_vbmi(struct kernel_ops *ops, bool amd);
 /* attn_row, argmax, sumsq for ops->path (kernels_rowops.c); every fill
  * function above calls it last, so a path without its own versions keeps the
  * narrower path's. */

@@ -1,8 +1,9 @@
 /* kernels_vbmi: the Q4_0 and Q8_0 decode kernels (matrix-vector, ncols = 1)
  * for CPUs with AVX-512 VNNI and VBMI (Ice Lake and later Xeons, Zen 4 and
  * later). The Q8_0 one (second half of the file) needs no VBMI instruction;
- * it sits here because it was measured on such a CPU only (a Zen 5 EPYC),
- * and older AVX-512 CPUs keep the VNNI kernel they were measured with.
+ * it was measured on a Zen 5 EPYC only, so it is chosen on AMD CPUs (as the
+ * 2 MiB decode chunks are, engine.c), and the Intel CPUs keep the VNNI
+ * kernel they were measured with.
  *
  * Why a second Q4_0 decode kernel: the VNNI one (kernels_avx512.c) unpacks
  * two 18-byte blocks per 512-bit vector with inserts and a shift, then spends
@@ -399,10 +400,12 @@ VBMI static void gemv_q8_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
 DEFINE_VBMI_GEMM(gemm_q8_0_vbmi, gemv_q8_0_vbmi, q8_0_other)
 #undef DEFINE_VBMI_GEMM
 
-void kernels_fill_vbmi(struct kernel_ops *ops) {
+void kernels_fill_vbmi(struct kernel_ops *ops, bool amd) {
   q4_0_other = ops->gemm[GGML_TYPE_Q4_0];
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_vbmi;
-  q8_0_other = ops->gemm[GGML_TYPE_Q8_0];
-  ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vbmi;
+  if (amd) {
+    q8_0_other = ops->gemm[GGML_TYPE_Q8_0];
+    ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vbmi;
+  }
 }
 #endif
