@@ -79,7 +79,17 @@ def inplace(model):
     return s
 after = " / ".join(f"{x['bytes_s'] / 1e9:.1f}"
                    for x in r.get("read_bandwidth_after_by_threads") or []) or "?"
-print(f"- {date} engine_perf: Intel Xeon (KVM, 2 vCPUs; load average {lb} before, {la} after), "
+def machine():
+    """The CPU this ran on, from /proc/cpuinfo (the script once printed a fixed name)."""
+    try:
+        lines = open("/proc/cpuinfo").read().splitlines()
+    except OSError:
+        return "unknown CPU ("
+    get = lambda k: next((l.split(":", 1)[1].strip() for l in lines if l.startswith(k)), "?")
+    n = sum(1 for l in lines if l.startswith("processor"))
+    vm = "VM, " if " hypervisor" in " " + get("flags") else ""
+    return f"{get('model name')} (family {get('cpu family')}, {vm}{n} CPUs"
+print(f"- {date} engine_perf: {machine()}; load average {lb} before, {la} after), "
       f"`bench/engine_perf.sh {bin_} {reps}` (`tokmeter bench --reprobe -t 1,2 -p {P} -n {N} -r {reps}`,"
       f" full probe in the same run, {secs} s wall incl. probe), kernels {kp}, best for this CPU "
       f"{m['best_cpu_path']}, load {r['models'][0]['load_ms']:.0f} / {r['models'][1]['load_ms']:.0f} ms, "
