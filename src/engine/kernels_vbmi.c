@@ -153,68 +153,81 @@ VBMI_INLINE float row_sum(__m512 a) {
   return s4[0];
 }
 
-/* Rows in four interleaved streams (r, r + q, r + 2q, r + 3q). */
-VBMI static void gemv_q4_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const struct act_q8 *x, float *out) {
-  const int64_t nb = n / 32, no = nb / 8;
-  alignas(64) struct vnni_oct oc[VBMI_MAX_OCTS];
-  oct_repack(x, nb, oc);
-  const int64_t q = (r1 - r0) / 4;
-  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
-                        VBMI_PF_BYTES);
-  for (int64_t i = 0; i < q; i++) {
-    const uint8_t *row0 = w + (size_t)(r0 + i) * w_stride;
-    __m512 acc[4];
-    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();
-    for (int64_t o = 0; o < no; o++) {
-      /* The loads (and the prefetches VBMI_PF_BYTES ahead) go round the
-       * four streams one window at a time, in address order within each,
-       * instead of one stream's whole octet after another: the same bytes,
-       * and 1-3% more decode from DRAM (bench/RESULTS.md: a read loop that
-       * steps 64-72 bytes per stream per turn streams 8-10% faster than one
-       * stepping 128-144). VBMI_LOAD pins each load in that place: GCC
-       * otherwise folds them into the permutes, one stream's after
-       * another, and on a Zen 5 EPYC rows of 2048 and 3072 values (the
-       * attention output and FFN down matrices) then streamed at half the
-       * probe's rate from DRAM: 18.0 -> 36.1 GB/s pinned at n = 3072, 31.6
-       * -> 34.0 at n = 1024 (fourteenth session, bench/RESULTS.md). */
-      const uint8_t *g[4];
-      __m512i w0[4], w8[4], w72[4], w80[4];
-      for (int s = 0; s < 4; s++) g[s] = row0 + (size_t)s * q * w_stride + 144 * o;
+/* One octet of each of the four streams (g[s]: the octet's 144 bytes in
+ * stream s) into acc[s].
+ * The loads (and the prefetches VBMI_PF_BYTES ahead) go round the
+ * four streams one window at a time, in address order within each,
+ * instead of one stream's whole octet after another: the same bytes,
+ * and 1-3% more decode from DRAM (bench/RESULTS.md: a read loop that
+ * steps 64-72 bytes per stream per turn streams 8-10% faster than one
+ * stepping 128-144). VBMI_LOAD pins each load in that place: GCC
+ * otherwise folds them into the permutes, one stream's after
+ * another, and on a Zen 5 EPYC rows of 2048 and 3072 values (the
+ * attention output and FFN down matrices) then streamed at half the
+ * probe's rate from DRAM: 18.0 -> 36.1 GB/s pinned at n = 3072, 31.6
+ * -> 34.0 at n = 1024 (fourteenth session, bench/RESULTS.md). */
+VBMI_INLINE void q4_0_step4(const uint8_t *const g[4], const struct vnni_oct *oc, __m512 acc[4]) {
+  __m512i w0[4], w8[4], w72[4], w80[4];
 #define VBMI_PF(g, off) _mm_prefetch((const char *)(g) + VBMI_PF_BYTES + (off), _MM_HINT_T0)
 #define VBMI_LOAD(dst, ptr)                  \
   do {                                       \
     (dst) = _mm512_loadu_si512(ptr);         \
     __asm__ volatile("" : "+v"(dst));        \
   } while (0)
-      for (int s = 0; s < 4; s++) {
-        VBMI_PF(g[s], 0);
-        VBMI_LOAD(w0[s], g[s]);
-      }
-      for (int s = 0; s < 4; s++) VBMI_LOAD(w8[s], g[s] + 8);
-      for (int s = 0; s < 4; s++) {
-        VBMI_PF(g[s], 72);
-        VBMI_LOAD(w72[s], g[s] + 72);
-      }
-      for (int s = 0; s < 4; s++) {
-        VBMI_PF(g[s], 136);
-        VBMI_LOAD(w80[s], g[s] + 80);
-      }
+  for (int s = 0; s < 4; s++) {
+    VBMI_PF(g[s], 0);
+    VBMI_LOAD(w0[s], g[s]);
+  }
+  for (int s = 0; s < 4; s++) VBMI_LOAD(w8[s], g[s] + 8);
+  for (int s = 0; s < 4; s++) {
+    VBMI_PF(g[s], 72);
+    VBMI_LOAD(w72[s], g[s] + 72);
+  }
+  for (int s = 0; s < 4; s++) {
+    VBMI_PF(g[s], 136);
+    VBMI_LOAD(w80[s], g[s] + 80);
+  }
 #undef VBMI_LOAD
 #undef VBMI_PF
-      for (int s = 0; s < 4; s++) acc[s] = oct_dot(w0[s], w8[s], w72[s], w80[s], oc + o, acc[s]);
-    }
-    float s4[4];
-    reduce4(acc[0], acc[1], acc[2], acc[3], s4);
-    for (int s = 0; s < 4; s++) out[r0 + s * q + i] = s4[s];
-  }
-  for (int64_t r = r0 + 4 * q; r < r1; r++) {
-    const uint8_t *wr = w + (size_t)r * w_stride;
-    __m512 a = _mm512_setzero_ps();
-    for (int64_t o = 0; o < no; o++) a = oct_dot_at(wr + 144 * o, oc + o, a);
-    out[r] = row_sum(a);
-  }
+  for (int s = 0; s < 4; s++) acc[s] = oct_dot(w0[s], w8[s], w72[s], w80[s], oc, acc[s]);
 }
+
+/* The frame of both octet kernels: rows in four interleaved streams (r,
+ * r + q, r + 2q, r + 3q), each stream's octets in order (STEP4 takes one
+ * octet of all four), then the rows left over one by one (DOT_AT, one
+ * octet of one row, summed by the same tree). OCT_T is the repacked
+ * activation type, REPACK fills it, OCT_BYTES is an octet's bytes in a row. */
+#define DEFINE_OCT_GEMV(name, OCT_T, REPACK, STEP4, DOT_AT, OCT_BYTES)                      \
+  VBMI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1, \
+                        const struct act_q8 *x, float *out) {                                 \
+    const int64_t no = n / 256;                                                               \
+    alignas(64) OCT_T oc[VBMI_MAX_OCTS];                                                      \
+    REPACK(x, n / 32, oc);                                                                    \
+    const int64_t q = (r1 - r0) / 4;                                                          \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,     \
+                          VBMI_PF_BYTES);                                                     \
+    for (int64_t i = 0; i < q; i++) {                                                         \
+      const uint8_t *row0 = w + (size_t)(r0 + i) * w_stride;                                  \
+      __m512 acc[4];                                                                          \
+      for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();                               \
+      for (int64_t o = 0; o < no; o++) {                                                      \
+        const uint8_t *g[4];                                                                  \
+        for (int s = 0; s < 4; s++) g[s] = row0 + (size_t)s * q * w_stride + (OCT_BYTES) * o; \
+        STEP4(g, oc + o, acc);                                                                \
+      }                                                                                       \
+      float s4[4];                                                                            \
+      reduce4(acc[0], acc[1], acc[2], acc[3], s4);                                            \
+      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = s4[s];                                \
+    }                                                                                         \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                               \
+      const uint8_t *wr = w + (size_t)r * w_stride;                                           \
+      __m512 a = _mm512_setzero_ps();                                                         \
+      for (int64_t o = 0; o < no; o++) a = DOT_AT(wr + (OCT_BYTES) * o, oc + o, a);           \
+      out[r] = row_sum(a);                                                                    \
+    }                                                                                         \
+  }
+
+DEFINE_OCT_GEMV(gemv_q4_0_vbmi, struct vnni_oct, oct_repack, q4_0_step4, oct_dot_at, 144)
 
 /* Decode rows whose block count is a multiple of 8 (every layer of the
  * common shapes: n = 1024, 2048, 3072, ...) take the octet kernel `gemv`;
@@ -333,31 +346,18 @@ VBMI_INLINE __m512 q8_oct_dot_at(const uint8_t *g, const struct q8_oct *oc, __m5
   return q8_oct_dot(g, oc, acc);
 }
 
-/* Rows in four interleaved streams (r, r + q, r + 2q, r + 3q). */
-VBMI static void gemv_q8_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const struct act_q8 *x, float *out) {
-  const int64_t nb = n / 32, no = nb / 8;
-  alignas(64) struct q8_oct oc[VBMI_MAX_OCTS];
-  q8_oct_repack(x, nb, oc);
-  const int64_t q = (r1 - r0) / 4;
-  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
-                        VBMI_PF_BYTES);
-  for (int64_t i = 0; i < q; i++) {
-    const uint8_t *row0 = w + (size_t)(r0 + i) * w_stride;
-    __m512 acc[4];
-    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();
-    for (int64_t o = 0; o < no; o++) {
-      /* As the Q4_0 kernel above: the first touches go round the four
-       * streams one pair (68 bytes) at a time, in address order within
-       * each, every load pinned in its place (the scale windows after them
-       * hit L1), and a prefetch per stream and cache line, VBMI_PF_BYTES
-       * ahead. Unpinned, GCC ordered them stream after stream and the
-       * kernel read 19-28 GB/s from DRAM at 1 thread (pinned 37-38,
-       * as the VNNI kernel). The prefetches step 64 bytes, not the
-       * pairs' 68, so that no line of the octet is skipped. */
-      const uint8_t *g[4];
-      __m512i X[4][2], z[4][2];
-      for (int s = 0; s < 4; s++) g[s] = row0 + (size_t)s * q * w_stride + 272 * o;
+/* One octet of each of the four streams (g[s]: the octet's 272 bytes in
+ * stream s) into acc[s].
+ * As the Q4_0 kernel's step: the first touches go round the four
+ * streams one pair (68 bytes) at a time, in address order within
+ * each, every load pinned in its place (the scale windows after them
+ * hit L1), and a prefetch per stream and cache line, VBMI_PF_BYTES
+ * ahead. Unpinned, GCC ordered them stream after stream and the
+ * kernel read 19-28 GB/s from DRAM at 1 thread (pinned 37-38,
+ * as the VNNI kernel). The prefetches step 64 bytes, not the
+ * pairs' 68, so that no line of the octet is skipped. */
+VBMI_INLINE void q8_0_step4(const uint8_t *const g[4], const struct q8_oct *oc, __m512 acc[4]) {
+  __m512i X[4][2], z[4][2];
 #define VBMI_PF(g, off) _mm_prefetch((const char *)(g) + VBMI_PF_BYTES + (off), _MM_HINT_T0)
 #define VBMI_LOAD256(dst, ptr)                          \
   do {                                                  \
@@ -365,37 +365,29 @@ VBMI static void gemv_q8_0_vbmi(int64_t n, const uint8_t *w, size_t w_stride, in
     __asm__ volatile("" : "+v"(dst));                   \
   } while (0)
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; k++) {
-        __m256i lo[4], hi[4];
-        for (int s = 0; s < 4; s++) {
-          VBMI_PF(g[s], 64 * k);
-          VBMI_LOAD256(lo[s], g[s] + 68 * k + 2);
-          VBMI_LOAD256(hi[s], g[s] + 68 * k + 36);
-        }
-        for (int s = 0; s < 4; s++) X[s][k & 1] = q8_pair_ints(lo[s], hi[s], oc[o].q[k]);
-        if (k & 1)
-          for (int s = 0; s < 4; s++) z[s][k >> 1] = q8_tree1(X[s][0], X[s][1]);
-      }
-      for (int s = 0; s < 4; s++) VBMI_PF(g[s], 256);
+  for (int k = 0; k < 4; k++) {
+    __m256i lo[4], hi[4];
+    for (int s = 0; s < 4; s++) {
+      VBMI_PF(g[s], 64 * k);
+      VBMI_LOAD256(lo[s], g[s] + 68 * k + 2);
+      VBMI_LOAD256(hi[s], g[s] + 68 * k + 36);
+    }
+    for (int s = 0; s < 4; s++) X[s][k & 1] = q8_pair_ints(lo[s], hi[s], oc->q[k]);
+    if (k & 1)
+      for (int s = 0; s < 4; s++) z[s][k >> 1] = q8_tree1(X[s][0], X[s][1]);
+  }
+  for (int s = 0; s < 4; s++) VBMI_PF(g[s], 256);
 #undef VBMI_LOAD256
 #undef VBMI_PF
-      for (int s = 0; s < 4; s++) {
-        const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_tree2(z[s][0], z[s][1])),
-                                         oc[o].da, oc[o].ns);
-        acc[s] = _mm512_fmadd_ps(t, q8_oct_scales(g[s]), acc[s]);
-      }
-    }
-    float s4[4];
-    reduce4(acc[0], acc[1], acc[2], acc[3], s4);
-    for (int s = 0; s < 4; s++) out[r0 + s * q + i] = s4[s];
-  }
-  for (int64_t r = r0 + 4 * q; r < r1; r++) {
-    const uint8_t *wr = w + (size_t)r * w_stride;
-    __m512 a = _mm512_setzero_ps();
-    for (int64_t o = 0; o < no; o++) a = q8_oct_dot_at(wr + 272 * o, oc + o, a);
-    out[r] = row_sum(a);
+  for (int s = 0; s < 4; s++) {
+    const __m512 t =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_tree2(z[s][0], z[s][1])), oc->da, oc->ns);
+    acc[s] = _mm512_fmadd_ps(t, q8_oct_scales(g[s]), acc[s]);
   }
 }
+
+DEFINE_OCT_GEMV(gemv_q8_0_vbmi, struct q8_oct, q8_oct_repack, q8_0_step4, q8_oct_dot_at, 272)
+#undef DEFINE_OCT_GEMV
 
 DEFINE_VBMI_GEMM(gemm_q8_0_vbmi, gemv_q8_0_vbmi, q8_0_other)
 #undef DEFINE_VBMI_GEMM
