@@ -155,6 +155,7 @@ VBMI_INLINE float row_sum(__m512 a) {
 
 /* One octet of each of the four streams (g[s]: the octet's 144 bytes in
  * stream s) into acc[s].
+ *
  * The loads (and the prefetches VBMI_PF_BYTES ahead) go round the
  * four streams one window at a time, in address order within each,
  * instead of one stream's whole octet after another: the same bytes,
@@ -348,6 +349,7 @@ VBMI_INLINE __m512 q8_oct_dot_at(const uint8_t *g, const struct q8_oct *oc, __m5
 
 /* One octet of each of the four streams (g[s]: the octet's 272 bytes in
  * stream s) into acc[s].
+ *
  * As the Q4_0 kernel's step: the first touches go round the four
  * streams one pair (68 bytes) at a time, in address order within
  * each, every load pinned in its place (the scale windows after them
