@@ -6,19 +6,20 @@
  * block scales) on transparent huge pages is read by ops->gemm with ncols = 1
  * the way the engine's decode does it: each thread its half of the rows, in
  * chunks of MM_DECODE_CHUNK_BYTES (256 KiB) per call. The same bytes are then
- * read by the probe's loop (four quarters, one line of each per turn, 2 KiB
- * ahead; src/machine/kernels.c), and the ratio printed: what the kernel's
+ * read as the probe reads memory (machine_read_bw_of_at: four quarters, one
+ * line of each per turn, its prefetch distances in turn; src/machine/), and
+ * the ratio printed: what the kernel's
  * access pattern and arithmetic cost against the best read of the same
  * memory. Best of 4 passes each, at 1 and 2 threads, twice.
  *
  * Build (against a build dir's static libraries) and run:
  *   cc -O2 -march=native -Isrc bench/decode_stream.c build/libtm_engine.a \
- *      build/libtm_gguf.a build/libtm_util.a -lpthread -lm -o /tmp/decode_stream
+ *      build/libtm_machine.a build/libtm_gguf.a build/libtm_util.a -ljansson \
+ *      -lpthread -lm -o /tmp/decode_stream
  *   /tmp/decode_stream [TYPE [PATH]]   (GGML type id: 2 Q4_0 (default), 8 Q8_0,
  *   14 Q6_K; PATH a kernel path's name (scalar, avx2, avx512, avx512_vnni),
  *   by default the best for this CPU) */
 #define _GNU_SOURCE
-#include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 
 #include "engine/kernels.h"
 #include "engine/mm_layout.h"
+#include "machine/probe.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -40,34 +42,11 @@ static const struct kernel_ops *ops;
 static uint8_t *w;
 static size_t rb;
 static int64_t rows, n = 1024, chunk;
-static int type, nth, mode; /* mode 0: gemv, 1: read loop */
+static int type, nth;
 static const void *act;
 static float *out;
 static pthread_barrier_t bar;
 static double best;
-static volatile uint64_t sink;
-
-static uint64_t read_quarters(const uint8_t *b, size_t bytes) {
-  const __m512i *p0 = (const __m512i *)b;
-  size_t nl = bytes / 64, q = nl / 4;
-  q = q < 1544 ? 0 : (q - 520) / 1024 * 1024 + 520;
-  const __m512i *p1 = p0 + q, *p2 = p1 + q, *p3 = p2 + q;
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < q; i++) {
-    _mm_prefetch((const char *)(p0 + i) + 2048, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p1 + i) + 2048, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p2 + i) + 2048, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p3 + i) + 2048, _MM_HINT_T0);
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p0 + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p1 + i));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p2 + i));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p3 + i));
-  }
-  for (size_t i = 4 * q; i < nl; i++) a0 = _mm512_add_epi64(a0, _mm512_load_si512(p0 + i));
-  uint64_t v[8];
-  _mm512_storeu_si512(v, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
-  return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-}
 
 static void *run(void *arg) {
   const int t = (int)(intptr_t)arg;
@@ -75,14 +54,8 @@ static void *run(void *arg) {
   for (int pass = 0; pass < 4; pass++) {
     pthread_barrier_wait(&bar);
     double t0 = now_s();
-    if (mode == 0) {
-      for (int64_t r = r0; r < r1; r += chunk)
-        ops->gemm[type](n, w, rb, r, r + chunk < r1 ? r + chunk : r1, act, 0, 1, out, rows);
-    } else {
-      /* whole lines inside [r0, r1) of the rows */
-      size_t b0 = ((size_t)r0 * rb + 63) / 64 * 64, b1 = (size_t)r1 * rb / 64 * 64;
-      sink += read_quarters(w + b0, b1 - b0);
-    }
+    for (int64_t r = r0; r < r1; r += chunk)
+      ops->gemm[type](n, w, rb, r, r + chunk < r1 ? r + chunk : r1, act, 0, 1, out, rows);
     pthread_barrier_wait(&bar);
     double dt = now_s() - t0;
     if (t == 0 && (pass == 0 || dt < best)) best = dt;
@@ -90,8 +63,8 @@ static void *run(void *arg) {
   return NULL;
 }
 
-static double measure(int m, int threads) {
-  mode = m, nth = threads;
+static double measure_kernel(int threads) {
+  nth = threads;
   pthread_barrier_init(&bar, NULL, (unsigned)threads);
   pthread_t th[2];
   for (int t = 1; t < threads; t++) pthread_create(&th[t], NULL, run, (void *)(intptr_t)t);
@@ -99,6 +72,18 @@ static double measure(int m, int threads) {
   for (int t = 1; t < threads; t++) pthread_join(th[t], NULL);
   pthread_barrier_destroy(&bar);
   return (double)rows * (double)rb / best / 1e9;
+}
+
+/* The probe's own measurement of the same bytes (its loop, its prefetch
+ * distances in turn, its thread slices): best of 4 passes. */
+static double measure_read(int threads) {
+  struct tm_err err = {{0}};
+  double bw = 0;
+  if (machine_read_bw_of_at(w, (uint64_t)rows * rb, (uint32_t)threads, 4, &bw, &err) != 0) {
+    fprintf(stderr, "decode_stream: %s\n", err.msg);
+    exit(1);
+  }
+  return bw / 1e9;
 }
 
 int main(int argc, char **argv) {
@@ -145,7 +130,7 @@ int main(int argc, char **argv) {
          "decode_stream", type, ops->name, (long long)rows, rb, (long long)chunk);
   for (int round = 0; round < 2; round++)
     for (int t = 1; t <= 2; t++) {
-      double g = measure(0, t), r = measure(1, t);
+      double g = measure_kernel(t), r = measure_read(t);
       printf("%d thread(s): kernel %.1f GB/s, read loop %.1f GB/s, kernel / read %.3f\n", t, g, r,
              g / r);
     }

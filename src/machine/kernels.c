@@ -15,10 +15,17 @@
 
 #include <string.h>
 
+/* 1 KiB first: the best found where the distance mattered (the Zen 5); a
+ * quick probe (2 passes) times 1 and 2 KiB. See the read loops below. */
+const size_t kern_read_pf_bytes[KERN_READ_PF_N] = {1024, 2048, 0};
+
 /* ---------------------------------------------------------------- scalar --- */
 /* The fallback everywhere; on aarch64 NEON is baseline, so these go unused. */
 
-__attribute__((unused)) static uint64_t read_scalar(const void *buf, size_t n_bytes) {
+/* No software prefetch: pf_bytes is ignored (every pass times the same loop). */
+__attribute__((unused)) static uint64_t read_scalar(const void *buf, size_t n_bytes,
+                                                    size_t pf_bytes) {
+  (void)pf_bytes;
   const uint64_t *p = buf;
   size_t n = n_bytes / 8;
   uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -68,20 +75,26 @@ __attribute__((unused)) static double fma_scalar(uint64_t iters, float mul, floa
 #define TM_AVXVNNI __attribute__((target("avx2,avxvnni")))
 
 /* The read loops stream four quarters of the buffer at once, one 64-byte
- * line of each per turn, each with software prefetch PROBE_PF_BYTES ahead.
- * The ceiling is what the memory gives a core that asks well, so the loop
- * is the best pattern found on the team's Xeon (2026-11-30, 1 GiB on huge
- * pages, read-loop variants interleaved, GB/s at 1 / 2 threads):
+ * line of each per turn, each with software prefetch pf_bytes ahead (none
+ * when 0). The ceiling is what the memory gives a core that asks well, and
+ * how to ask well depends on the core, so the probe times every pass with
+ * the next distance of kern_read_pf_bytes and keeps the best pass. Patterns
+ * measured (1 GiB on huge pages, variants interleaved, GB/s at 1 / 2
+ * threads) on the team's Xeon (2026-11-30):
  *   two halves, two lines of each per turn, 1 KiB ahead (before): 19.0 / 36.5
  *   four quarters, one line of each per turn, 2 KiB ahead:        20.2 / 38.5
  *   the same with the quarters exactly 2^k lines apart:            17.7 / 34.4
  *   four quarters, two lines of each per turn:                     16.4 / 31.5
  *   a plain sequential loop, hardware prefetch only:               16.2 / 32.0
+ * and on an AMD Zen 5 (2026-11-30, the four quarters, 64 MiB slices of the
+ * variants in turn, against 2 KiB ahead): 1 KiB ahead 1.05-1.10 / 1.03-1.15,
+ * none 1.02-1.05 / 1.03-1.06, 512 bytes 0.92-0.96 / 0.94-1.03, 3 KiB 0.97 /
+ * 0.96; eight streams 0.92-1.02. Only 2 KiB was timed before, so on that
+ * machine the ceiling read 5-15% low.
  * Streams a power of two apart read slowest (most likely they share DRAM
  * banks), so the quarters start probe_stream_lines apart: an odd multiple of
  * 8 lines (== 520 mod 1024), never a multiple of a large power of two. The engine's decode
  * kernels read 87-96% of this rate on their own (bench/decode_stream.c). */
-#define PROBE_PF_BYTES 2048
 
 /* Lines per stream for a slice of n lines (0: too small, one plain stream);
  * the 4 * q lines of the streams are followed by the slice's last lines. */
@@ -90,16 +103,21 @@ static inline size_t probe_stream_lines(size_t n) {
   return q < 1544 ? 0 : (q - 520) / 1024 * 1024 + 520;
 }
 
-TM_AVX512 static uint64_t read_avx512(const void *buf, size_t n_bytes) {
+/* One loop per distance (a constant, so pf == 0 issues no prefetch). */
+TM_AVX512 static inline __attribute__((always_inline)) uint64_t read_avx512_pf(const void *buf,
+                                                                              size_t n_bytes,
+                                                                              const size_t pf) {
   const __m512i *p0 = buf;
   const size_t n = n_bytes / 64, q = probe_stream_lines(n);
   const __m512i *p1 = p0 + q, *p2 = p1 + q, *p3 = p2 + q;
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i < q; i++) {
-    _mm_prefetch((const char *)(p0 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p1 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p2 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p3 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    if (pf) {
+      _mm_prefetch((const char *)(p0 + i) + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)(p1 + i) + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)(p2 + i) + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)(p3 + i) + pf, _MM_HINT_T0);
+    }
     a0 = _mm512_add_epi64(a0, _mm512_load_si512(p0 + i));
     a1 = _mm512_add_epi64(a1, _mm512_load_si512(p1 + i));
     a2 = _mm512_add_epi64(a2, _mm512_load_si512(p2 + i));
@@ -112,6 +130,14 @@ TM_AVX512 static uint64_t read_avx512(const void *buf, size_t n_bytes) {
   uint64_t w[8];
   _mm512_storeu_si512(w, a0);
   return w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
+}
+
+TM_AVX512 static uint64_t read_avx512(const void *buf, size_t n_bytes, size_t pf_bytes) {
+  switch (pf_bytes) {
+  case 0: return read_avx512_pf(buf, n_bytes, 0);
+  case 1024: return read_avx512_pf(buf, n_bytes, 1024);
+  default: return read_avx512_pf(buf, n_bytes, 2048);
+  }
 }
 
 TM_AVX512 static uint64_t copy_avx512(void *dst, const void *src, size_t n_bytes) {
@@ -129,17 +155,21 @@ TM_AVX512 static uint64_t copy_avx512(void *dst, const void *src, size_t n_bytes
   return ((const uint64_t *)dst)[n_bytes / 8 - 1];
 }
 
-TM_AVX2 static uint64_t read_avx2(const void *buf, size_t n_bytes) {
+TM_AVX2 static inline __attribute__((always_inline)) uint64_t read_avx2_pf(const void *buf,
+                                                                         size_t n_bytes,
+                                                                         const size_t pf) {
   /* The streams of read_avx512, each line as two 32-byte loads. */
   const __m256i *p0 = buf;
   const size_t n = n_bytes / 64, q = probe_stream_lines(n);
   const __m256i *p1 = p0 + 2 * q, *p2 = p1 + 2 * q, *p3 = p2 + 2 * q;
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i < 2 * q; i += 2) {
-    _mm_prefetch((const char *)(p0 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p1 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p2 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)(p3 + i) + PROBE_PF_BYTES, _MM_HINT_T0);
+    if (pf) {
+      _mm_prefetch((const char *)(p0 + i) + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)(p1 + i) + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)(p2 + i) + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)(p3 + i) + pf, _MM_HINT_T0);
+    }
     a0 = _mm256_add_epi64(a0, _mm256_load_si256(p0 + i));
     a1 = _mm256_add_epi64(a1, _mm256_load_si256(p1 + i));
     a2 = _mm256_add_epi64(a2, _mm256_load_si256(p2 + i));
@@ -154,6 +184,14 @@ TM_AVX2 static uint64_t read_avx2(const void *buf, size_t n_bytes) {
   uint64_t w[4];
   _mm256_storeu_si256((__m256i *)w, a0);
   return w[0] + w[1] + w[2] + w[3];
+}
+
+TM_AVX2 static uint64_t read_avx2(const void *buf, size_t n_bytes, size_t pf_bytes) {
+  switch (pf_bytes) {
+  case 0: return read_avx2_pf(buf, n_bytes, 0);
+  case 1024: return read_avx2_pf(buf, n_bytes, 1024);
+  default: return read_avx2_pf(buf, n_bytes, 2048);
+  }
 }
 
 TM_AVX2 static uint64_t copy_avx2(void *dst, const void *src, size_t n_bytes) {
@@ -344,7 +382,9 @@ void kernels_select(struct kernels *k) {
 #define TM_HAVE_DOTPROD 0
 #endif
 
-static uint64_t read_neon(const void *buf, size_t n_bytes) {
+/* No software prefetch (pf_bytes ignored): not measured on an ARM core yet. */
+static uint64_t read_neon(const void *buf, size_t n_bytes, size_t pf_bytes) {
+  (void)pf_bytes;
   const uint64_t *p = buf;
   size_t n = n_bytes / 8;
   uint64x2_t a0 = vdupq_n_u64(0), a1 = a0, a2 = a0, a3 = a0;

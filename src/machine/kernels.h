@@ -16,8 +16,16 @@
 #include <stdint.h>
 
 /* Sums (or xors) every 64-bit word of buf[0..n_bytes). buf is 64-byte aligned and
- * n_bytes a multiple of 256. */
-typedef uint64_t (*kern_read_fn)(const void *buf, size_t n_bytes);
+ * n_bytes a multiple of 256. pf_bytes: how far ahead of its loads the loop
+ * issues software prefetches, one of kern_read_pf_bytes (0: none, the
+ * hardware prefetchers only); loops without software prefetch ignore it. */
+typedef uint64_t (*kern_read_fn)(const void *buf, size_t n_bytes, size_t pf_bytes);
+
+/* The prefetch distances a read measurement cycles through, one per pass
+ * (pass i uses kern_read_pf_bytes[i % KERN_READ_PF_N]); the best pass is the
+ * figure. Which distance reads fastest depends on the core (kernels.c). */
+#define KERN_READ_PF_N 3
+extern const size_t kern_read_pf_bytes[KERN_READ_PF_N];
 /* Copies src to dst (n_bytes, both 64-byte aligned, a multiple of 256) with
  * ordinary (write-allocate) stores; returns a word of dst. */
 typedef uint64_t (*kern_copy_fn)(void *dst, const void *src, size_t n_bytes);

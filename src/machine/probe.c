@@ -13,7 +13,11 @@
  * - A pass is timed from the common start barrier to the last thread's finish,
  *   so a straggler counts (a decode step waits for its slowest thread too).
  * - Best of several passes: noise (other processes, page-table walks on the
- *   first pass) only ever makes a pass slower. */
+ *   first pass) only ever makes a pass slower.
+ * - The read passes take turns at the read loop's software prefetch
+ *   distances (kernels.h): the best distance differs from core to core by
+ *   5-15%, and one fixed distance made the ceiling that much too low on a
+ *   core that wanted another. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,6 +82,7 @@ struct mem_job {
   uint64_t bytes;
   enum mem_op op;
   uint64_t *sinks; /* one per thread, 8 words apart (own cache line) */
+  size_t pf_bytes;  /* MEM_READ: the read loop's prefetch distance */
 };
 
 /* Thread index's share of `total` bytes split among `active` threads, in whole
@@ -104,16 +109,18 @@ static void mem_job_run(void *arg, uint32_t index, uint32_t active) {
   if (j->op == MEM_TOUCH)
     memset(j->buf + off, (int)(0x11u * (index % 15 + 1)), len);
   else
-    j->sinks[index * 8] += j->k->read(j->buf + off, len);
+    j->sinks[index * 8] += j->k->read(j->buf + off, len, j->pf_bytes);
 }
 
-/* bw[t] for t = 1..max_threads: best of `passes` reads of job's buffer. */
+/* bw[t] for t = 1..max_threads: best of `passes` reads of job's buffer, the
+ * passes cycling through the read loop's prefetch distances. */
 static void read_bw_passes(struct probe_pool *pool, struct mem_job *job, uint32_t min_threads,
                            uint32_t max_threads, int passes, double *bw) {
   job->op = MEM_READ;
   for (uint32_t t = min_threads; t <= max_threads; t++) {
     double best = 0;
     for (int pass = 0; pass < (passes > 0 ? passes : 1); pass++) {
+      job->pf_bytes = kern_read_pf_bytes[pass % KERN_READ_PF_N];
       uint64_t ns = pool_run(pool, t, mem_job_run, job);
       double v = ns ? (double)job->bytes * 1e9 / (double)ns : 0;
       if (v > best) best = v;
@@ -277,6 +284,7 @@ static int measure_memory(struct machine_probe *p, struct probe_pool *pool,
     double best = 0;
     job.op = MEM_READ;
     for (int pass = 0; pass < plan->read_passes; pass++) {
+      job.pf_bytes = kern_read_pf_bytes[pass % KERN_READ_PF_N];
       report(progress, ctx, "read bandwidth: %s, %u thread%s, pass %d/%d", size_text, t,
              t == 1 ? "" : "s", pass + 1, plan->read_passes);
       uint64_t ns = pool_run(pool, t, mem_job_run, &job);

@@ -47,9 +47,12 @@ static void test_read_loop_reads_every_word(void) {
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
     uint64_t want = 0;
     for (size_t i = 0; i < sizes[si] / 8; i++) want += buf[i];
-    uint64_t got = k.read(buf, sizes[si]);
-    CHECK_MSG(got == want, "%s read loop over %zu bytes: sum %llx, want %llx", k.mem_path,
-              sizes[si], (unsigned long long)got, (unsigned long long)want);
+    for (int v = 0; v < KERN_READ_PF_N; v++) {
+      uint64_t got = k.read(buf, sizes[si], kern_read_pf_bytes[v]);
+      CHECK_MSG(got == want, "%s read loop (prefetch %zu bytes ahead) over %zu bytes: sum %llx, "
+                "want %llx", k.mem_path, kern_read_pf_bytes[v], sizes[si],
+                (unsigned long long)got, (unsigned long long)want);
+    }
   }
   free(buf);
 }
