@@ -23,6 +23,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/mm_layout.h"
+#include "engine/step_prof.h"
 #include "engine/warm.h"
 #include "util/fp16.h"
 
@@ -52,7 +53,8 @@ struct mm_job {
   struct mm_region region[MM_MAX_REGIONS];
 };
 
-static void mm_chunk(const struct mm_job *job, long c) {
+static void mm_chunk(const struct mm_job *job, long c, int ith) {
+  STEP_PROF_BEGIN(prof_t0);
   /* The item holding chunk c: items are few (<= 2 * n_expert), in chunk order. */
   int i = 0;
   while (i + 1 < job->n_items && c >= job->items[i + 1].first_chunk) i++;
@@ -67,6 +69,7 @@ static void mm_chunk(const struct mm_job *job, long c) {
     int64_t j = job->ops->argmax(o, r1 - r0);
     it->amax[c - it->first_chunk] = (struct argmax_slot){o[j], (int32_t)(r0 + j)};
   }
+  STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)(r1 - r0) * it->w->row_bytes);
 }
 
 static void mm_worker(void *ctx, int ith, int nth) {
@@ -78,7 +81,7 @@ static void mm_worker(void *ctx, int ith, int nth) {
     for (;;) {
       long c = atomic_fetch_add_explicit(&rg->next, 1, memory_order_relaxed);
       if (c >= rg->end) break;
-      mm_chunk(job, c);
+      mm_chunk(job, c, ith);
     }
   }
 }
@@ -103,7 +106,13 @@ static void mm_run(struct engine *e, struct mm_item *items, int n) {
     atomic_init(&job.region[k].next, (long)(total * k / nr));
     job.region[k].end = (long)(total * (k + 1) / nr);
   }
+  STEP_PROF_BEGIN(prof_t0);
   tpool_run_idle(e->pool, mm_worker, &job, e->warm_next ? warm_idle : NULL, e, e->warm_next);
+#ifdef TM_STEP_PROFILE
+  uint64_t job_bytes = 0;
+  for (int i = 0; i < n; i++) job_bytes += (uint64_t)items[i].w->rows * items[i].w->row_bytes;
+  STEP_PROF_END(STEP_PROF_MM_JOB, 0, prof_t0, job_bytes);
+#endif
 }
 
 struct quant_job {
@@ -332,7 +341,6 @@ struct attn_job {
 /* Causal grouped-query attention of token t, head h over cache positions
  * [0, pos0 + t]: softmax(q.k / sqrt(hd)) weighted sum of v, in f32. */
 static void attn_worker(void *ctx, int ith, int nth) {
-  (void)ith;
   struct attn_job *j = ctx;
   struct engine *e = j->e;
   const struct model *m = &e->m;
@@ -345,6 +353,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
   for (;;) {
     long item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
     if (item >= j->n_items) return;
+    STEP_PROF_BEGIN(prof_t0);
     /* One item = one token x one KV head and the `group` query heads that
      * share it, so those heads read its cache rows from this core's caches
      * (split over threads, each would fetch them from memory: measured, the
@@ -382,6 +391,7 @@ static void attn_worker(void *ctx, int ith, int nth) {
     } else {
       e->ops->attn_rows(qh, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale, oh, hd);
     }
+    STEP_PROF_END(STEP_PROF_ATTN, ith, prof_t0, 0);
   }
 }
 
@@ -542,8 +552,10 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     aj.pos0 = pos0;
     aj.n_items = (long)B * m->n_head_kv;
     aj.qkv = B == 1 ? &qc : NULL;
+    STEP_PROF_BEGIN(prof_attn_t0);
     tpool_run_idle(e->pool, attn_worker, &aj, e->warm_next ? warm_idle : NULL, e,
                    e->warm_next);                        /* att (B, Q) */
+    STEP_PROF_END(STEP_PROF_ATTN_JOB, 0, prof_attn_t0, 0);
 
     WARM_NEXT(l, WARM_GATE_UP);
     matmul(e, &L->wo, e->att, B, e->xb);                 /* xb (B, E) */

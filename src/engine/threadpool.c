@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/step_prof.h"
 #include "util/clock.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -102,7 +103,11 @@ static void *worker_main(void *arg) {
     uintptr_t idle_arg = p->idle_arg;
     p->fn(p->ctx, w->ith, p->n_threads);
     atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel);
-    if (idle) idle(idle_ctx, idle_arg, p, w->ith, p->n_threads);
+    if (idle) {
+      STEP_PROF_BEGIN(prof_t0);
+      idle(idle_ctx, idle_arg, p, w->ith, p->n_threads);
+      STEP_PROF_END(STEP_PROF_IDLE, w->ith, prof_t0, 0);
+    }
   }
 }
 
@@ -196,7 +201,11 @@ void tpool_run_idle(struct tpool *p, tpool_fn fn, void *ctx, tpool_idle_fn idle,
     pthread_mutex_unlock(&p->mu);
   }
   fn(ctx, 0, p->n_threads);
-  if (idle) idle(idle_ctx, arg, p, 0, p->n_threads);
+  if (idle) {
+    STEP_PROF_BEGIN(prof_t0);
+    idle(idle_ctx, arg, p, 0, p->n_threads);
+    STEP_PROF_END(STEP_PROF_IDLE, 0, prof_t0, 0);
+  }
   int want = p->n_threads - 1;
   int iter = 0;
   while (atomic_load_explicit(&p->done, memory_order_acquire) < want) {
