@@ -122,12 +122,11 @@ int main(int argc, char **argv) {
   }
   step_prof_enable(false);
   const double ticks_per_ns = (double)(step_prof_clock() - c0) / (double)(tm_now_ns() - ns0);
-  long n = 0, dropped = 0;
-  const struct step_prof_event *ev0 = step_prof_events(&n, &dropped);
-  struct step_prof_event *ev = malloc(sizeof *ev * (size_t)(n ? n : 1));
-  struct edge *edges = malloc(sizeof *edges * (size_t)(2 * n + 1));
+  const long recorded = step_prof_count();
+  struct step_prof_event *ev = malloc(sizeof *ev * (size_t)(recorded ? recorded : 1));
+  struct edge *edges = malloc(sizeof *edges * (size_t)(2 * recorded + 1));
   if (!ev || !edges) return 1;
-  memcpy(ev, ev0, sizeof *ev * (size_t)n);
+  const long n = step_prof_copy(ev, recorded), dropped = recorded - n;
   qsort(ev, (size_t)n, sizeof *ev, by_start);
   const int nth = o.n_threads;
   const double ns = 1.0 / ticks_per_ns; /* ns per tick */

@@ -12,8 +12,9 @@
  * matrix job (bytes: the job's weights) and attention job from just before
  * it is published to just after it returns. Times are the CPU's time-stamp
  * counter on x86-64 (a few nanoseconds to read; converted with a rate the
- * reader measures), CLOCK_MONOTONIC elsewhere. Recording is off until
- * step_prof_enable(true); events past the buffer's capacity are dropped and
+ * reader measures), CLOCK_MONOTONIC elsewhere, into one buffer per thread
+ * (no cache line shared between the threads). Recording is off until
+ * step_prof_enable(true); events past a buffer's capacity are dropped and
  * counted. */
 #ifndef TM_ENGINE_STEP_PROF_H
 #define TM_ENGINE_STEP_PROF_H
@@ -47,8 +48,11 @@ static inline uint64_t step_prof_clock(void) { return tm_now_ns(); }
 #endif
 void step_prof_add(enum step_prof_kind kind, int ith, uint64_t t0, uint64_t bytes);
 void step_prof_enable(bool on);
-/* The events so far (in no particular order) and how many were dropped. */
-const struct step_prof_event *step_prof_events(long *n, long *dropped);
+/* Events recorded so far, those dropped included; step_prof_copy copies up to
+ * cap of the kept ones (thread by thread, each thread's in time order) and
+ * returns how many. Call both while no job runs. */
+long step_prof_count(void);
+long step_prof_copy(struct step_prof_event *out, long cap);
 void step_prof_clear(void);
 #define STEP_PROF_BEGIN(var) const uint64_t var = step_prof_clock()
 #define STEP_PROF_END(kind, ith, var, bytes) step_prof_add((kind), (ith), (var), (bytes))
