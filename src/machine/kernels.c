@@ -87,14 +87,14 @@ __attribute__((unused)) static double fma_scalar(uint64_t iters, float mul, floa
  *   four quarters, two lines of each per turn:                     16.4 / 31.5
  *   a plain sequential loop, hardware prefetch only:               16.2 / 32.0
  * and on an AMD Zen 5 (2026-11-30, the four quarters, 64 MiB slices of the
- * variants in turn, against 2 KiB ahead): 1 KiB ahead 1.05-1.10 / 1.03-1.15,
- * none 1.02-1.05 / 1.03-1.06, 512 bytes 0.92-0.96 / 0.94-1.03, 3 KiB 0.97 /
+ * variants in turn, against 2 KiB ahead): 1 KiB ahead 1.05-1.11 / 1.03-1.17,
+ * none 1.02-1.09 / 1.00-1.13, 512 bytes 0.92-0.96 / 0.94-1.03, 3 KiB 0.97 /
  * 0.96; eight streams 0.92-1.02. Only 2 KiB was timed before, so on that
- * machine the ceiling read 5-15% low.
+ * machine the ceiling read 3-17% low.
  * Streams a power of two apart read slowest (most likely they share DRAM
  * banks), so the quarters start probe_stream_lines apart: an odd multiple of
  * 8 lines (== 520 mod 1024), never a multiple of a large power of two. The engine's decode
- * kernels read 87-96% of this rate on their own (bench/decode_stream.c). */
+ * kernels read 87-96% of the 2 KiB loop on their own (bench/decode_stream.c). */
 
 /* Lines per stream for a slice of n lines (0: too small, one plain stream);
  * the 4 * q lines of the streams are followed by the slice's last lines. */

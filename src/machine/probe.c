@@ -16,7 +16,7 @@
  *   first pass) only ever makes a pass slower.
  * - The read passes take turns at the read loop's software prefetch
  *   distances (kernels.h): the best distance differs from core to core by
- *   5-15%, and one fixed distance made the ceiling that much too low on a
+ *   3-17%, and one fixed distance made the ceiling that much too low on a
  *   core that wanted another. */
 #include <math.h>
 #include <stdarg.h>
