@@ -152,7 +152,7 @@ static int read_of_range(const void *buf, uint64_t bytes, uint32_t min_threads,
   }
   /* mem_job's buffer is not const because the probe also writes its own;
    * MEM_READ only reads. */
-  struct mem_job job = {&k, (uint8_t *)a, n, MEM_READ, sinks};
+  struct mem_job job = {&k, (uint8_t *)a, n, MEM_READ, sinks, 0};
   read_bw_passes(&pool, &job, min_threads, max_threads, passes, bw);
   volatile uint64_t fold = 0;
   for (uint32_t i = 0; i < max_threads; i++) fold ^= sinks[i * 8];
@@ -199,7 +199,7 @@ int machine_bw_buffer_open(struct machine_bw_buffer *b, uint64_t bytes, uint32_t
     munmap(buf, bytes);
     return -1;
   }
-  struct mem_job job = {&k, buf, bytes, MEM_TOUCH, NULL};
+  struct mem_job job = {&k, buf, bytes, MEM_TOUCH, NULL, 0};
   pool_run(&pool, touch_threads, mem_job_run, &job);
   pool_free(&pool);
   b->base = buf;
@@ -275,7 +275,7 @@ static int measure_memory(struct machine_probe *p, struct probe_pool *pool,
   }
   char size_text[32];
   tm_fmt_bytes((double)bytes, size_text, sizeof size_text);
-  struct mem_job job = {k, buf, bytes, MEM_TOUCH, sinks};
+  struct mem_job job = {k, buf, bytes, MEM_TOUCH, sinks, 0};
 
   report(progress, ctx, "first touch of %s with %u threads", size_text, pool->n);
   pool_run(pool, pool->n, mem_job_run, &job);
@@ -401,6 +401,7 @@ int probe_run_opts(struct machine_probe *p, const struct probe_options *opts,
   struct kernels k;
   kernels_select(&k);
   snprintf(p->mem_path, sizeof p->mem_path, "%s", k.mem_path);
+  snprintf(p->read_loop, sizeof p->read_loop, "%s", PROBE_READ_LOOP);
   snprintf(p->f32_path, sizeof p->f32_path, "%s", k.f32_path);
   snprintf(p->int8_path, sizeof p->int8_path, "%s", k.int8_path);
 
@@ -501,6 +502,10 @@ int probe_load_cached(struct machine_probe *p, struct tm_err *err) {
   if (p->info.cpus != now.cpus || strcmp(p->info.cpu_model, now.cpu_model) != 0)
     return tm_errf(err, "probe cache %s describes another machine (%s, %u CPUs)", path,
                    p->info.cpu_model, p->info.cpus);
+  if (strcmp(p->read_loop, PROBE_READ_LOOP) != 0)
+    return tm_errf(err, "probe cache %s was measured with an older read loop (%s): its "
+                   "bandwidth is not comparable", path,
+                   p->read_loop[0] ? p->read_loop : "prefetch 2 KiB ahead only");
   return 1;
 }
 

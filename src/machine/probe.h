@@ -80,7 +80,15 @@ struct machine_probe {
   char int8_path[24];        /* "avx512_vnni", "avx_vnni", "dotprod", "" */
   char f32_path[24];         /* "avx512f", "avx2+fma", "neon", "scalar" */
   char mem_path[24];         /* loads used for bandwidth: "avx512f", "avx2", "neon", "scalar" */
+  char read_loop[64];        /* how the read passes ran: PROBE_READ_LOOP; "" when a
+                                cache file predates the key */
 };
+
+/* The read measurement's method, recorded with every probe. A cached probe
+ * taken another way is not reused: its bandwidth is not comparable (before
+ * 2026-11-30 the passes prefetched 2 KiB ahead only, which read 3-17% low
+ * on an AMD Zen 5). Change it whenever the read loop changes. */
+#define PROBE_READ_LOOP "quarters, prefetch 1024/2048/none by pass"
 
 struct probe_options {
   uint32_t max_threads;      /* 0 = online CPUs (fewer when the affinity mask says so) */
@@ -204,11 +212,12 @@ bool probe_quick_from_env(void);
  * CPU model, online CPUs and MemTotal. */
 int probe_cache_path(const struct machine_info *info, char *buf, size_t n, struct tm_err *err);
 /* The cached probe of this machine when there is one (returns 1), else 0; -1 on a
- * cache file that cannot be read (err set; callers may re-probe). */
+ * cache file that cannot be read or was measured with another read loop than
+ * PROBE_READ_LOOP (err set; callers may re-probe). */
 int probe_load_cached(struct machine_probe *p, struct tm_err *err);
 int probe_save_cached(const struct machine_probe *p, struct tm_err *err);
 /* Cached result, or a fresh probe (saved) when there is none or rerun is set.
- * A corrupt cache file is not an error: the machine is probed again and, on
+ * A corrupt or outdated cache file is not an error: the machine is probed again and, on
  * success, err->msg names the file that was ignored (callers may warn); err->msg
  * is empty otherwise. A failure to save the fresh result is ignored likewise. */
 int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, void *ctx,

@@ -4,7 +4,8 @@
  *
  * Layout (keys in this order):
  *   schema "tokmeter.probe/1", quick, measured_at, max_threads, buffer_bytes,
- *   mem_path, busy_cpus_before, busy_cpus_after (CPUs other processes kept
+ *   mem_path, buffer_hugepages, read_loop (PROBE_READ_LOOP; absent in files
+ *   written before it), busy_cpus_before, busy_cpus_after (CPUs other processes kept
  *   busy around the run; null when not readable or quick), read_bandwidth_bytes_s
  *   (best), read_bandwidth_threads,
  *   read_bandwidth_by_threads [{threads, bytes_s}],
@@ -55,6 +56,7 @@ void *probe_to_json(const struct machine_probe *p) {
   json_object_set_new(o, "buffer_bytes", json_integer((json_int_t)p->buffer_bytes));
   json_object_set_new(o, "mem_path", json_string(p->mem_path));
   json_object_set_new(o, "buffer_hugepages", json_boolean(p->hugepages));
+  json_object_set_new(o, "read_loop", json_string(p->read_loop));
   json_object_set_new(o, "busy_cpus_before",
                       p->busy_cpus_before >= 0 ? json_real(p->busy_cpus_before) : json_null());
   json_object_set_new(o, "busy_cpus_after",
@@ -203,6 +205,8 @@ int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *er
   p->max_threads = (uint32_t)u;
   if (get_u64(o, "", "buffer_bytes", UINT64_MAX >> 1, &p->buffer_bytes, err)) return -1;
   if (get_str(o, "", "mem_path", p->mem_path, sizeof p->mem_path, true, err)) return -1;
+  /* Absent in files written before the key existed: "" (another loop). */
+  if (get_str(o, "", "read_loop", p->read_loop, sizeof p->read_loop, true, err)) return -1;
   /* Absent or null (older cache files, quick runs): not readable. */
   const json_t *bb = json_object_get(o, "busy_cpus_before"), *ba = json_object_get(o, "busy_cpus_after");
   if ((bb && !json_is_null(bb) && !json_is_number(bb)) ||

@@ -110,5 +110,18 @@ expect_exit 1 "--cached on corrupt cache" "$TOKMETER" probe --cached
 grep -q "corrupt probe cache" "$work/err" || fail "--cached on corrupt cache: message missing"
 expect_exit 0 "probe over corrupt cache" "$TOKMETER" probe --quick --json
 expect_exit 0 "--cached after repair" "$TOKMETER" probe --cached --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["read_loop"].startswith("quarters, prefetch") else 1)' "$work/out" \
+  || fail "read_loop missing from the probe JSON"
+
+# A cache file from before the read loop was recorded (no read_loop key):
+# --cached refuses it (its bandwidth was measured another way); a new probe
+# replaces it.
+for f in "$TOKMETER_CACHE_DIR"/probe-*.json; do
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["read_loop"]; json.dump(d, open(sys.argv[1], "w"))' "$f"
+done
+expect_exit 1 "--cached on an older read loop" "$TOKMETER" probe --cached
+grep -q "older read loop" "$work/err" || fail "--cached on an older read loop: message missing"
+expect_exit 0 "probe over an older read loop" "$TOKMETER" probe --quick --json
+expect_exit 0 "--cached after the new probe" "$TOKMETER" probe --cached --json
 
 echo "test_probe: ok"

@@ -187,6 +187,7 @@ static void check_equal(const struct machine_probe *a, const struct machine_prob
   CHECK_EQ_INT(a->max_threads, b->max_threads);
   CHECK_EQ_U64(a->buffer_bytes, b->buffer_bytes);
   CHECK_STR(a->mem_path, b->mem_path);
+  CHECK_STR(a->read_loop, b->read_loop);
   CHECK_STR(a->f32_path, b->f32_path);
   CHECK_STR(a->int8_path, b->int8_path);
   for (uint32_t t = 0; t <= PROBE_MAX_THREADS; t++) {
@@ -398,6 +399,43 @@ static void test_cache_corrupt(void) {
   remove(path);
 }
 
+/* A cache measured with another read loop (or before the loop was recorded)
+ * is not reused: its bandwidth is not comparable. probe_get measures again,
+ * says why, and replaces it. */
+static void test_cache_other_read_loop(void) {
+  const struct machine_probe *q = get_quick();
+  if (!have_quick) return;
+  CHECK_STR(q->read_loop, PROBE_READ_LOOP);
+  struct tm_err err = {{0}};
+  char path[4200];
+  CHECK_EQ_INT(probe_cache_path(&q->info, path, sizeof path, &err), 0);
+  struct machine_probe b;
+  const char *loops[] = {NULL, "quarters, prefetch 2048 only"}; /* NULL: key absent */
+  for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++) {
+    json_t *j = probe_to_json(q);
+    CHECK(j != NULL);
+    if (!j) return;
+    if (loops[i])
+      json_object_set_new(j, "read_loop", json_string(loops[i]));
+    else
+      json_object_del(j, "read_loop");
+    CHECK_EQ_INT(json_dump_file(j, path, 0), 0);
+    json_decref(j);
+    memset(&err, 0, sizeof err);
+    CHECK_MSG(probe_load_cached(&b, &err) == -1, "read loop case %zu reused", i);
+    CHECK_CONTAINS(err.msg, "older read loop");
+    CHECK_CONTAINS(err.msg, path);
+  }
+  setenv("TOKMETER_PROBE_QUICK", "1", 1);
+  CHECK_EQ_INT(probe_get(&b, false, NULL, NULL, &err), 0);
+  CHECK_CONTAINS(err.msg, "ignored probe cache");
+  CHECK_CONTAINS(err.msg, "older read loop");
+  CHECK_STR(b.read_loop, PROBE_READ_LOOP);
+  CHECK_EQ_INT(probe_load_cached(&b, &err), 1);
+  unsetenv("TOKMETER_PROBE_QUICK");
+  remove(path);
+}
+
 void tm_run_tests(void) {
   TM_RUN(test_read_loop_reads_every_word);
   TM_RUN(test_quick_probe_figures);
@@ -409,4 +447,5 @@ void tm_run_tests(void) {
   TM_RUN(test_json_malformed);
   TM_RUN(test_cache_save_load);
   TM_RUN(test_cache_corrupt);
+  TM_RUN(test_cache_other_read_loop);
 }
