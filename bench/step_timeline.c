@@ -18,7 +18,9 @@
  *     after the last chunk ended the caller went on.
  *
  * The engine records nothing unless compiled with -DTM_STEP_PROFILE, so this
- * tool is built from the sources, not against a build directory:
+ * tool is built from the sources (the test build makes it as
+ * build-test/tests/tokmeter-step-timeline, and tests/cli/test_step_timeline.sh
+ * runs it on a fixture model), or by hand:
  *   cc -O3 -DNDEBUG -D_GNU_SOURCE -DTM_STEP_PROFILE -Isrc bench/step_timeline.c \
  *      src/engine/[a-z]*.c src/gguf/[a-z]*.c src/util/[a-z]*.c -lpthread -lm \
  *      -o /tmp/step_timeline
@@ -224,6 +226,9 @@ int main(int argc, char **argv) {
     jk->late_start += (double)(last_start - j->t0);
     jk->tail += j->t1 > last_end ? (double)(j->t1 - last_end) : 0;
   }
+  double all_bytes = 0;
+  for (int t = 0; t < nth; t++) all_bytes += bytes[t];
+  printf("  weights read per step in matrix chunks: %.0f bytes\n", all_bytes * per_step);
   printf("  matrix jobs (by weight bytes): per step, mean us, threads' last chunks ended us "
          "apart, later thread's first chunk began us after publication, caller went on us "
          "after the last chunk\n");

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# test_step_timeline: bench/step_timeline.c (built by the test build with the
+# engine's TM_STEP_PROFILE hooks) on a small synthetic model whose matrices
+# are large enough (1-3 MB) for both threads to take chunks: it records every
+# step it decoded and drops nothing; at 2 threads both threads read weights;
+# the weights the matrix chunks read per step are the same at 1 and 2 threads
+# (each chunk recorded once, whichever thread took it) and are the model's
+# weights per token as `tokmeter ceiling` counts them, less the norm vectors
+# (not read by matrix kernels): within 2%. A bad argument exits 2.
+set -euo pipefail
+: "${TOKMETER:?TOKMETER must point at the binary}"
+: "${TOKMETER_BUILD_DIR:?TOKMETER_BUILD_DIR must point at the build directory}"
+tl="$TOKMETER_BUILD_DIR/tests/tokmeter-step-timeline"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export TOKMETER_CACHE_DIR="$dir/cache"
+fail() { echo "test_step_timeline: FAIL: $*" >&2; exit 1; }
+[ -x "$tl" ] || fail "no step timeline binary at $tl"
+
+"$TOKMETER" synth --preset tiny --n-embd 1024 --heads 8 --n-ff 3072 --vocab 4096 --type Q8_0 \
+  -o "$dir/m.gguf" >/dev/null
+for t in 1 2; do
+  "$tl" "$dir/m.gguf" "$t" 1 16 >"$dir/out$t" 2>"$dir/err$t" || fail "$t thread(s): $(cat "$dir/err$t")"
+  grep -q ", 16 steps recorded (.* events, 0 dropped)" "$dir/out$t" || fail "$t thread(s): $(head -1 "$dir/out$t")"
+done
+TOKMETER_PROBE_QUICK=1 "$TOKMETER" ceiling "$dir/m.gguf" --bandwidth 10GB/s --json >"$dir/ceiling.json"
+python3 - "$dir/out1" "$dir/out2" "$dir/ceiling.json" <<'PY' || fail "weights per step"
+import json, re, sys
+def per_step(path):
+    m = re.search(r"weights read per step in matrix chunks: (\d+) bytes", open(path).read())
+    assert m, "no weights line in " + path
+    return int(m.group(1))
+one, two = per_step(sys.argv[1]), per_step(sys.argv[2])
+assert one == two, f"1 thread read {one} bytes a step, 2 threads {two}"
+text2 = open(sys.argv[2]).read()
+for t in (0, 1):
+    m = re.search(rf"thread {t} matrix chunks .*?, ([0-9.]+) MB,", text2)
+    assert m and float(m.group(1)) > 0, f"2 threads: thread {t} read no weights"
+want = json.load(open(sys.argv[3]))["weight_bytes_per_token"]
+assert 0.98 * want <= one <= want, f"{one} bytes a step in chunks against {want} per token"
+PY
+
+set +e
+"$tl" "$dir/missing.gguf" 2 >/dev/null 2>"$dir/err"; rc=$?
+"$tl" "$dir/m.gguf" 0 >/dev/null 2>"$dir/err0"; rc0=$?
+set -e
+[ "$rc" = 2 ] || fail "a missing model exited $rc, expected 2"
+[ "$rc0" = 2 ] && grep -q "THREADS must be" "$dir/err0" || fail "0 threads exited $rc0: $(cat "$dir/err0")"
+echo "test_step_timeline: ok"
