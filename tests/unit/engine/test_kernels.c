@@ -273,6 +273,42 @@ static void test_paths_vs_scalar(void) {
 #endif
 }
 
+/* A decode row's value does not depend on the range it is computed in: the
+ * engine cuts matrices into chunks by thread count and CPU, and promises the
+ * same logits whatever the cut. Decode kernels take rows in groups (four row
+ * streams) and finish the range one row at a time, so every row computed in
+ * one call over [r0, r1) must have the bits it has alone ([r, r + 1)). */
+static void test_decode_rows_independent_of_range(void) {
+  static const int mults[] = {7, 8, 16};
+  for (size_t p = 0; p < N_PATHS; p++) {
+    const struct kernel_ops *ops = kernels_get(paths[p]);
+    if (!ops) continue;
+    for (size_t t = 0; t < N_TYPES; t++)
+      for (size_t k = 0; k < sizeof mults / sizeof mults[0]; k++) {
+        struct gemm_case gc;
+        if (case_make(&gc, gemm_types[t], mults[k], 1) != 0) {
+          CHECK_MSG(0, "case_make");
+          continue;
+        }
+        float *full = run_gemm(ops, &gc);
+        float *one = malloc(sizeof(float) * (size_t)gc.out_stride);
+        int differ = 0;
+        for (int64_t r = gc.r0; full && one && r < gc.r1; r++) {
+          ops->gemm[gc.type](gc.n, gc.w, gc.w_stride, r, r + 1, gc.a, gc.a_stride, 1, one,
+                             gc.out_stride);
+          if (memcmp(&one[r], &full[r], sizeof(float)) != 0) differ++;
+        }
+        CHECK_MSG(full && one && differ == 0,
+                  "%s %s n %lld: %d of %lld rows differ alone from in one range", ops->name,
+                  ggml_type_get(gc.type)->name, (long long)gc.n, differ,
+                  (long long)(gc.r1 - gc.r0));
+        free(full);
+        free(one);
+        case_free(&gc);
+      }
+  }
+}
+
 /* The integer kernels' worst case for 16-bit intermediates: every weight at
  * its largest unsigned (or signed) value against activations all +127 or
  * all -127 (the AVX2 paths add maddubs pairs in i16; a wrap there is off by
@@ -569,5 +605,6 @@ void tm_run_tests(void) {
   TM_RUN(test_get_row);
   TM_RUN(test_scalar_vs_float64);
   TM_RUN(test_paths_vs_scalar);
+  TM_RUN(test_decode_rows_independent_of_range);
   TM_RUN(test_saturation_extremes);
 }
