@@ -494,7 +494,6 @@ AVX512_INLINE __m512i km_bs8(const struct act_q8k *x) {
   }
 
 DEFINE_KM_BLOCKS(AVX512_INLINE, q4k_one, q4k_four, struct block_q4_k, 0, Q6_MADD_ADD)
-DEFINE_KM_BLOCKS(VNNI_INLINE, q4k_one_vnni, q4k_four_vnni, struct block_q4_k, 0, Q6_DPWSSD)
 DEFINE_KM_BLOCKS(AVX512_INLINE, q5k_one, q5k_four, struct block_q5_k, 1, Q6_MADD_ADD)
 DEFINE_KM_BLOCKS(VNNI_INLINE, q5k_one_vnni, q5k_four_vnni, struct block_q5_k, 1, Q6_DPWSSD)
 
@@ -530,9 +529,164 @@ DEFINE_KM_BLOCKS(VNNI_INLINE, q5k_one_vnni, q5k_four_vnni, struct block_q5_k, 1,
   }
 
 DEFINE_GEMV_KM(AVX512, gemv_q4_k_512, struct block_q4_k, q4k_one, q4k_four)
-DEFINE_GEMV_KM(VNNI, gemv_q4_k_vnni, struct block_q4_k, q4k_one_vnni, q4k_four_vnni)
 DEFINE_GEMV_KM(AVX512, gemv_q5_k_512, struct block_q5_k, q5k_one, q5k_four)
 DEFINE_GEMV_KM(VNNI, gemv_q5_k_vnni, struct block_q5_k, q5k_one_vnni, q5k_four_vnni)
+
+/* ---- Q4_K decode on VNNI: the sub-blocks' sums in lanes, one scale step ---
+ * The kernel above spends, per row and block, four permutes building scale
+ * vectors, four maddubs and four dpwssd, and a dozen operations unpacking
+ * the row's scales: from cache it read 28-33 GB/s, below one core's DRAM
+ * stream (38-41) on a Zen 5. Here, per row and block:
+ *   - the 128 nibble bytes are two 64-byte loads; V & 15 and (V >> 4) & 15
+ *     give four vectors of 64 weights, sub-blocks (0 | 2), (1 | 3), (4 | 6),
+ *     (5 | 7) (a low nibble of bytes 32j..32j+31 is sub-block 2j, a high
+ *     one 2j + 1), against the activations repacked once per call to the
+ *     same places (struct q4kt_act);
+ *   - four vpdpbusd give each sub-block's products summed in eight lanes;
+ *     a transposing tree of adds (q8_tree1 / q8_tree2's shape: six unpacks,
+ *     three adds) leaves each sub-block in two lanes;
+ *   - one vpdpwssd multiplies them by the sub-block scales (placed in those
+ *     lanes by one masked permute; each lane's sum, at most 16 x 15 x 127 =
+ *     30480, fits the instruction's 16 bits);
+ * and the four rows' scales and mins are unpacked together, one row per
+ * 128-bit lane (q4k_scales16x4). About two thirds of the operations: from
+ * cache 37-45 GB/s, from DRAM 35-39 (bench/RESULTS.md). The mins' part and
+ * the float accumulation are the kernel's above. A row computed alone (the
+ * range's last rows) goes through the same integer and float steps, so its
+ * bits do not depend on its range (tests/unit/engine/test_kernels.c). */
+struct q4kt_act {
+  __m512i xl[2], xh[2]; /* against (V_h & 15) and (V_h >> 4) & 15, V_h = qs[64h..64h+63] */
+};
+#define Q4KT_MAX_BLOCKS 128 /* n <= 32768: 32 KiB of repacked activations */
+
+/* xl[h] = sub-blocks 4h and 4h + 2 of the block's 256 values, xh[h] = 4h + 1
+ * and 4h + 3 (32 bytes each, at 32 k). */
+AVX512_INLINE void q4kt_repack(const struct act_q8k *x, int64_t nb, struct q4kt_act *o) {
+  for (int64_t k = 0; k < nb; k++)
+    for (int h = 0; h < 2; h++) {
+      const int8_t *q = x[k].q + 128 * h;
+      o[k].xl[h] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q)),
+          _mm256_loadu_si256((const __m256i *)(q + 64)), 1);
+      o[k].xh[h] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(q + 32))),
+          _mm256_loadu_si256((const __m256i *)(q + 96)), 1);
+    }
+}
+
+/* q4k_scales16 of four blocks at once, one per 128-bit lane (the same
+ * integers): rows 0 and 1 in lo (16-bit lanes 0-15 and 16-31), 2 and 3 in hi. */
+AVX512_INLINE void q4k_scales16x4(const uint8_t *const sc[4], __m512i *lo, __m512i *hi) {
+  __m512i v = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(0x0fff, sc[0]));
+  v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(0x0fff, sc[1]), 1);
+  v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(0x0fff, sc[2]), 2);
+  v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(0x0fff, sc[3]), 3);
+  const __m512i a = _mm512_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));
+  const __m512i b = _mm512_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));
+  const __m512i lo6 = _mm512_and_si512(a, _mm512_set1_epi8(0x3f));
+  const __m512i t =
+      _mm512_srlv_epi32(a, _mm512_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4));
+  const __m512i hi6 = _mm512_or_si512(
+      _mm512_and_si512(t, _mm512_set1_epi8(0x0f)),
+      _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 6), _mm512_set1_epi8(0x03)), 4));
+  const __m512i bytes = _mm512_mask_blend_epi32(0xAAAA, lo6, hi6);
+  *lo = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(bytes));
+  *hi = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(bytes, 1));
+}
+
+/* The tree leaves, in each 128-bit chunk c, the sums of chunk c of the four
+ * dot vectors: sub-blocks (0, 1, 4, 5) in chunks 0 and 1, (2, 3, 6, 7) in 2
+ * and 3. Each i32 lane's scale index in sm (16-bit lanes 0-7), for a masked
+ * permute into the lane's low half (the high half zero). */
+#define Q4KT_SCALE_IDX _mm512_setr_epi32(0, 1, 4, 5, 0, 1, 4, 5, 2, 3, 6, 7, 2, 3, 6, 7)
+
+/* The block's sum over sub-blocks of scale x (q . a) in sixteen i32 lanes;
+ * scv from Q4KT_SCALE_IDX. */
+VNNI_INLINE __m512i q4kt_sumi(const struct block_q4_k *b, const struct q4kt_act *a, __m512i scv) {
+  const __m512i m4 = _mm512_set1_epi8(15), z = _mm512_setzero_si512();
+  __m512i v0 = _mm512_loadu_si512(b->qs), v1 = _mm512_loadu_si512(b->qs + 64);
+  __asm__ volatile("" : "+v"(v0), "+v"(v1)); /* both loads first, as written */
+  const __m512i p0 = _mm512_dpbusd_epi32(z, _mm512_and_si512(v0, m4), a->xl[0]);
+  const __m512i p1 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4), a->xh[0]);
+  const __m512i p2 = _mm512_dpbusd_epi32(z, _mm512_and_si512(v1, m4), a->xl[1]);
+  const __m512i p3 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4), a->xh[1]);
+  const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
+  const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p2, p3), _mm512_unpackhi_epi32(p2, p3));
+  const __m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+  return _mm512_dpwssd_epi32(z, r, scv);
+}
+
+VNNI static void gemv_q4_k_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
+                                int64_t r1, const struct act_q8k *x, float *out) {
+  const int64_t nb = n / QK_K, q = (r1 - r0) / 4;
+  if (nb > Q4KT_MAX_BLOCKS) {
+    gemv_q4_k_512(n, w, w_stride, r0, r1, x, out);
+    return;
+  }
+  alignas(64) struct q4kt_act xa[Q4KT_MAX_BLOCKS];
+  q4kt_repack(x, nb, xa);
+  const __m512i sidx = Q4KT_SCALE_IDX, sidx1 = _mm512_add_epi32(sidx, _mm512_set1_epi32(16));
+  const __m512i midx = _mm512_setr_epi32(
+      0x00090008, 0x000b000a, 0x000d000c, 0x000f000e, 0x00190018, 0x001b001a, 0x001d001c,
+      0x001f001e, 0x00290028, 0x002b002a, 0x002d002c, 0x002f002e, 0x00390038, 0x003b003a,
+      0x003d003c, 0x003f003e);
+  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
+                        KERNEL_PREFETCH_BYTES);
+  for (int64_t i = 0; i < q; i++) {
+    const struct block_q4_k *w4[4];
+    for (int s = 0; s < 4; s++)
+      w4[s] = (const struct block_q4_k *)(w + (size_t)(r0 + s * q + i) * w_stride);
+    __m512 acc[4], accm = _mm512_setzero_ps();
+    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+      uint64_t d4 = 0, dmin4 = 0;
+      const uint8_t *sc[4];
+      for (int s = 0; s < 4; s++) {
+        PREFETCH_W(w4[s] + k, sizeof(struct block_q4_k));
+        d4 |= (uint64_t)w4[s][k].d << (16 * s);
+        dmin4 |= (uint64_t)w4[s][k].dmin << (16 * s);
+        sc[s] = w4[s][k].scales;
+      }
+      __m512i sm01, sm23;
+      q4k_scales16x4(sc, &sm01, &sm23);
+      const __m512 dv = km_scales(d4, dmin4, x[k].d);
+      for (int s = 0; s < 4; s++) {
+        const __m512i scv =
+            _mm512_maskz_permutexvar_epi16(0x55555555, (s & 1) ? sidx1 : sidx, s < 2 ? sm01 : sm23);
+        acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4kt_sumi(w4[s] + k, &xa[k], scv)),
+                                 _mm512_permutexvar_ps(_mm512_set1_epi32(s), dv), acc[s]);
+      }
+      const __m512i M = _mm512_permutex2var_epi16(sm01, midx, sm23);
+      const __m512 dm = _mm512_permutexvar_ps(
+          _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7), dv);
+      accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(M, km_bs8(&x[k]))), dm, accm);
+    }
+    alignas(64) float m16[16];
+    _mm512_store_ps(m16, accm);
+    for (int s = 0; s < 4; s++)
+      out[r0 + s * q + i] = _mm512_reduce_add_ps(acc[s]) - km_hsum4(_mm_load_ps(m16 + 4 * s));
+  }
+  /* The last rows one at a time, with the same steps per row. */
+  for (int64_t r = r0 + 4 * q; r < r1; r++) {
+    const struct block_q4_k *wr = (const struct block_q4_k *)(w + (size_t)r * w_stride);
+    __m512 acc = _mm512_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+      PREFETCH_W(wr + k, sizeof *wr);
+      const __m256i sm = q4k_scales16(wr[k].scales);
+      const __m512i scv = _mm512_maskz_permutexvar_epi16(0x55555555, sidx, _mm512_castsi256_si512(sm));
+      const __m512 dv = km_scales(wr[k].d, wr[k].dmin, x[k].d);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4kt_sumi(wr + k, &xa[k], scv)),
+                            _mm512_permutexvar_ps(_mm512_setzero_si512(), dv), acc);
+      const __m128i P = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1),
+                                       _mm512_castsi512_si128(km_bs8(&x[k])));
+      accm = _mm_fmadd_ps(_mm_cvtepi32_ps(P),
+                          _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set1_epi32(4), dv)),
+                          accm);
+    }
+    out[r] = _mm512_reduce_add_ps(acc) - km_hsum4(accm);
+  }
+}
 
 /* ---- Q5_K prompts (AVX-512 path) ------------------------------------------ */
 
