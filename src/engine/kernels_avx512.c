@@ -495,7 +495,6 @@ AVX512_INLINE __m512i km_bs8(const struct act_q8k *x) {
 
 DEFINE_KM_BLOCKS(AVX512_INLINE, q4k_one, q4k_four, struct block_q4_k, 0, Q6_MADD_ADD)
 DEFINE_KM_BLOCKS(AVX512_INLINE, q5k_one, q5k_four, struct block_q5_k, 1, Q6_MADD_ADD)
-DEFINE_KM_BLOCKS(VNNI_INLINE, q5k_one_vnni, q5k_four_vnni, struct block_q5_k, 1, Q6_DPWSSD)
 
 /* Rows in four streams for a K-quant with mins (WB: block_q4_k or
  * block_q5_k), ONE / FOUR from DEFINE_KM_BLOCKS. */
@@ -530,7 +529,6 @@ DEFINE_KM_BLOCKS(VNNI_INLINE, q5k_one_vnni, q5k_four_vnni, struct block_q5_k, 1,
 
 DEFINE_GEMV_KM(AVX512, gemv_q4_k_512, struct block_q4_k, q4k_one, q4k_four)
 DEFINE_GEMV_KM(AVX512, gemv_q5_k_512, struct block_q5_k, q5k_one, q5k_four)
-DEFINE_GEMV_KM(VNNI, gemv_q5_k_vnni, struct block_q5_k, q5k_one_vnni, q5k_four_vnni)
 
 /* ---- Q4_K decode on VNNI: the sub-blocks' sums in lanes, one scale step ---
  * The kernel above spends, per row and block, four permutes building scale
@@ -616,77 +614,114 @@ VNNI_INLINE __m512i q4kt_sumi(const struct block_q4_k *b, const struct q4kt_act 
   return _mm512_dpwssd_epi32(z, r, scv);
 }
 
-VNNI static void gemv_q4_k_vnni(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0,
-                                int64_t r1, const struct act_q8k *x, float *out) {
-  const int64_t nb = n / QK_K, q = (r1 - r0) / 4;
-  if (nb > Q4KT_MAX_BLOCKS) {
-    gemv_q4_k_512(n, w, w_stride, r0, r1, x, out);
-    return;
-  }
-  alignas(64) struct q4kt_act xa[Q4KT_MAX_BLOCKS];
-  q4kt_repack(x, nb, xa);
-  const __m512i sidx = Q4KT_SCALE_IDX, sidx1 = _mm512_add_epi32(sidx, _mm512_set1_epi32(16));
-  const __m512i midx = _mm512_setr_epi32(
-      0x00090008, 0x000b000a, 0x000d000c, 0x000f000e, 0x00190018, 0x001b001a, 0x001d001c,
-      0x001f001e, 0x00290028, 0x002b002a, 0x002d002c, 0x002f002e, 0x00390038, 0x003b003a,
-      0x003d003c, 0x003f003e);
-  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,
-                        KERNEL_PREFETCH_BYTES);
-  for (int64_t i = 0; i < q; i++) {
-    const struct block_q4_k *w4[4];
-    for (int s = 0; s < 4; s++)
-      w4[s] = (const struct block_q4_k *)(w + (size_t)(r0 + s * q + i) * w_stride);
-    __m512 acc[4], accm = _mm512_setzero_ps();
-    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < nb; k++) {
-      uint64_t d4 = 0, dmin4 = 0;
-      const uint8_t *sc[4];
-      for (int s = 0; s < 4; s++) {
-        PREFETCH_W(w4[s] + k, sizeof(struct block_q4_k));
-        d4 |= (uint64_t)w4[s][k].d << (16 * s);
-        dmin4 |= (uint64_t)w4[s][k].dmin << (16 * s);
-        sc[s] = w4[s][k].scales;
-      }
-      __m512i sm01, sm23;
-      q4k_scales16x4(sc, &sm01, &sm23);
-      const __m512 dv = km_scales(d4, dmin4, x[k].d);
-      for (int s = 0; s < 4; s++) {
-        const __m512i scv =
-            _mm512_maskz_permutexvar_epi16(0x55555555, (s & 1) ? sidx1 : sidx, s < 2 ? sm01 : sm23);
-        acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4kt_sumi(w4[s] + k, &xa[k], scv)),
-                                 _mm512_permutexvar_ps(_mm512_set1_epi32(s), dv), acc[s]);
-      }
-      const __m512i M = _mm512_permutex2var_epi16(sm01, midx, sm23);
-      const __m512 dm = _mm512_permutexvar_ps(
-          _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7), dv);
-      accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(M, km_bs8(&x[k]))), dm, accm);
-    }
-    alignas(64) float m16[16];
-    _mm512_store_ps(m16, accm);
-    for (int s = 0; s < 4; s++)
-      out[r0 + s * q + i] = _mm512_reduce_add_ps(acc[s]) - km_hsum4(_mm_load_ps(m16 + 4 * s));
-  }
-  /* The last rows one at a time, with the same steps per row. */
-  for (int64_t r = r0 + 4 * q; r < r1; r++) {
-    const struct block_q4_k *wr = (const struct block_q4_k *)(w + (size_t)r * w_stride);
-    __m512 acc = _mm512_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
-    for (int64_t k = 0; k < nb; k++) {
-      PREFETCH_W(wr + k, sizeof *wr);
-      const __m256i sm = q4k_scales16(wr[k].scales);
-      const __m512i scv = _mm512_maskz_permutexvar_epi16(0x55555555, sidx, _mm512_castsi256_si512(sm));
-      const __m512 dv = km_scales(wr[k].d, wr[k].dmin, x[k].d);
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4kt_sumi(wr + k, &xa[k], scv)),
-                            _mm512_permutexvar_ps(_mm512_setzero_si512(), dv), acc);
-      const __m128i P = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1),
-                                       _mm512_castsi512_si128(km_bs8(&x[k])));
-      accm = _mm_fmadd_ps(_mm_cvtepi32_ps(P),
-                          _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set1_epi32(4), dv)),
-                          accm);
-    }
-    out[r] = _mm512_reduce_add_ps(acc) - km_hsum4(accm);
-  }
+
+/* Q5_K: as Q4_K, each weight's fifth bit (bit k of qh[l] for element l of
+ * sub-block k) added in as 16 to its nibble: one byte test of qh against the
+ * vector's two sub-blocks' bits and one masked or. Weights reach 31, so a
+ * lane's sum (16 x 31 x 128 at most) no longer fits 16 bits: the scales go
+ * in by vpmulld instead of vpdpwssd. */
+VNNI_INLINE __m512i q5kt_sumi(const struct block_q5_k *b, const struct q4kt_act *a, __m512i scv) {
+  const __m512i m4 = _mm512_set1_epi8(15), z = _mm512_setzero_si512(), f = _mm512_set1_epi8(16);
+  __m512i v0 = _mm512_loadu_si512(b->qs), v1 = _mm512_loadu_si512(b->qs + 64);
+  __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b->qh));
+  __asm__ volatile("" : "+v"(v0), "+v"(v1), "+v"(qh));
+  /* the fifth bits of sub-blocks (lo half | hi half): 0 | 2, 1 | 3, 4 | 6, 5 | 7 */
+  const __m512i b02 = _mm512_inserti64x4(_mm512_set1_epi8(0x01), _mm256_set1_epi8(0x04), 1);
+  const __m512i b13 = _mm512_inserti64x4(_mm512_set1_epi8(0x02), _mm256_set1_epi8(0x08), 1);
+  const __m512i b46 = _mm512_inserti64x4(_mm512_set1_epi8(0x10), _mm256_set1_epi8(0x40), 1);
+  const __m512i b57 = _mm512_inserti64x4(_mm512_set1_epi8(0x20), _mm256_set1_epi8((char)0x80), 1);
+  __m512i q0 = _mm512_and_si512(v0, m4), q1 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+  __m512i q2 = _mm512_and_si512(v1, m4), q3 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+  q0 = _mm512_mask_add_epi8(q0, _mm512_test_epi8_mask(qh, b02), q0, f);
+  q1 = _mm512_mask_add_epi8(q1, _mm512_test_epi8_mask(qh, b13), q1, f);
+  q2 = _mm512_mask_add_epi8(q2, _mm512_test_epi8_mask(qh, b46), q2, f);
+  q3 = _mm512_mask_add_epi8(q3, _mm512_test_epi8_mask(qh, b57), q3, f);
+  const __m512i p0 = _mm512_dpbusd_epi32(z, q0, a->xl[0]);
+  const __m512i p1 = _mm512_dpbusd_epi32(z, q1, a->xh[0]);
+  const __m512i p2 = _mm512_dpbusd_epi32(z, q2, a->xl[1]);
+  const __m512i p3 = _mm512_dpbusd_epi32(z, q3, a->xh[1]);
+  const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
+  const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p2, p3), _mm512_unpackhi_epi32(p2, p3));
+  const __m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+  return _mm512_mullo_epi32(r, scv);
 }
+
+/* Four row streams (the last rows one at a time, the same steps per row) of
+ * a K-quant with 6-bit scales and mins, SUMI its block sum. */
+#define DEFINE_KT_GEMV(name, WB, SUMI, FALLBACK)                                                                                    \
+VNNI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1, const struct act_q8k *x, float *out) {  \
+  const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                                                                   \
+  if (nb > Q4KT_MAX_BLOCKS) {                                                                                                       \
+    FALLBACK(n, w, w_stride, r0, r1, x, out);                                                                                       \
+    return;                                                                                                                         \
+  }                                                                                                                                 \
+  alignas(64) struct q4kt_act xa[Q4KT_MAX_BLOCKS];                                                                                  \
+  q4kt_repack(x, nb, xa);                                                                                                           \
+  const __m512i sidx = Q4KT_SCALE_IDX, sidx1 = _mm512_add_epi32(sidx, _mm512_set1_epi32(16));                                       \
+  const __m512i midx = _mm512_setr_epi32(                                                                                           \
+      0x00090008, 0x000b000a, 0x000d000c, 0x000f000e, 0x00190018, 0x001b001a, 0x001d001c,                                           \
+      0x001f001e, 0x00290028, 0x002b002a, 0x002d002c, 0x002f002e, 0x00390038, 0x003b003a,                                           \
+      0x003d003c, 0x003f003e);                                                                                                      \
+  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,                                             \
+                        KERNEL_PREFETCH_BYTES);                                                                                     \
+  for (int64_t i = 0; i < q; i++) {                                                                                                 \
+    const WB *w4[4];                                                                                                                \
+    for (int s = 0; s < 4; s++)                                                                                                     \
+      w4[s] = (const WB *)(w + (size_t)(r0 + s * q + i) * w_stride);                                                                \
+    __m512 acc[4], accm = _mm512_setzero_ps();                                                                                      \
+    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();                                                                       \
+    for (int64_t k = 0; k < nb; k++) {                                                                                              \
+      uint64_t d4 = 0, dmin4 = 0;                                                                                                   \
+      const uint8_t *sc[4];                                                                                                         \
+      for (int s = 0; s < 4; s++) {                                                                                                 \
+        PREFETCH_W(w4[s] + k, sizeof(WB));                                                                                          \
+        d4 |= (uint64_t)w4[s][k].d << (16 * s);                                                                                     \
+        dmin4 |= (uint64_t)w4[s][k].dmin << (16 * s);                                                                               \
+        sc[s] = w4[s][k].scales;                                                                                                    \
+      }                                                                                                                             \
+      __m512i sm01, sm23;                                                                                                           \
+      q4k_scales16x4(sc, &sm01, &sm23);                                                                                             \
+      const __m512 dv = km_scales(d4, dmin4, x[k].d);                                                                               \
+      for (int s = 0; s < 4; s++) {                                                                                                 \
+        const __m512i scv =                                                                                                         \
+            _mm512_maskz_permutexvar_epi16(0x55555555, (s & 1) ? sidx1 : sidx, s < 2 ? sm01 : sm23);                                \
+        acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(SUMI(w4[s] + k, &xa[k], scv)),                                                  \
+                                 _mm512_permutexvar_ps(_mm512_set1_epi32(s), dv), acc[s]);                                          \
+      }                                                                                                                             \
+      const __m512i M = _mm512_permutex2var_epi16(sm01, midx, sm23);                                                                \
+      const __m512 dm = _mm512_permutexvar_ps(                                                                                      \
+          _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7), dv);                                                   \
+      accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(M, km_bs8(&x[k]))), dm, accm);                                    \
+    }                                                                                                                               \
+    alignas(64) float m16[16];                                                                                                      \
+    _mm512_store_ps(m16, accm);                                                                                                     \
+    for (int s = 0; s < 4; s++)                                                                                                     \
+      out[r0 + s * q + i] = _mm512_reduce_add_ps(acc[s]) - km_hsum4(_mm_load_ps(m16 + 4 * s));                                      \
+  }                                                                                                                                 \
+  /* The last rows one at a time, with the same steps per row. */                                                                   \
+  for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                                                       \
+    const WB *wr = (const WB *)(w + (size_t)r * w_stride);                                                                          \
+    __m512 acc = _mm512_setzero_ps();                                                                                               \
+    __m128 accm = _mm_setzero_ps();                                                                                                 \
+    for (int64_t k = 0; k < nb; k++) {                                                                                              \
+      PREFETCH_W(wr + k, sizeof *wr);                                                                                               \
+      const __m256i sm = q4k_scales16(wr[k].scales);                                                                                \
+      const __m512i scv = _mm512_maskz_permutexvar_epi16(0x55555555, sidx, _mm512_castsi256_si512(sm));                             \
+      const __m512 dv = km_scales(wr[k].d, wr[k].dmin, x[k].d);                                                                     \
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(SUMI(wr + k, &xa[k], scv)),                                                          \
+                            _mm512_permutexvar_ps(_mm512_setzero_si512(), dv), acc);                                                \
+      const __m128i P = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1),                                                             \
+                                       _mm512_castsi512_si128(km_bs8(&x[k])));                                                      \
+      accm = _mm_fmadd_ps(_mm_cvtepi32_ps(P),                                                                                       \
+                          _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set1_epi32(4), dv)),                                  \
+                          accm);                                                                                                    \
+    }                                                                                                                               \
+    out[r] = _mm512_reduce_add_ps(acc) - km_hsum4(accm);                                                                            \
+  }                                                                                                                                 \
+}
+DEFINE_KT_GEMV(gemv_q4_k_vnni, struct block_q4_k, q4kt_sumi, gemv_q4_k_512)
+DEFINE_KT_GEMV(gemv_q5_k_vnni, struct block_q5_k, q5kt_sumi, gemv_q5_k_512)
+#undef DEFINE_KT_GEMV
 
 /* ---- Q5_K prompts (AVX-512 path) ------------------------------------------ */
 
