@@ -432,6 +432,40 @@ AVX512_INLINE __m512i km_bs8(const struct act_q8k *x) {
   return _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(p));
 }
 
+/* Row s of a group of four (at out[s * q]): its lanes' sum less its four
+ * mins lanes (4s..4s+3 of accm). */
+AVX512_INLINE void km_store4(const __m512 acc[4], __m512 accm, float *out, int64_t q) {
+  alignas(64) float m16[16];
+  _mm512_store_ps(m16, accm);
+  for (int s = 0; s < 4; s++)
+    out[s * q] = _mm512_reduce_add_ps(acc[s]) - km_hsum4(_mm_load_ps(m16 + 4 * s));
+}
+
+/* The mins' term of four rows' blocks: sm01 / sm23 as q4k_scales16x4 gives
+ * them (row s's mins in its 16-bit lanes 8-15), dv from km_scales; lanes
+ * 4s..4s+3 of the result belong to row s. */
+AVX512_INLINE __m512 km_mins4(__m512i sm01, __m512i sm23, __m512 dv, const struct act_q8k *x,
+                              __m512 accm) {
+  const __m512i midx = _mm512_setr_epi32(
+      0x00090008, 0x000b000a, 0x000d000c, 0x000f000e, 0x00190018, 0x001b001a, 0x001d001c,
+      0x001f001e, 0x00290028, 0x002b002a, 0x002d002c, 0x002f002e, 0x00390038, 0x003b003a,
+      0x003d003c, 0x003f003e);
+  const __m512i M = _mm512_permutex2var_epi16(sm01, midx, sm23);
+  const __m512 dm =
+      _mm512_permutexvar_ps(_mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7), dv);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(M, km_bs8(x))), dm, accm);
+}
+
+/* The same term for one row (sm from q4k_scales16): the same integers and
+ * float steps as its four lanes in km_mins4. */
+AVX512_INLINE __m128 km_mins1(__m256i sm, __m512 dv, const struct act_q8k *x, __m128 accm) {
+  const __m128i P =
+      _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), _mm512_castsi512_si128(km_bs8(x)));
+  return _mm_fmadd_ps(_mm_cvtepi32_ps(P),
+                      _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set1_epi32(4), dv)),
+                      accm);
+}
+
 #define DEFINE_KM_BLOCKS(INLINE_ATTR, one, four, WB, FIVE, ACCUM)                                 \
   INLINE_ATTR void four(const WB *const w4[4], const struct act_q8k *x, __m512 *acc4,             \
                         __m512 *accm) {                                                           \
@@ -513,10 +547,7 @@ DEFINE_KM_BLOCKS(AVX512_INLINE, q5k_one, q5k_four, struct block_q5_k, 1, Q6_MADD
         const WB *b4[4] = {w4[0] + k, w4[1] + k, w4[2] + k, w4[3] + k};                         \
         FOUR(b4, &x[k], acc, &accm);                                                            \
       }                                                                                         \
-      alignas(64) float m16[16];                                                                \
-      _mm512_store_ps(m16, accm);                                                               \
-      for (int s = 0; s < 4; s++)                                                               \
-        out[r0 + s * q + i] = _mm512_reduce_add_ps(acc[s]) - km_hsum4(_mm_load_ps(m16 + 4 * s)); \
+      km_store4(acc, accm, out + r0 + i, q);                                                    \
     }                                                                                           \
     for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                 \
       const WB *wr = (const WB *)(w + (size_t)r * w_stride);                                    \
@@ -648,77 +679,64 @@ VNNI_INLINE __m512i q5kt_sumi(const struct block_q5_k *b, const struct q4kt_act 
 
 /* Four row streams (the last rows one at a time, the same steps per row) of
  * a K-quant with 6-bit scales and mins, SUMI its block sum. */
-#define DEFINE_KT_GEMV(name, WB, SUMI, FALLBACK)                                                                                    \
-VNNI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1, const struct act_q8k *x, float *out) {  \
-  const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                                                                   \
-  if (nb > Q4KT_MAX_BLOCKS) {                                                                                                       \
-    FALLBACK(n, w, w_stride, r0, r1, x, out);                                                                                       \
-    return;                                                                                                                         \
-  }                                                                                                                                 \
-  alignas(64) struct q4kt_act xa[Q4KT_MAX_BLOCKS];                                                                                  \
-  q4kt_repack(x, nb, xa);                                                                                                           \
-  const __m512i sidx = Q4KT_SCALE_IDX, sidx1 = _mm512_add_epi32(sidx, _mm512_set1_epi32(16));                                       \
-  const __m512i midx = _mm512_setr_epi32(                                                                                           \
-      0x00090008, 0x000b000a, 0x000d000c, 0x000f000e, 0x00190018, 0x001b001a, 0x001d001c,                                           \
-      0x001f001e, 0x00290028, 0x002b002a, 0x002d002c, 0x002f002e, 0x00390038, 0x003b003a,                                           \
-      0x003d003c, 0x003f003e);                                                                                                      \
-  PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,                                             \
-                        KERNEL_PREFETCH_BYTES);                                                                                     \
-  for (int64_t i = 0; i < q; i++) {                                                                                                 \
-    const WB *w4[4];                                                                                                                \
-    for (int s = 0; s < 4; s++)                                                                                                     \
-      w4[s] = (const WB *)(w + (size_t)(r0 + s * q + i) * w_stride);                                                                \
-    __m512 acc[4], accm = _mm512_setzero_ps();                                                                                      \
-    for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();                                                                       \
-    for (int64_t k = 0; k < nb; k++) {                                                                                              \
-      uint64_t d4 = 0, dmin4 = 0;                                                                                                   \
-      const uint8_t *sc[4];                                                                                                         \
-      for (int s = 0; s < 4; s++) {                                                                                                 \
-        PREFETCH_W(w4[s] + k, sizeof(WB));                                                                                          \
-        d4 |= (uint64_t)w4[s][k].d << (16 * s);                                                                                     \
-        dmin4 |= (uint64_t)w4[s][k].dmin << (16 * s);                                                                               \
-        sc[s] = w4[s][k].scales;                                                                                                    \
-      }                                                                                                                             \
-      __m512i sm01, sm23;                                                                                                           \
-      q4k_scales16x4(sc, &sm01, &sm23);                                                                                             \
-      const __m512 dv = km_scales(d4, dmin4, x[k].d);                                                                               \
-      for (int s = 0; s < 4; s++) {                                                                                                 \
-        const __m512i scv =                                                                                                         \
-            _mm512_maskz_permutexvar_epi16(0x55555555, (s & 1) ? sidx1 : sidx, s < 2 ? sm01 : sm23);                                \
-        acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(SUMI(w4[s] + k, &xa[k], scv)),                                                  \
-                                 _mm512_permutexvar_ps(_mm512_set1_epi32(s), dv), acc[s]);                                          \
-      }                                                                                                                             \
-      const __m512i M = _mm512_permutex2var_epi16(sm01, midx, sm23);                                                                \
-      const __m512 dm = _mm512_permutexvar_ps(                                                                                      \
-          _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7), dv);                                                   \
-      accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(M, km_bs8(&x[k]))), dm, accm);                                    \
-    }                                                                                                                               \
-    alignas(64) float m16[16];                                                                                                      \
-    _mm512_store_ps(m16, accm);                                                                                                     \
-    for (int s = 0; s < 4; s++)                                                                                                     \
-      out[r0 + s * q + i] = _mm512_reduce_add_ps(acc[s]) - km_hsum4(_mm_load_ps(m16 + 4 * s));                                      \
-  }                                                                                                                                 \
-  /* The last rows one at a time, with the same steps per row. */                                                                   \
-  for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                                                       \
-    const WB *wr = (const WB *)(w + (size_t)r * w_stride);                                                                          \
-    __m512 acc = _mm512_setzero_ps();                                                                                               \
-    __m128 accm = _mm_setzero_ps();                                                                                                 \
-    for (int64_t k = 0; k < nb; k++) {                                                                                              \
-      PREFETCH_W(wr + k, sizeof *wr);                                                                                               \
-      const __m256i sm = q4k_scales16(wr[k].scales);                                                                                \
-      const __m512i scv = _mm512_maskz_permutexvar_epi16(0x55555555, sidx, _mm512_castsi256_si512(sm));                             \
-      const __m512 dv = km_scales(wr[k].d, wr[k].dmin, x[k].d);                                                                     \
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(SUMI(wr + k, &xa[k], scv)),                                                          \
-                            _mm512_permutexvar_ps(_mm512_setzero_si512(), dv), acc);                                                \
-      const __m128i P = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1),                                                             \
-                                       _mm512_castsi512_si128(km_bs8(&x[k])));                                                      \
-      accm = _mm_fmadd_ps(_mm_cvtepi32_ps(P),                                                                                       \
-                          _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set1_epi32(4), dv)),                                  \
-                          accm);                                                                                                    \
-    }                                                                                                                               \
-    out[r] = _mm512_reduce_add_ps(acc) - km_hsum4(accm);                                                                            \
-  }                                                                                                                                 \
-}
+#define DEFINE_KT_GEMV(name, WB, SUMI, FALLBACK)                                                   \
+  VNNI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,      \
+                        const struct act_q8k *x, float *out) {                                     \
+    const int64_t nb = n / QK_K, q = (r1 - r0) / 4;                                                \
+    if (nb > Q4KT_MAX_BLOCKS) {                                                                    \
+      FALLBACK(n, w, w_stride, r0, r1, x, out);                                                    \
+      return;                                                                                      \
+    }                                                                                              \
+    alignas(64) struct q4kt_act xa[Q4KT_MAX_BLOCKS];                                               \
+    q4kt_repack(x, nb, xa);                                                                        \
+    const __m512i sidx = Q4KT_SCALE_IDX, sidx1 = _mm512_add_epi32(sidx, _mm512_set1_epi32(16));    \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,          \
+                          KERNEL_PREFETCH_BYTES);                                                  \
+    for (int64_t i = 0; i < q; i++) {                                                              \
+      const WB *w4[4];                                                                             \
+      for (int s = 0; s < 4; s++) w4[s] = (const WB *)(w + (size_t)(r0 + s * q + i) * w_stride);   \
+      __m512 acc[4], accm = _mm512_setzero_ps();                                                   \
+      for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();                                    \
+      for (int64_t k = 0; k < nb; k++) {                                                           \
+        uint64_t d4 = 0, dmin4 = 0;                                                                \
+        const uint8_t *sc[4];                                                                      \
+        for (int s = 0; s < 4; s++) {                                                              \
+          PREFETCH_W(w4[s] + k, sizeof(WB));                                                       \
+          d4 |= (uint64_t)w4[s][k].d << (16 * s);                                                  \
+          dmin4 |= (uint64_t)w4[s][k].dmin << (16 * s);                                            \
+          sc[s] = w4[s][k].scales;                                                                 \
+        }                                                                                          \
+        __m512i sm01, sm23;                                                                        \
+        q4k_scales16x4(sc, &sm01, &sm23);                                                          \
+        const __m512 dv = km_scales(d4, dmin4, x[k].d);                                            \
+        for (int s = 0; s < 4; s++) {                                                              \
+          const __m512i scv = _mm512_maskz_permutexvar_epi16(                                      \
+              0x55555555, (s & 1) ? sidx1 : sidx, s < 2 ? sm01 : sm23);                            \
+          acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(SUMI(w4[s] + k, &xa[k], scv)),               \
+                                   _mm512_permutexvar_ps(_mm512_set1_epi32(s), dv), acc[s]);       \
+        }                                                                                          \
+        accm = km_mins4(sm01, sm23, dv, &x[k], accm);                                              \
+      }                                                                                            \
+      km_store4(acc, accm, out + r0 + i, q);                                                       \
+    }                                                                                              \
+    /* The last rows one at a time, with the same steps per row. */                                \
+    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                                    \
+      const WB *wr = (const WB *)(w + (size_t)r * w_stride);                                       \
+      __m512 acc = _mm512_setzero_ps();                                                            \
+      __m128 accm = _mm_setzero_ps();                                                              \
+      for (int64_t k = 0; k < nb; k++) {                                                           \
+        PREFETCH_W(wr + k, sizeof *wr);                                                            \
+        const __m256i sm = q4k_scales16(wr[k].scales);                                             \
+        const __m512i scv =                                                                        \
+            _mm512_maskz_permutexvar_epi16(0x55555555, sidx, _mm512_castsi256_si512(sm));          \
+        const __m512 dv = km_scales(wr[k].d, wr[k].dmin, x[k].d);                                  \
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(SUMI(wr + k, &xa[k], scv)),                       \
+                              _mm512_permutexvar_ps(_mm512_setzero_si512(), dv), acc);             \
+        accm = km_mins1(sm, dv, &x[k], accm);                                                      \
+      }                                                                                            \
+      out[r] = _mm512_reduce_add_ps(acc) - km_hsum4(accm);                                         \
+    }                                                                                              \
+  }
 DEFINE_KT_GEMV(gemv_q4_k_vnni, struct block_q4_k, q4kt_sumi, gemv_q4_k_512)
 DEFINE_KT_GEMV(gemv_q5_k_vnni, struct block_q5_k, q5kt_sumi, gemv_q5_k_512)
 #undef DEFINE_KT_GEMV
