@@ -7,15 +7,16 @@
  * prints, per step on average:
  *   - each thread's time in matrix chunks (with the weights it read and its
  *     rate while in them), in attention items and in idle work;
- *   - how long 2, 1 or 0 threads were inside a matrix chunk, and the rate
- *     of the weights read while 2 and while 1 were (each chunk's bytes
- *     spread evenly over its duration): with the probe's reading beside it,
- *     this splits the distance to the ceiling into "streaming slower than
- *     the probe" and "not streaming";
+ *   - how long N, ..., 1 or 0 of the N threads were inside a matrix chunk,
+ *     and the rate of the weights read meanwhile (each chunk's bytes spread
+ *     evenly over its duration): with the probe's reading beside it, this
+ *     splits the distance to the ceiling into "streaming slower than the
+ *     probe" and "not streaming";
+ *   - the weight bytes the matrix chunks read per step;
  *   - per kind of matrix job (told apart by its weight bytes): count, mean
- *     time, the gap between the two threads' last chunk ends, how long after
- *     the publication the later thread started its first chunk, and how long
- *     after the last chunk ended the caller went on.
+ *     time, the gap between the first and the last thread's last chunk end,
+ *     how long after the publication the latest thread started its first
+ *     chunk, and how long after the last chunk ended the caller went on.
  *
  * The engine records nothing unless compiled with -DTM_STEP_PROFILE, so this
  * tool is built from the sources (the test build makes it as
@@ -25,7 +26,7 @@
  *      src/engine/[a-z]*.c src/gguf/[a-z]*.c src/util/[a-z]*.c -lpthread -lm \
  *      -o /tmp/step_timeline
  *   /tmp/step_timeline MODEL.gguf [THREADS [REPS [STEPS [--copy]]]]
- * (defaults 2 threads, 2 x 128 steps; --copy: the weights from an anonymous
+ * (defaults 2 threads (at most 8), 2 x 128 steps; --copy: the weights from an anonymous
  * copy, engine option hugepages). Recording costs a few nanoseconds per
  * event, ~2,000 events a step: well under 1% of a step. */
 #include <stdio.h>
@@ -40,7 +41,7 @@
 #error "build with -DTM_STEP_PROFILE (see the comment at the top)"
 #endif
 
-#define MAX_THREADS 2
+#define MAX_THREADS 8 /* as step_prof.c records */
 #define MAX_JOB_KINDS 16
 
 static int arg_int(const char *s, int lo, int hi, const char *what) {

@@ -23,8 +23,10 @@
  * 16-row weight panels once so one vpdpbusd serves 16 rows x 4 weights for a
  * broadcast activation column (see those sections); the tiles remain for
  * rows wider than the decode buffer or strides beyond the gathers' reach.
- * The K-quants' decode kernels are the AVX512 ones with the madd and its add
- * fused into vpdpwssd; their prefill takes 16-row panels of super-blocks
+ * The K-quants' decode kernels: Q6_K is the AVX512 one with the madd and its
+ * add fused into vpdpwssd; Q4_K and Q5_K sum each sub-block in lanes with
+ * vpdpbusd and apply the scales once per block (gemv_q{4,5}_k_vnni, see that
+ * section); their prefill takes 16-row panels of super-blocks
  * (kpanel_gemm: per sub-block, 8 or 4 vpdpbusd for 16 rows, the sub-block
  * scale applied in float per row lane).
  * BF16 on these paths: the AVX2 / scalar functions. */
