@@ -114,9 +114,11 @@ static void build_tables(void) {
   tables[KERNEL_AVX512_VNNI] = tables[KERNEL_AVX512];
   kernels_fill_avx512_vnni(&tables[KERNEL_AVX512_VNNI]);
   /* Within the VNNI path, the decode kernels of kernels_vbmi.c depend on one
-   * more feature (VBMI's byte permute), and its Q8_0 one on the vendor it was
-   * measured on; asked here so the CPU questions stay in this file. */
+   * more feature (VBMI's byte permute), and its Q8_0 one, like the Q4_K and
+   * Q5_K lanes kernels, on the vendor it was measured on; asked here so the
+   * CPU questions stay in this file. */
   __builtin_cpu_init();
+  if (__builtin_cpu_is("amd")) kernels_fill_kquant_lanes(&tables[KERNEL_AVX512_VNNI]);
   if (__builtin_cpu_supports("avx512vbmi"))
     kernels_fill_vbmi(&tables[KERNEL_AVX512_VNNI], __builtin_cpu_is("amd"));
 #endif

@@ -24,9 +24,10 @@
  * broadcast activation column (see those sections); the tiles remain for
  * rows wider than the decode buffer or strides beyond the gathers' reach.
  * The K-quants' decode kernels: Q6_K is the AVX512 one with the madd and its
- * add fused into vpdpwssd; Q4_K and Q5_K sum each sub-block in lanes with
- * vpdpbusd and apply the scales once per block (gemv_q{4,5}_k_vnni, see that
- * section); their prefill takes 16-row panels of super-blocks
+ * add fused into vpdpwssd, and so are Q4_K and Q5_K's, except on AMD CPUs,
+ * where they sum each sub-block in lanes with vpdpbusd and apply the scales
+ * once per block (gemv_q{4,5}_k_lanes, see that section; measured on a Zen 5
+ * only); their prefill takes 16-row panels of super-blocks
  * (kpanel_gemm: per sub-block, 8 or 4 vpdpbusd for 16 rows, the sub-block
  * scale applied in float per row lane).
  * BF16 on these paths: the AVX2 / scalar functions. */
@@ -530,7 +531,9 @@ AVX512_INLINE __m128 km_mins1(__m256i sm, __m512 dv, const struct act_q8k *x, __
   }
 
 DEFINE_KM_BLOCKS(AVX512_INLINE, q4k_one, q4k_four, struct block_q4_k, 0, Q6_MADD_ADD)
+DEFINE_KM_BLOCKS(VNNI_INLINE, q4k_one_vnni, q4k_four_vnni, struct block_q4_k, 0, Q6_DPWSSD)
 DEFINE_KM_BLOCKS(AVX512_INLINE, q5k_one, q5k_four, struct block_q5_k, 1, Q6_MADD_ADD)
+DEFINE_KM_BLOCKS(VNNI_INLINE, q5k_one_vnni, q5k_four_vnni, struct block_q5_k, 1, Q6_DPWSSD)
 
 /* Rows in four streams for a K-quant with mins (WB: block_q4_k or
  * block_q5_k), ONE / FOUR from DEFINE_KM_BLOCKS. */
@@ -562,8 +565,13 @@ DEFINE_KM_BLOCKS(AVX512_INLINE, q5k_one, q5k_four, struct block_q5_k, 1, Q6_MADD
 
 DEFINE_GEMV_KM(AVX512, gemv_q4_k_512, struct block_q4_k, q4k_one, q4k_four)
 DEFINE_GEMV_KM(AVX512, gemv_q5_k_512, struct block_q5_k, q5k_one, q5k_four)
+DEFINE_GEMV_KM(VNNI, gemv_q4_k_vnni, struct block_q4_k, q4k_one_vnni, q4k_four_vnni)
+DEFINE_GEMV_KM(VNNI, gemv_q5_k_vnni, struct block_q5_k, q5k_one_vnni, q5k_four_vnni)
 
 /* ---- Q4_K decode on VNNI: the sub-blocks' sums in lanes, one scale step ---
+ * (AMD CPUs: kernels_fill_kquant_lanes. It has more shuffles than the kernel
+ * above, which Intel cores run on one port; it was measured on a Zen 5 only,
+ * so Intel CPUs keep the kernel they were measured with.)
  * The kernel above spends, per row and block, four permutes building scale
  * vectors, four maddubs and four dpwssd, and a dozen operations unpacking
  * the row's scales: from cache it read 28-33 GB/s, below one core's DRAM
@@ -739,8 +747,8 @@ VNNI_INLINE __m512i q5kt_sumi(const struct block_q5_k *b, const struct q4kt_act 
       out[r] = _mm512_reduce_add_ps(acc) - km_hsum4(accm);                                         \
     }                                                                                              \
   }
-DEFINE_KT_GEMV(gemv_q4_k_vnni, struct block_q4_k, q4kt_sumi, gemv_q4_k_512)
-DEFINE_KT_GEMV(gemv_q5_k_vnni, struct block_q5_k, q5kt_sumi, gemv_q5_k_512)
+DEFINE_KT_GEMV(gemv_q4_k_lanes, struct block_q4_k, q4kt_sumi, gemv_q4_k_vnni)
+DEFINE_KT_GEMV(gemv_q5_k_lanes, struct block_q5_k, q5kt_sumi, gemv_q5_k_vnni)
 #undef DEFINE_KT_GEMV
 
 /* ---- Q5_K prompts (AVX-512 path) ------------------------------------------ */
@@ -1497,6 +1505,8 @@ DEFINE_VNNI_FAST(gemm_q5_1_vnni_fast, gemv_q5_1_vnni, PAIRS_OK, panel_gemm_q5_1,
 /* K-quants: n is a multiple of QK_K (the types require it), any width decodes. */
 DEFINE_VNNI_FAST(gemm_q4_k_vnni_fast, gemv_q4_k_vnni, 1, kpanel_gemm_q4_k, 2, gemm_q4_k_512)
 DEFINE_VNNI_FAST(gemm_q5_k_vnni_fast, gemv_q5_k_vnni, 1, kpanel_gemm_q5_k, 2, gemm_q5_k_512)
+DEFINE_VNNI_FAST(gemm_q4_k_lanes_fast, gemv_q4_k_lanes, 1, kpanel_gemm_q4_k, 2, gemm_q4_k_512)
+DEFINE_VNNI_FAST(gemm_q5_k_lanes_fast, gemv_q5_k_lanes, 1, kpanel_gemm_q5_k, 2, gemm_q5_k_512)
 DEFINE_VNNI_FAST(gemm_q6_k_vnni_fast, gemv_q6_k_vnni, 1, kpanel_gemm_q6_k, 6, gemm_q6_k_512)
 #undef PAIRS_OK
 
@@ -1594,5 +1604,10 @@ void kernels_fill_avx512_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_fast;
   ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_fast;
+}
+
+void kernels_fill_kquant_lanes(struct kernel_ops *ops) {
+  ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_lanes_fast;
+  ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_lanes_fast;
 }
 #endif

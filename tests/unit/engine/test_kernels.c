@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "engine/kernels.h"
+#include "engine/kernels_internal.h"
 #include "tm_test.h"
 #include "util/fp16.h"
 
@@ -278,35 +279,79 @@ static void test_paths_vs_scalar(void) {
  * same logits whatever the cut. Decode kernels take rows in groups (four row
  * streams) and finish the range one row at a time, so every row computed in
  * one call over [r0, r1) must have the bits it has alone ([r, r + 1)). */
+/* One kernel table's decode of `type` rows, alone and in one range. */
+static void check_rows_independent(const struct kernel_ops *ops, const char *name, uint32_t type,
+                                   int mult) {
+  struct gemm_case gc;
+  if (case_make(&gc, type, mult, 1) != 0) {
+    CHECK_MSG(0, "case_make");
+    return;
+  }
+  float *full = run_gemm(ops, &gc);
+  float *one = malloc(sizeof(float) * (size_t)gc.out_stride);
+  int differ = 0;
+  for (int64_t r = gc.r0; full && one && r < gc.r1; r++) {
+    ops->gemm[gc.type](gc.n, gc.w, gc.w_stride, r, r + 1, gc.a, gc.a_stride, 1, one,
+                       gc.out_stride);
+    if (memcmp(&one[r], &full[r], sizeof(float)) != 0) differ++;
+  }
+  CHECK_MSG(full && one && differ == 0, "%s %s n %lld: %d of %lld rows differ alone from in one range",
+            name, ggml_type_get(gc.type)->name, (long long)gc.n, differ,
+            (long long)(gc.r1 - gc.r0));
+  free(full);
+  free(one);
+  case_free(&gc);
+}
+
 static void test_decode_rows_independent_of_range(void) {
   static const int mults[] = {7, 8, 16};
   for (size_t p = 0; p < N_PATHS; p++) {
     const struct kernel_ops *ops = kernels_get(paths[p]);
     if (!ops) continue;
     for (size_t t = 0; t < N_TYPES; t++)
+      for (size_t k = 0; k < sizeof mults / sizeof mults[0]; k++)
+        check_rows_independent(ops, ops->name, gemm_types[t], mults[k]);
+  }
+}
+
+/* The VNNI path's Q4_K and Q5_K decode has two kernels, chosen by vendor
+ * (kernels.c): both are tested on whatever CPU runs the tests, against the
+ * scalar gemm and for range independence. */
+static void test_vnni_kquant_variants(void) {
+#if defined(__x86_64__)
+  const struct kernel_ops *base = kernels_get(KERNEL_AVX512);
+  const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
+  if (!base || !kernels_get(KERNEL_AVX512_VNNI)) return; /* no VNNI here */
+  struct kernel_ops variant[2];
+  variant[0] = *base;
+  kernels_fill_avx512_vnni(&variant[0]);
+  variant[1] = variant[0];
+  kernels_fill_kquant_lanes(&variant[1]);
+  CHECK(variant[0].gemm[GGML_TYPE_Q4_K] != variant[1].gemm[GGML_TYPE_Q4_K]);
+  CHECK(variant[0].gemm[GGML_TYPE_Q5_K] != variant[1].gemm[GGML_TYPE_Q5_K]);
+  const char *names[2] = {"avx512_vnni (madd)", "avx512_vnni (lanes)"};
+  const uint32_t types[2] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K};
+  static const int mults[] = {1, 7, 8, 16};
+  for (int v = 0; v < 2; v++)
+    for (int t = 0; t < 2; t++)
       for (size_t k = 0; k < sizeof mults / sizeof mults[0]; k++) {
         struct gemm_case gc;
-        if (case_make(&gc, gemm_types[t], mults[k], 1) != 0) {
+        if (case_make(&gc, types[t], mults[k], 1) != 0) {
           CHECK_MSG(0, "case_make");
           continue;
         }
-        float *full = run_gemm(ops, &gc);
-        float *one = malloc(sizeof(float) * (size_t)gc.out_stride);
-        int differ = 0;
-        for (int64_t r = gc.r0; full && one && r < gc.r1; r++) {
-          ops->gemm[gc.type](gc.n, gc.w, gc.w_stride, r, r + 1, gc.a, gc.a_stride, 1, one,
-                             gc.out_stride);
-          if (memcmp(&one[r], &full[r], sizeof(float)) != 0) differ++;
+        float *ref = run_gemm(sc, &gc);
+        float *out = run_gemm(&variant[v], &gc);
+        if (ref && out) {
+          check_cells(&gc, out, names[v]);
+          check_vs_scalar(&gc, out, ref, names[v], "random");
         }
-        CHECK_MSG(full && one && differ == 0,
-                  "%s %s n %lld: %d of %lld rows differ alone from in one range", ops->name,
-                  ggml_type_get(gc.type)->name, (long long)gc.n, differ,
-                  (long long)(gc.r1 - gc.r0));
-        free(full);
-        free(one);
+        free(ref);
+        free(out);
         case_free(&gc);
+        check_rows_independent(&variant[v], names[v], types[t], mults[k]);
       }
-  }
+#endif
 }
 
 /* The integer kernels' worst case for 16-bit intermediates: every weight at
@@ -606,5 +651,6 @@ void tm_run_tests(void) {
   TM_RUN(test_scalar_vs_float64);
   TM_RUN(test_paths_vs_scalar);
   TM_RUN(test_decode_rows_independent_of_range);
+  TM_RUN(test_vnni_kquant_variants);
   TM_RUN(test_saturation_extremes);
 }
