@@ -659,7 +659,7 @@ VNNI_INLINE __m512i q4kt_sumi(const struct block_q4_k *b, const struct q4kt_act 
 /* Q5_K: as Q4_K, each weight's fifth bit (bit k of qh[l] for element l of
  * sub-block k) added in as 16 to its nibble: one byte test of qh against the
  * vector's two sub-blocks' bits and one masked or. Weights reach 31, so a
- * lane's sum (16 x 31 x 128 at most) no longer fits 16 bits: the scales go
+ * lane's sum (16 x 31 x 127 at most) no longer fits 16 bits: the scales go
  * in by vpmulld instead of vpdpwssd. */
 VNNI_INLINE __m512i q5kt_sumi(const struct block_q5_k *b, const struct q4kt_act *a, __m512i scv) {
   const __m512i m4 = _mm512_set1_epi8(15), z = _mm512_setzero_si512(), f = _mm512_set1_epi8(16);

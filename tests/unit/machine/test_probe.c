@@ -304,6 +304,9 @@ static void test_json_malformed(void) {
       {"quick", json_integer(1), "quick"},
       {"schema", json_string("tokmeter.probe/99"), "schema"},
       {"schema", json_integer(1), "schema"},
+      {"read_loop", json_integer(2048), "read_loop"},
+      {"read_loop", json_string("quarters, prefetch 1024/2048/none by pass, and a tail far "
+                                "longer than the field"), "read_loop"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     json_t *j = probe_to_json(&a);
