@@ -13,6 +13,11 @@
  *     splits the distance to the ceiling into "streaming slower than the
  *     probe" and "not streaming";
  *   - the weight bytes the matrix chunks read per step;
+ *   - the step split into the caller's matrix jobs, its attention jobs and
+ *     the rest (the serial steps between them: norms, activation
+ *     quantization, residual adds, the greedy pick);
+ *   - per thread, the share of the matrix jobs in which its last chunk ended
+ *     last (the thread the others waited for);
  *   - per kind of matrix job (told apart by its weight bytes): count, mean
  *     time, the gap between the first and the last thread's last chunk end,
  *     how long after the publication the latest thread started its first
@@ -193,6 +198,12 @@ int main(int argc, char **argv) {
   struct job_kind kinds[MAX_JOB_KINDS];
   int n_kinds = 0;
   long first_chunk = 0; /* ev is sorted by start: chunks of later jobs start later */
+  long ended_last[MAX_THREADS] = {0}, n_jobs_all = 0;
+  double job_ticks[2] = {0, 0}; /* the caller's matrix jobs, attention jobs */
+  for (long i = 0; i < n; i++) {
+    if (ev[i].kind == STEP_PROF_MM_JOB) job_ticks[0] += (double)(ev[i].t1 - ev[i].t0);
+    if (ev[i].kind == STEP_PROF_ATTN_JOB) job_ticks[1] += (double)(ev[i].t1 - ev[i].t0);
+  }
   for (long i = 0; i < n; i++) {
     const struct step_prof_event *j = &ev[i];
     if (j->kind != STEP_PROF_MM_JOB) continue;
@@ -214,6 +225,13 @@ int main(int argc, char **argv) {
       if (start[t] > last_start) last_start = start[t];
     }
     if (!seen) continue;
+    if (seen == nth) {
+      int last = 0;
+      for (int t = 1; t < nth; t++)
+        if (end[t] > end[last]) last = t;
+      ended_last[last]++;
+      n_jobs_all++;
+    }
     int k = 0;
     while (k < n_kinds && kinds[k].bytes != j->bytes) k++;
     if (k == n_kinds) {
@@ -226,6 +244,16 @@ int main(int argc, char **argv) {
     jk->gap += seen == nth ? (double)(last_end - first_end) : 0;
     jk->late_start += (double)(last_start - j->t0);
     jk->tail += j->t1 > last_end ? (double)(j->t1 - last_end) : 0;
+  }
+  const double to_ms = per_step * ns / 1e6;
+  printf("  the step: matrix jobs %.3f ms, attention jobs %.3f ms, the rest %.3f ms\n",
+         job_ticks[0] * to_ms, job_ticks[1] * to_ms,
+         (step_ticks - job_ticks[0] - job_ticks[1]) * to_ms);
+  if (nth > 1 && n_jobs_all > 0) {
+    printf("  matrix jobs whose last chunk ended on thread:");
+    for (int t = 0; t < nth; t++)
+      printf(" %d %.0f%%%s", t, 100.0 * (double)ended_last[t] / (double)n_jobs_all,
+             t + 1 < nth ? "," : "\n");
   }
   double all_bytes = 0;
   for (int t = 0; t < nth; t++) all_bytes += bytes[t];

@@ -6,7 +6,10 @@
 # the weights the matrix chunks read per step are the same at 1 and 2 threads
 # (each chunk recorded once, whichever thread took it) and are the model's
 # weights per token as `tokmeter ceiling` counts them, less the norm vectors
-# (not read by matrix kernels): within 2%. A bad argument exits 2.
+# (not read by matrix kernels): within 2%. The step's split into matrix jobs,
+# attention jobs and the rest has all three parts positive (the job events
+# lie inside the steps, none counted twice), and at 2 threads the shares of
+# jobs each thread ended last add up to 100%. A bad argument exits 2.
 set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
 : "${TOKMETER_BUILD_DIR:?TOKMETER_BUILD_DIR must point at the build directory}"
@@ -36,6 +39,14 @@ text2 = open(sys.argv[2]).read()
 for t in (0, 1):
     m = re.search(rf"thread {t} matrix chunks .*?, ([0-9.]+) MB,", text2)
     assert m and float(m.group(1)) > 0, f"2 threads: thread {t} read no weights"
+for path in sys.argv[1:3]:
+    text = open(path).read()
+    m = re.search(r"the step: matrix jobs ([0-9.]+) ms, attention jobs ([0-9.]+) ms, the rest (-?[0-9.]+) ms", text)
+    assert m, "no split of the step in " + path
+    mm, att, rest = map(float, m.groups())
+    assert mm > 0 and att > 0 and rest > 0, f"{path}: split {mm} / {att} / {rest} ms"
+m = re.search(r"ended on thread: 0 (\d+)%, 1 (\d+)%", text2)
+assert m and 99 <= int(m.group(1)) + int(m.group(2)) <= 101, "2 threads: ended-last shares"
 want = json.load(open(sys.argv[3]))["weight_bytes_per_token"]
 assert 0.98 * want <= one <= want, f"{one} bytes a step in chunks against {want} per token"
 PY
