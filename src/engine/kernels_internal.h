@@ -41,4 +41,35 @@ void kernels_scalar_quantize_q8k(const float *x, struct act_q8k *y, int64_t n);
  * column, rows unrolled) to the column-tiled prefill loop. */
 #define KERNEL_COL_TILE 4
 
+/* The column-tiled gemm driver every SIMD path wraps its tiles in:
+ * tile(n, wrow, a, a_stride, nc, out, out_stride) computes one weight row
+ * against nc in 1..KERNEL_COL_TILE activation columns, out pointing at
+ * out[c0 * out_stride + r]. The driver walks groups of GROUP rows, then
+ * column tiles, then the rows, and hands the tile a compile-time nc (the
+ * switch) so its column loops unroll. ncols = 1 is one sequential pass
+ * over the rows, each weight byte read once in address order. */
+#define DEFINE_TILED_GEMM(ATTR, name, tile, GROUP)                                          \
+  ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,  \
+                        const void *a, size_t a_stride, int64_t ncols, float *out,          \
+                        int64_t out_stride) {                                               \
+    const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;                       \
+    for (int64_t g = r0; g < r1; g += GROUP) {                                              \
+      int64_t ge = g + GROUP < r1 ? g + GROUP : r1;                                         \
+      for (int64_t c = 0; c < ncols; c += KERNEL_COL_TILE) {                                \
+        int64_t nc = ncols - c < KERNEL_COL_TILE ? ncols - c : KERNEL_COL_TILE;             \
+        const uint8_t *ac = ab + (size_t)c * a_stride;                                      \
+        for (int64_t r = g; r < ge; r++) {                                                  \
+          const uint8_t *wr = wb + (size_t)r * w_stride;                                    \
+          float *o = out + c * out_stride + r;                                              \
+          switch (nc) {                                                                     \
+          case 1: tile(n, wr, ac, a_stride, 1, o, out_stride); break;                       \
+          case 2: tile(n, wr, ac, a_stride, 2, o, out_stride); break;                       \
+          case 3: tile(n, wr, ac, a_stride, 3, o, out_stride); break;                       \
+          default: tile(n, wr, ac, a_stride, 4, o, out_stride); break;                      \
+          }                                                                                 \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
+  }
+
 #endif

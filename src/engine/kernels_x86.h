@@ -66,32 +66,8 @@
   } while (0)
 #endif
 
-/* tile(n, wrow, a, a_stride, nc, out, out_stride) with nc in 1..4; out points
- * at out[c0 * out_stride + r]. The switch hands each tile function a
- * compile-time nc so its column loops unroll. */
-#define DEFINE_X86_GEMM(ATTR, name, tile)                                                   \
-  ATTR static void name(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,  \
-                        const void *a, size_t a_stride, int64_t ncols, float *out,          \
-                        int64_t out_stride) {                                               \
-    const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;                       \
-    for (int64_t g = r0; g < r1; g += ROW_GROUP) {                                          \
-      int64_t ge = g + ROW_GROUP < r1 ? g + ROW_GROUP : r1;                                 \
-      for (int64_t c = 0; c < ncols; c += KERNEL_COL_TILE) {                                \
-        int64_t nc = ncols - c < KERNEL_COL_TILE ? ncols - c : KERNEL_COL_TILE;             \
-        const uint8_t *ac = ab + (size_t)c * a_stride;                                      \
-        for (int64_t r = g; r < ge; r++) {                                                  \
-          const uint8_t *wr = wb + (size_t)r * w_stride;                                    \
-          float *o = out + c * out_stride + r;                                              \
-          switch (nc) {                                                                     \
-          case 1: tile(n, wr, ac, a_stride, 1, o, out_stride); break;                       \
-          case 2: tile(n, wr, ac, a_stride, 2, o, out_stride); break;                       \
-          case 3: tile(n, wr, ac, a_stride, 3, o, out_stride); break;                       \
-          default: tile(n, wr, ac, a_stride, 4, o, out_stride); break;                      \
-          }                                                                                 \
-        }                                                                                   \
-      }                                                                                     \
-    }                                                                                       \
-  }
+/* The x86 paths' column-tiled gemm driver (kernels_internal.h). */
+#define DEFINE_X86_GEMM(ATTR, name, tile) DEFINE_TILED_GEMM(ATTR, name, tile, ROW_GROUP)
 
 /* The 6-bit scale and min of sub-block sb (0..7) of Q4_K / Q5_K blocks, one
  * block per 32-bit lane (the panel builders), from the lanes' scale bytes
