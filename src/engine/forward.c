@@ -443,7 +443,8 @@ static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B)
     for (uint32_t t = 0; t < B; t++)
       for (uint32_t k = 0; k < K; k++)
         if (e->top_e[t * K + k] == (int32_t)x) {
-          memcpy(e->moe_x + (size_t)n_rows * E, e->xb + (size_t)t * E, E * sizeof(float));
+          if (B > 1) /* one token: every row would be xb itself (below) */
+            memcpy(e->moe_x + (size_t)n_rows * E, e->xb + (size_t)t * E, E * sizeof(float));
           e->moe_tok[n_rows] = (int32_t)t;
           e->moe_w[n_rows] = e->top_w[t * K + k];
           n_rows++;
@@ -455,29 +456,37 @@ static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B)
   }
   off[n_active] = n_rows;
 
-  /* gate and up of every active expert: one job. (B*K, F) each. */
+  /* gate and up of every active expert: one job. (B*K, F) each. With one
+   * token every grouped row is xb: it is quantized once and every expert
+   * reads that row (the same bytes K copies would give). */
+  const float *gu_x = B > 1 ? e->moe_x : e->xb;
+  const int64_t gu_rows = B > 1 ? n_rows : 1;
   size_t st_gu = 0;
-  const void *a_gu = prepare_act(e, e->moe_x, n_rows, E, kernel_act_format(L->gate_exps.type),
+  const void *a_gu = prepare_act(e, gu_x, gu_rows, E, kernel_act_format(L->gate_exps.type),
                                  &st_gu);
   size_t st_u = st_gu;
   const void *a_u = a_gu;
   if (kernel_act_format(L->up_exps.type) != kernel_act_format(L->gate_exps.type))
-    a_u = prepare_act(e, e->moe_x, n_rows, E, kernel_act_format(L->up_exps.type), &st_u);
+    a_u = prepare_act(e, gu_x, gu_rows, E, kernel_act_format(L->up_exps.type), &st_u);
   struct mm_item *it = e->items;
   for (uint32_t a = 0; a < n_active; a++) {
     int64_t x = active[a], r0 = off[a], nc = off[a + 1] - off[a];
+    const int64_t ar = B > 1 ? r0 : 0; /* the item's first activation row */
     it[2 * a] = (struct mm_item){
         .w = &L->gate_exps, .wdata = L->gate_exps.data + x * F * L->gate_exps.row_bytes,
-        .act = (const uint8_t *)a_gu + r0 * st_gu, .a_stride = st_gu, .ncols = nc,
+        .act = (const uint8_t *)a_gu + ar * st_gu, .a_stride = st_gu, .ncols = nc,
         .out = e->hb + r0 * F, .out_stride = F};
     it[2 * a + 1] = (struct mm_item){
         .w = &L->up_exps, .wdata = L->up_exps.data + x * F * L->up_exps.row_bytes,
-        .act = (const uint8_t *)a_u + r0 * st_u, .a_stride = st_u, .ncols = nc,
+        .act = (const uint8_t *)a_u + ar * st_u, .a_stride = st_u, .ncols = nc,
         .out = e->hb2 + r0 * F, .out_stride = F};
   }
   mm_run(e, it, (int)(2 * n_active));
   struct swiglu_ctx sw = {F};
-  for_rows(e, n_rows, swiglu_row, &sw);
+  if (B == 1) /* K rows of F: less than a hand-off to the pool costs */
+    for (uint32_t r = 0; r < n_rows; r++) swiglu_row(e, r, &sw);
+  else
+    for_rows(e, n_rows, swiglu_row, &sw);
 
   /* down of every active expert: (B*K, E). */
   size_t st_d = 0;
