@@ -135,7 +135,8 @@ int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
   if (n_threads <= 0) n_threads = online_cpus();
   struct warm_cursor *w = aligned_alloc(64, (size_t)n_threads * sizeof *w);
   /* The head's chunk count depends on the thread count (mm_layout.h). */
-  const int64_t head_chunks = mm_chunks(&e->m.output, 1, e->decode_chunk_bytes, n_threads);
+  const struct mm_item head = {.w = &e->m.output, .ncols = 1};
+  const int64_t head_chunks = mm_job_chunks(&head, 1, n_threads, e->decode_chunk_bytes);
   struct argmax_slot *amax = calloc((size_t)(head_chunks > 0 ? head_chunks : 1), sizeof *amax);
   if (!w || !amax) {
     free(w);

@@ -25,8 +25,6 @@ struct mm_item {
   int64_t ncols;
   float *out;
   int64_t out_stride;
-  int64_t chunk_rows;
-  int64_t first_chunk;    /* prefix sum of the chunks before this item */
   /* The output head of one row (ncols 1) only, else NULL: per chunk of rows,
    * the first largest output and its row (argmax_slot), taken while the
    * chunk's outputs are in its thread's L1. */
@@ -95,7 +93,7 @@ struct engine {
   float *moe_o;      /* (B*K, E) expert outputs */
   int32_t *moe_tok;  /* (B*K) token of each grouped row */
   float *moe_w;      /* (B*K) routing weight of each grouped row */
-  /* Decode's output head: the candidates of its chunks (mm_chunks of the
+  /* Decode's output head: the candidates of its chunks (mm_job_chunks of the
    * output matrix for one row at n_threads; allocated by engine_set_threads),
    * valid for the last forward_batch when head_amax_n > 0
    * (engine_decode_greedy). */

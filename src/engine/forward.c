@@ -30,18 +30,20 @@
 /* ----------------------------------------------------- matrix products -- */
 
 
-/* Work split of one parallel matrix job: the chunk index space [0, total) is
- * cut into one contiguous region per thread; a thread takes its own region's
- * chunks in address order (its weight reads form one sequential stream, which
- * the hardware and software prefetchers follow across chunk boundaries), then
+/* Work split of one parallel matrix job: the job's matrices laid end to end
+ * are cut into one contiguous region per thread, of equal bytes (mm_bounds),
+ * and each region into chunks. A thread takes its own region's chunks in
+ * address order (its weight reads form one sequential stream, which the
+ * hardware and software prefetchers follow across chunk boundaries), then
  * takes what is left of the other regions (the busy thread's tail), so a
- * thread slowed by other load on the machine is not waited for. Every chunk is
- * taken exactly once (fetch_add on the region's counter, checked against the
- * region's end) and computed the same way whoever takes it, so results do not
- * depend on the thread count. */
+ * thread slowed by other load on the machine is not waited for. Every chunk
+ * is taken exactly once (fetch_add on the region's counter, checked against
+ * its chunk count) and computed the same way whoever takes it, so results do
+ * not depend on the thread count. */
 struct mm_region {
   alignas(64) atomic_long next; /* next chunk of this region: alone on its cache line */
-  long end;
+  long end;                     /* its chunk count */
+  long first_slot;              /* its first chunk's index in the whole job (amax) */
 };
 
 struct mm_job {
@@ -49,27 +51,38 @@ struct mm_job {
   struct mm_item *items;
   int n_items;
   int n_regions;
-  int64_t total_chunks;
+  size_t decode_bytes;
+  struct mm_bound bound[MM_MAX_REGIONS + 1];
   struct mm_region region[MM_MAX_REGIONS];
 };
 
-static void mm_chunk(const struct mm_job *job, long c, int ith) {
+/* Chunk j of region k: walks the items the region meets, in order (few:
+ * <= 2 * n_expert). */
+static void mm_chunk(const struct mm_job *job, int k, long j, int ith) {
   STEP_PROF_BEGIN(prof_t0);
-  /* The item holding chunk c: items are few (<= 2 * n_expert), in chunk order. */
-  int i = 0;
-  while (i + 1 < job->n_items && c >= job->items[i + 1].first_chunk) i++;
-  const struct mm_item *it = &job->items[i];
-  int64_t r0 = (c - it->first_chunk) * it->chunk_rows;
-  int64_t r1 = r0 + it->chunk_rows;
-  if (r1 > it->w->rows) r1 = it->w->rows;
-  job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
-                              it->a_stride, it->ncols, it->out, it->out_stride);
-  if (it->amax) {
-    const float *o = it->out + r0;
-    int64_t j = job->ops->argmax(o, r1 - r0);
-    it->amax[c - it->first_chunk] = (struct argmax_slot){o[j], (int32_t)(r0 + j)};
+  const struct mm_bound *b = job->bound;
+  const long slot = job->region[k].first_slot + j;
+  for (int i = b[k].item; i < job->n_items && i <= b[k + 1].item; i++) {
+    int64_t s, e;
+    if (!mm_region_rows(job->items, b, k, i, &s, &e)) continue;
+    const struct mm_item *it = &job->items[i];
+    const int64_t cr = mm_chunk_rows(it->w, e - s, it->ncols, job->decode_bytes);
+    const long cnt = (long)((e - s + cr - 1) / cr);
+    if (j >= cnt) {
+      j -= cnt;
+      continue;
+    }
+    const int64_t r0 = s + j * cr, r1 = r0 + cr < e ? r0 + cr : e;
+    job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
+                                it->a_stride, it->ncols, it->out, it->out_stride);
+    if (it->amax) { /* a one-matrix job (the head): slot = the chunk's index in it */
+      const float *o = it->out + r0;
+      const int64_t a = job->ops->argmax(o, r1 - r0);
+      it->amax[slot] = (struct argmax_slot){o[a], (int32_t)(r0 + a)};
+    }
+    STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)(r1 - r0) * it->w->row_bytes);
+    return;
   }
-  STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)(r1 - r0) * it->w->row_bytes);
 }
 
 static void mm_worker(void *ctx, int ith, int nth) {
@@ -77,11 +90,12 @@ static void mm_worker(void *ctx, int ith, int nth) {
   (void)nth;
   int nr = job->n_regions;
   for (int k = 0; k < nr; k++) {
-    struct mm_region *rg = &job->region[(ith + k) % nr];
+    const int r = (ith + k) % nr;
+    struct mm_region *rg = &job->region[r];
     for (;;) {
-      long c = atomic_fetch_add_explicit(&rg->next, 1, memory_order_relaxed);
-      if (c >= rg->end) break;
-      mm_chunk(job, c, ith);
+      long j = atomic_fetch_add_explicit(&rg->next, 1, memory_order_relaxed);
+      if (j >= rg->end) break;
+      mm_chunk(job, r, j, ith);
     }
   }
 }
@@ -92,19 +106,16 @@ static void mm_run(struct engine *e, struct mm_item *items, int n) {
   job.ops = e->ops;
   job.items = items;
   job.n_items = n;
-  int64_t total = 0;
-  const int nth = tpool_threads(e->pool);
-  for (int i = 0; i < n; i++) {
-    items[i].chunk_rows = mm_chunk_rows(items[i].w, items[i].ncols, e->decode_chunk_bytes, nth);
-    items[i].first_chunk = total;
-    total += mm_chunks(items[i].w, items[i].ncols, e->decode_chunk_bytes, nth);
-  }
-  job.total_chunks = total;
-  int nr = mm_regions(total, nth);
+  job.decode_bytes = e->decode_chunk_bytes;
+  const int nr = mm_regions(tpool_threads(e->pool));
   job.n_regions = nr;
+  mm_bounds(items, n, nr, job.bound);
+  long slots = 0;
   for (int k = 0; k < nr; k++) {
-    atomic_init(&job.region[k].next, (long)(total * k / nr));
-    job.region[k].end = (long)(total * (k + 1) / nr);
+    atomic_init(&job.region[k].next, 0);
+    job.region[k].end = (long)mm_region_chunks(items, n, job.bound, k, e->decode_chunk_bytes);
+    job.region[k].first_slot = slots;
+    slots += job.region[k].end;
   }
   STEP_PROF_BEGIN(prof_t0);
   tpool_run_idle(e->pool, mm_worker, &job, e->warm_next ? warm_idle : NULL, e, e->warm_next);
@@ -190,7 +201,7 @@ static void head_one_row(struct engine *e, const float *x, float *logits) {
                                  .ncols = 1, .out = logits, .out_stride = w->rows,
                                  .amax = e->head_amax};
   mm_run(e, e->items, 1);
-  e->head_amax_n = mm_chunks(w, 1, e->decode_chunk_bytes, tpool_threads(e->pool));
+  e->head_amax_n = mm_job_chunks(e->items, 1, tpool_threads(e->pool), e->decode_chunk_bytes);
 }
 
 int64_t argmax_of_chunks(const struct kernel_ops *ops, const struct argmax_slot *slots,

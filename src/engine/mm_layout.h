@@ -2,14 +2,16 @@
  * regions (forward.c mm_run), shared with warm.c, which must know where each
  * thread will start reading the next job's weights. Private to the engine.
  *
- * A job's matrices are laid end to end in one chunk index space [0, total);
- * chunk_rows depends on the matrix only. Thread k of nr regions starts at
- * chunk total * k / nr and owns the chunks up to total * (k + 1) / nr. */
+ * A job's matrices are laid end to end; thread k's region is the k-th of nr
+ * equal shares of their bytes (mm_bounds), cut into chunks of about the
+ * byte budget (mm_chunk_rows) where it meets each matrix. */
 #ifndef TM_ENGINE_MM_LAYOUT_H
 #define TM_ENGINE_MM_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/engine_impl.h"
 #include "engine/model.h"
 
 /* Weight bytes per chunk (rounded to a multiple of 16 rows): big enough that
@@ -39,7 +41,8 @@
  * 1 MiB 1.067, 2 MiB 1.089; 2 threads 1 MiB 1.035-1.075, 2 MiB 0.815 (the
  * 1.2-1.8 MB layer matrices became one chunk each, one thread idle); Q8_0
  * 1 MiB 1.107 / 1.086 at 1 / 2 threads, 2 MiB 1.142 / 1.105. Hence the
- * larger budget there, and at least one chunk per thread per matrix. */
+ * larger budget there (the regions, not the chunk count, give every thread
+ * its share of a matrix). */
 #ifndef MM_CHUNK_BYTES
 #define MM_CHUNK_BYTES 131072
 #endif
@@ -53,45 +56,103 @@
 /* At most this many regions (threads beyond it only take leftovers). */
 #define MM_MAX_REGIONS 64
 
-/* Rows per chunk of w in a job of ncols activation columns on nth threads,
- * decode_bytes the decode budget. Decode (ncols = 1) cuts every matrix into
- * at least nth chunks (a job of one matrix keeps every thread streaming),
- * then evens the chunks out: the same number of chunks as
- * the byte budget gives, each as close to rows / chunks as multiples of 16
- * allow, so no matrix ends in a sliver whose four row streams run only a
- * few rows each (Qwen3-0.6B Q4_0: k and v were 464 + 464 + 96 rows, now
- * 352 + 352 + 320). bench/step_ab.c, off/on: Q4_0 1 thread 1.0145, 1.0083
- * (A/A 0.9996), 2 threads 1.0041, 1.0035, 1.0032; Q8_0 2 threads 1.0000,
- * 1.0034, 1 thread 0.9990. */
-static inline int64_t mm_chunk_rows(const struct mat *w, int64_t ncols, size_t decode_bytes,
-                                    int nth) {
+/* Regions of a job on nth threads: one per thread, up to MM_MAX_REGIONS. */
+static inline int mm_regions(int nth) { return nth < MM_MAX_REGIONS ? nth : MM_MAX_REGIONS; }
+
+/* Where region k of a job begins: item `item`, row `row` (item n, row 0:
+ * the end of the job). */
+struct mm_bound {
+  int item;
+  int64_t row;
+};
+
+static inline uint64_t mm_item_bytes(const struct mm_item *it) {
+  return (uint64_t)it->w->rows * it->w->row_bytes;
+}
+
+/* The region bounds b[0..nr] of a job of items[0..n): region k covers the
+ * items' rows from b[k] up to b[k + 1], laid end to end: the weight bytes
+ * from total * k / nr on, the cut moved to the nearest multiple of 16 rows
+ * of the item it falls in. So every thread streams one contiguous run of
+ * the job's weights, of an equal share of its bytes whatever the matrices'
+ * sizes (regions of whole chunks had given one thread two of a matrix's
+ * three 2 MiB chunks: a Qwen3-30B-A3B output projection's threads ended
+ * 28 us apart). */
+static inline void mm_bounds(const struct mm_item *items, int n, int nr, struct mm_bound *b) {
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++) total += mm_item_bytes(&items[i]);
+  b[0] = (struct mm_bound){0, 0};
+  for (int k = 1; k <= nr; k++) {
+    const uint64_t t = total * (uint64_t)k / (uint64_t)nr; /* < 2^64: files < 2^57 bytes */
+    uint64_t cum = 0;
+    int i = 0;
+    while (i < n && cum + mm_item_bytes(&items[i]) <= t) cum += mm_item_bytes(&items[i++]);
+    struct mm_bound x = {n, 0};
+    if (i < n) {
+      int64_t row = (int64_t)((t - cum) / items[i].w->row_bytes);
+      row = (row + 8) / 16 * 16;
+      x = row >= items[i].w->rows ? (struct mm_bound){i + 1, 0} : (struct mm_bound){i, row};
+      if (x.item == n) x.row = 0;
+    }
+    const struct mm_bound p = b[k - 1]; /* monotonic, even for tiny items */
+    if (x.item < p.item || (x.item == p.item && x.row < p.row)) x = p;
+    b[k] = x;
+  }
+}
+
+/* Rows [*r0, *r1) of item i inside region k (bounds b); false if none. */
+static inline bool mm_region_rows(const struct mm_item *items, const struct mm_bound *b, int k,
+                                  int i, int64_t *r0, int64_t *r1) {
+  if (i < b[k].item || i > b[k + 1].item) return false;
+  *r0 = i == b[k].item ? b[k].row : 0;
+  *r1 = i == b[k + 1].item ? b[k + 1].row : items[i].w->rows;
+  return *r0 < *r1;
+}
+
+/* Rows per chunk of a run of `rows` rows of w in a job of ncols activation
+ * columns, decode_bytes the decode budget (prefill's is MM_CHUNK_BYTES).
+ * Decode (ncols = 1) evens the chunks out: the same number of chunks as the
+ * budget gives, each as close to rows / chunks as multiples of 16 allow, so
+ * no run ends in a sliver whose four row streams run only a few rows each
+ * (Qwen3-0.6B Q4_0: k and v were 464 + 464 + 96 rows, now 352 + 352 + 320).
+ * bench/step_ab.c, off/on: Q4_0 1 thread 1.0145, 1.0083 (A/A 0.9996), 2
+ * threads 1.0041, 1.0035, 1.0032; Q8_0 2 threads 1.0000, 1.0034, 1 thread
+ * 0.9990. */
+static inline int64_t mm_chunk_rows(const struct mat *w, int64_t rows, int64_t ncols,
+                                    size_t decode_bytes) {
   size_t bytes = ncols == 1 ? decode_bytes : MM_CHUNK_BYTES;
   int64_t r = (int64_t)(bytes / (w->row_bytes ? w->row_bytes : 1));
   r = (r + 15) / 16 * 16;
   if (r < 16) r = 16;
-  if (ncols == 1 && nth > 1 && w->rows > 0) {
-    const int64_t per_thread = ((w->rows + nth - 1) / nth + 15) / 16 * 16;
-    if (r > per_thread) r = per_thread;
-  }
-  if (ncols == 1 && w->rows > 0) {
-    const int64_t nc = (w->rows + r - 1) / r;
-    const int64_t even = ((w->rows + nc - 1) / nc + 15) / 16 * 16;
-    if ((w->rows + even - 1) / even == nc) r = even; /* same chunk count */
+  if (ncols == 1 && rows > 0) {
+    const int64_t nc = (rows + r - 1) / r;
+    r = ((rows + nc - 1) / nc + 15) / 16 * 16; /* <= r: the same chunk count */
   }
   return r;
 }
 
-static inline int64_t mm_chunks(const struct mat *w, int64_t ncols, size_t decode_bytes,
-                                int nth) {
-  int64_t cr = mm_chunk_rows(w, ncols, decode_bytes, nth);
-  return (w->rows + cr - 1) / cr;
+/* Chunks of region k (bounds b) in a job of items[0..n). */
+static inline int64_t mm_region_chunks(const struct mm_item *items, int n,
+                                       const struct mm_bound *b, int k, size_t decode_bytes) {
+  int64_t count = 0;
+  for (int i = b[k].item; i < n && i <= b[k + 1].item; i++) {
+    int64_t r0, r1;
+    if (!mm_region_rows(items, b, k, i, &r0, &r1)) continue;
+    const int64_t cr = mm_chunk_rows(items[i].w, r1 - r0, items[i].ncols, decode_bytes);
+    count += (r1 - r0 + cr - 1) / cr;
+  }
+  return count;
 }
 
-/* Regions of a job of total chunks on nth threads. */
-static inline int mm_regions(int64_t total, int nth) {
-  int nr = nth < MM_MAX_REGIONS ? nth : MM_MAX_REGIONS;
-  if (nr > total) nr = (int)(total > 0 ? total : 1);
-  return nr;
+/* All the chunks of a job of items[0..n) on nth threads. */
+static inline int64_t mm_job_chunks(const struct mm_item *items, int n, int nth,
+                                    size_t decode_bytes) {
+  const int nr = mm_regions(nth);
+  struct mm_bound b[MM_MAX_REGIONS + 1];
+  mm_bounds(items, n, nr, b);
+  int64_t count = 0;
+  for (int k = 0; k < nr; k++) count += mm_region_chunks(items, n, b, k, decode_bytes);
+  return count;
 }
 
 #endif

@@ -54,29 +54,22 @@ struct span {
 };
 #define MAX_SPANS 8
 
-/* Thread ith's chunks of a decode job over w[0..n): one contiguous run of
- * rows per matrix (mm_layout.h). Returns the spans written. */
-static int weight_spans(const struct mat *const *w, int n, size_t decode_bytes, int ith, int nth,
-                        struct span *sp) {
-  int64_t total = 0;
-  for (int i = 0; i < n; i++) total += mm_chunks(w[i], 1, decode_bytes, nth);
-  int nr = mm_regions(total, nth);
+/* Thread ith's region of a decode job over w[0..n): one contiguous run of
+ * rows per matrix it meets (mm_layout.h). Returns the spans written. */
+static int weight_spans(const struct mat *const *w, int n, int ith, int nth, struct span *sp) {
+  const int nr = mm_regions(nth);
   if (ith >= nr) return 0;
-  const int64_t c0 = total * ith / nr, c1 = total * (ith + 1) / nr;
+  struct mm_item items[3];
+  for (int i = 0; i < n; i++) items[i] = (struct mm_item){.w = w[i], .ncols = 1};
+  struct mm_bound b[MM_MAX_REGIONS + 1];
+  mm_bounds(items, n, nr, b);
   int ns = 0;
-  int64_t first = 0; /* first chunk of matrix i in the job */
   for (int i = 0; i < n; i++) {
-    int64_t end = first + mm_chunks(w[i], 1, decode_bytes, nth);
-    int64_t a = c0 > first ? c0 : first, b = c1 < end ? c1 : end;
-    if (a < b) {
-      int64_t cr = mm_chunk_rows(w[i], 1, decode_bytes, nth);
-      int64_t r0 = (a - first) * cr, r1 = (b - first) * cr;
-      if (r1 > w[i]->rows) r1 = w[i]->rows;
-      sp[ns].p = w[i]->data + (size_t)r0 * w[i]->row_bytes;
-      sp[ns].len = (uint64_t)(r1 - r0) * w[i]->row_bytes;
-      ns++;
-    }
-    first = end;
+    int64_t r0, r1;
+    if (!mm_region_rows(items, b, ith, i, &r0, &r1)) continue;
+    sp[ns].p = w[i]->data + (size_t)r0 * w[i]->row_bytes;
+    sp[ns].len = (uint64_t)(r1 - r0) * w[i]->row_bytes;
+    ns++;
   }
   return ns;
 }
@@ -139,6 +132,6 @@ void warm_idle(void *ctx, uintptr_t target, struct tpool *p, int ith, int nth) {
   if (cur->bytes == UINT64_MAX) return;
   const struct mat *w[3];
   int nw = target_mats(m, s, layer, w);
-  int n = weight_spans(w, nw, e->decode_chunk_bytes, ith, nth, sp);
+  int n = weight_spans(w, nw, ith, nth, sp);
   cur->bytes = prefetch_spans(sp, n, cur->bytes, WARM_BYTES, p, ith);
 }
