@@ -114,6 +114,7 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
     e->moe_o = xcalloc(rows * E, sizeof(float), &ok);
     e->moe_tok = xcalloc(rows, sizeof(int32_t), &ok);
     e->moe_w = xcalloc(rows, sizeof(float), &ok);
+    e->moe_active = xcalloc(m->n_expert, sizeof(int32_t), &ok);
   }
   if (!ok)
     return tm_errf(err, "out of memory allocating the KV cache (%.1f MiB for %u tokens) and "
@@ -258,7 +259,7 @@ void engine_free(struct engine *e) {
   void *bufs[] = {e->inv_freq, e->rope_cs, e->x, e->xb, e->q,
                   e->k, e->v, e->att, e->hb, e->hb2, e->ffn_out, e->logits_tmp,
                   e->act[0], e->act[1], e->act[2], e->router, e->top_e, e->top_w, e->moe_x,
-                  e->moe_o, e->moe_tok, e->moe_w, e->items, e->head_amax};
+                  e->moe_o, e->moe_tok, e->moe_w, e->moe_active, e->items, e->head_amax};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
   free(e);
 }

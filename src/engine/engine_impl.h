@@ -93,6 +93,8 @@ struct engine {
   float *moe_o;      /* (B*K, E) expert outputs */
   int32_t *moe_tok;  /* (B*K) token of each grouped row */
   float *moe_w;      /* (B*K) routing weight of each grouped row */
+  int32_t *moe_active;   /* (n_expert) the experts of the current MoE layer, in job order */
+  uint32_t moe_n_active; /* valid from the routing to the down job (warm.c reads them) */
   /* Decode's output head: the candidates of its chunks (mm_job_chunks of the
    * output matrix for one row at n_threads; allocated by engine_set_threads),
    * valid for the last forward_batch when head_amax_n > 0

@@ -439,15 +439,20 @@ static void route_row(struct engine *e, int64_t t, void *ctx) {
  * x = xb. Tokens are grouped by expert so each expert's matrices run once with
  * all its tokens as columns (decode: one column per chosen expert). Sums run
  * in expert order for every token, so prefill and decode add alike. */
-static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B) {
+/* warm_down, warm_after: what idle threads prefetch during the gate/up job
+ * (the chosen experts' down slices) and during the down job (what follows
+ * the layer), or 0 (warm.h). */
+static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B,
+                    uintptr_t warm_down, uintptr_t warm_after) {
   const struct model *m = &e->m;
   const uint32_t NE = m->n_expert, K = m->n_expert_used, E = m->n_embd, F = m->n_ff_exp;
+  e->warm_next = 0; /* the experts are not chosen yet */
   matmul(e, &L->gate_inp, e->xb, B, e->router); /* (B, NE) */
   for_rows(e, B, route_row, NULL);
 
   /* Group rows by expert: off[x] = first grouped row of expert x. */
   uint32_t n_rows = 0, n_active = 0;
-  int32_t active[512];
+  int32_t *active = e->moe_active;
   uint32_t off[513];
   for (uint32_t x = 0; x < NE; x++) {
     uint32_t start = n_rows;
@@ -466,6 +471,7 @@ static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B)
     }
   }
   off[n_active] = n_rows;
+  e->moe_n_active = n_active;
 
   /* gate and up of every active expert: one job. (B*K, F) each. With one
    * token every grouped row is xb: it is quantized once and every expert
@@ -492,6 +498,7 @@ static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B)
         .act = (const uint8_t *)a_u + ar * st_u, .a_stride = st_u, .ncols = nc,
         .out = e->hb2 + r0 * F, .out_stride = F};
   }
+  e->warm_next = warm_down;
   mm_run(e, it, (int)(2 * n_active));
   struct swiglu_ctx sw = {F};
   if (B == 1) /* K rows of F: less than a hand-off to the pool costs */
@@ -510,7 +517,9 @@ static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B)
         .act = (const uint8_t *)a_d + r0 * st_d, .a_stride = st_d, .ncols = nc,
         .out = e->moe_o + r0 * E, .out_stride = E};
   }
+  e->warm_next = warm_after;
   mm_run(e, it, (int)n_active);
+  e->warm_next = 0;
 
   memset(e->ffn_out, 0, (size_t)B * E * sizeof(float));
   for (uint32_t r = 0; r < n_rows; r++) {
@@ -585,8 +594,10 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     struct norm_ctx nf = {e->xb, e->x, L->ffn_norm};
     for_rows(e, B, norm_row, &nf);                       /* xb (B, E) */
     if (m->arch == ARCH_QWEN3MOE) {
-      e->warm_next = 0; /* no warm-up inside: the experts are chosen on the way */
-      moe_ffn(e, L, B);                                  /* ffn_out (B, E) */
+      const uintptr_t after = !warm          ? 0
+                              : l + 1 < m->n_layer ? warm_target(step, l + 1, WARM_QKV)
+                              : warm_target(step, 0, logits ? WARM_HEAD : WARM_QKV);
+      moe_ffn(e, L, B, warm ? warm_target(step, l, WARM_MOE_DOWN) : 0, after); /* ffn_out */
       for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->ffn_out[i];
     } else {
       const struct mat *wgu[2] = {&L->ffn_gate, &L->ffn_up};

@@ -20,32 +20,50 @@ uintptr_t warm_target(uint32_t step, uint32_t layer, enum warm_stage s) {
   return (uintptr_t)s | (uintptr_t)(layer & 0xffff) << 3 | (uintptr_t)step << 19;
 }
 
-static int target_mats(const struct model *m, enum warm_stage s, uint32_t layer,
-                       const struct mat *w[3]) {
+/* The matrices of the job a target names, as that job's items (their
+ * weights at wdata, one activation column): at most WARM_MAX_ITEMS. */
+#define WARM_MAX_ITEMS 64 /* n_expert_used <= 64 (model.c) */
+static int target_items(const struct engine *e, enum warm_stage s, uint32_t layer,
+                        struct mm_item *it) {
+  const struct model *m = &e->m;
+  const struct mat *w[3];
+  int n = 0;
   if (s == WARM_HEAD) {
-    w[0] = &m->output;
-    return 1;
+    w[n++] = &m->output;
+  } else if (layer < m->n_layer) {
+    const struct layer_weights *L = &m->layers[layer];
+    const bool moe = m->arch == ARCH_QWEN3MOE;
+    switch (s) {
+      case WARM_QKV:
+        w[0] = &L->wq, w[1] = &L->wk, w[2] = &L->wv, n = 3;
+        break;
+      case WARM_WO:
+        w[n++] = &L->wo;
+        break;
+      case WARM_GATE_UP:
+        if (moe)
+          w[n++] = &L->gate_inp; /* the router: the experts are not chosen yet */
+        else
+          w[0] = &L->ffn_gate, w[1] = &L->ffn_up, n = 2;
+        break;
+      case WARM_DOWN:
+        if (!moe) w[n++] = &L->ffn_down;
+        break;
+      case WARM_MOE_DOWN: { /* as moe_ffn lays out its down job */
+        const struct mat *d = &L->down_exps;
+        uint32_t k = 0;
+        for (; moe && k < e->moe_n_active && k < WARM_MAX_ITEMS; k++)
+          it[k] = (struct mm_item){
+              .w = d, .wdata = d->data + (int64_t)e->moe_active[k] * m->n_embd * d->row_bytes,
+              .ncols = 1};
+        return (int)k;
+      }
+      default:
+        break;
+    }
   }
-  if (layer >= m->n_layer) return 0;
-  const struct layer_weights *L = &m->layers[layer];
-  switch (s) {
-    case WARM_QKV:
-      w[0] = &L->wq, w[1] = &L->wk, w[2] = &L->wv;
-      return 3;
-    case WARM_WO:
-      w[0] = &L->wo;
-      return 1;
-    case WARM_GATE_UP:
-      if (m->arch == ARCH_QWEN3MOE) return 0; /* the experts are not known yet */
-      w[0] = &L->ffn_gate, w[1] = &L->ffn_up;
-      return 2;
-    case WARM_DOWN:
-      if (m->arch == ARCH_QWEN3MOE) return 0;
-      w[0] = &L->ffn_down;
-      return 1;
-    default:
-      return 0;
-  }
+  for (int i = 0; i < n; i++) it[i] = (struct mm_item){.w = w[i], .wdata = w[i]->data, .ncols = 1};
+  return n;
 }
 
 struct span {
@@ -54,22 +72,20 @@ struct span {
 };
 #define MAX_SPANS 8
 
-/* Thread ith's region of a decode job over w[0..n): one contiguous run of
- * rows per matrix it meets (mm_layout.h). Returns the spans written. */
-static int weight_spans(const struct mat *const *w, int n, int ith, int nth, struct span *sp) {
+/* Thread ith's region of a decode job of items[0..n): one contiguous run of
+ * rows per matrix it meets (mm_layout.h), at most MAX_SPANS. Returns the
+ * spans written. */
+static int weight_spans(const struct mm_item *items, int n, int ith, int nth, struct span *sp) {
   const int nr = mm_regions(nth);
   if (ith >= nr) return 0;
-  struct mm_item items[3];
-  for (int i = 0; i < n; i++) items[i] = (struct mm_item){.w = w[i], .ncols = 1};
   struct mm_bound b[MM_MAX_REGIONS + 1];
   mm_bounds(items, n, nr, b);
   int ns = 0;
-  for (int i = 0; i < n; i++) {
+  for (int i = b[ith].item; i < n && i <= b[ith + 1].item && ns < MAX_SPANS; i++) {
     int64_t r0, r1;
     if (!mm_region_rows(items, b, ith, i, &r0, &r1)) continue;
-    sp[ns].p = w[i]->data + (size_t)r0 * w[i]->row_bytes;
-    sp[ns].len = (uint64_t)(r1 - r0) * w[i]->row_bytes;
-    ns++;
+    const size_t rb = items[i].w->row_bytes;
+    sp[ns++] = (struct span){items[i].wdata + (size_t)r0 * rb, (uint64_t)(r1 - r0) * rb};
   }
   return ns;
 }
@@ -130,8 +146,8 @@ void warm_idle(void *ctx, uintptr_t target, struct tpool *p, int ith, int nth) {
     if (cur->kv_bytes != UINT64_MAX) return;
   }
   if (cur->bytes == UINT64_MAX) return;
-  const struct mat *w[3];
-  int nw = target_mats(m, s, layer, w);
-  int n = weight_spans(w, nw, ith, nth, sp);
+  struct mm_item items[WARM_MAX_ITEMS];
+  const int ni = target_items(e, s, layer, items);
+  const int n = weight_spans(items, ni, ith, nth, sp);
   cur->bytes = prefetch_spans(sp, n, cur->bytes, WARM_BYTES, p, ith);
 }

@@ -9,7 +9,10 @@
  * says where that is), up to WARM_BYTES, stopping as soon as it has work;
  * a later wait for the same target resumes where it stopped. Before the
  * attention it first prefetches the cached K and V rows the attention will
- * read, which otherwise arrive one miss at a time. Results do not
+ * read, which otherwise arrive one miss at a time. In a MoE layer the
+ * router's matrix follows the output projection, and once the router has
+ * chosen, the chosen experts' down slices follow their gate/up job (the
+ * caller publishes them in e->moe_active before that job). Results do not
  * change: prefetches only move data closer. Private to the engine. */
 #ifndef TM_ENGINE_WARM_H
 #define TM_ENGINE_WARM_H
@@ -20,7 +23,14 @@
 #include "engine/threadpool.h"
 
 /* The matrix jobs of a decode step, in order within a layer. */
-enum warm_stage { WARM_QKV = 1, WARM_WO, WARM_GATE_UP, WARM_DOWN, WARM_HEAD };
+enum warm_stage {
+  WARM_QKV = 1,
+  WARM_WO,
+  WARM_GATE_UP, /* the router's matrix in a MoE layer */
+  WARM_DOWN,    /* dense only */
+  WARM_HEAD,
+  WARM_MOE_DOWN /* the chosen experts' down slices (e->moe_active), during gate/up */
+};
 
 /* Per thread, on its own cache line: how far it got warming which target. */
 struct warm_cursor {
