@@ -438,8 +438,8 @@ static void route_row(struct engine *e, int64_t t, void *ctx) {
 /* ffn_out (B, E) = sum over each token's experts of w * down(silu(gate x) * up x),
  * x = xb. Tokens are grouped by expert so each expert's matrices run once with
  * all its tokens as columns (decode: one column per chosen expert). Sums run
- * in expert order for every token, so prefill and decode add alike. */
-/* warm_down, warm_after: what idle threads prefetch during the gate/up job
+ * in expert order for every token, so prefill and decode add alike.
+ * warm_down, warm_after: what idle threads prefetch during the gate/up job
  * (the chosen experts' down slices) and during the down job (what follows
  * the layer), or 0 (warm.h). */
 static void moe_ffn(struct engine *e, const struct layer_weights *L, uint32_t B,
@@ -594,10 +594,13 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     struct norm_ctx nf = {e->xb, e->x, L->ffn_norm};
     for_rows(e, B, norm_row, &nf);                       /* xb (B, E) */
     if (m->arch == ARCH_QWEN3MOE) {
-      const uintptr_t after = !warm          ? 0
-                              : l + 1 < m->n_layer ? warm_target(step, l + 1, WARM_QKV)
-                              : warm_target(step, 0, logits ? WARM_HEAD : WARM_QKV);
-      moe_ffn(e, L, B, warm ? warm_target(step, l, WARM_MOE_DOWN) : 0, after); /* ffn_out */
+      uintptr_t down = 0, after = 0; /* warm targets inside the layer */
+      if (warm) {
+        down = warm_target(step, l, WARM_MOE_DOWN);
+        after = l + 1 < m->n_layer ? warm_target(step, l + 1, WARM_QKV)
+                                   : warm_target(step, 0, logits ? WARM_HEAD : WARM_QKV);
+      }
+      moe_ffn(e, L, B, down, after);                     /* ffn_out (B, E) */
       for (size_t i = 0; i < (size_t)B * E; i++) e->x[i] += e->ffn_out[i];
     } else {
       const struct mat *wgu[2] = {&L->ffn_gate, &L->ffn_up};
