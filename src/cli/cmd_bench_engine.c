@@ -232,10 +232,11 @@ static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32
   }
   if (!rep->warmup) rc->s->runs++;
   char msg[200], test[32];
-  snprintf(msg, sizeof msg, "%s %s d=%u, %u thread%s: %s %u/%u: %.1f tok/s", rc->model_short,
+  snprintf(msg, sizeof msg, "%s %s d=%u, %u thread%s: %s %u/%u: %.1f tok/s%s", rc->model_short,
            engine_bench_test_name(cfg, test, sizeof test), cfg->depth, rc->t,
            rc->t == 1 ? "" : "s", rep->warmup ? "warm-up" : "rep", index + 1, total,
-           rep->tok_s);
+           rep->tok_s,
+           cfg->depth > 0 && index + 1 < total ? "; filling the context for the next" : "");
   cli_progress(msg, (void *)CMD);
 }
 
@@ -364,6 +365,13 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
    * at several threads a step waits for the one descheduled. */
   struct machine_cpu_ticks ticks;
   machine_cpu_ticks_now(&ticks);
+  if (cfg->depth > 0) { /* filling a deep context takes long: say what runs */
+    char msg[200], test[32];
+    snprintf(msg, sizeof msg, "%s %s d=%u, %u thread%s: filling %u tokens of context (untimed)",
+             m->short_label, engine_bench_test_name(cfg, test, sizeof test), cfg->depth, t,
+             t == 1 ? "" : "s", cfg->depth);
+    cli_progress(msg, (void *)CMD);
+  }
   int rc_run = engine_bench_run(e, cfg, on_rep, &rc, &res, &err);
   in.cpu_steal_share = machine_steal_since(&ticks);
   if (rc_run != 0) {

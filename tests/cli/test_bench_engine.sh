@@ -3,7 +3,8 @@
 # fixture: exit codes, the records (identity, runs with the warm-up flagged,
 # summaries, end) and their figures against each other (rate = tokens / ms,
 # percent = rate / ceiling, ceiling = bandwidth / bytes per token), one row
-# and one summary per combination of -p/-n/-t/-d lists, and bad input (exit 2,
+# and one summary per combination of -p/-n/-t/-d lists, the progress at depth
+# on a terminal, and bad input (exit 2,
 # one line): flags, a corrupt file, a vocabulary-only file, an architecture the
 # engine does not run.
 set -euo pipefail
@@ -116,6 +117,19 @@ grep -q '"hugepages":true' "$dir/h.jsonl" || fail "--hugepages not in the identi
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8,16 -n 4,8 -t 1,2 -d 0,4 -r 1 --out "$dir/l.jsonl"
 rows=$(grep -cE "^ +[12]  (pp|tg)[0-9]+ " "$dir/out" || true)
 [ "$rows" = 16 ] || fail "expected 16 rows for 2x2x2x2, got $rows: $(cat "$dir/out")"
+# progress on a terminal (stderr the pty of script(1), whose typescript
+# keeps it): a run at depth
+# says it fills the context first, and after a repetition that it fills it
+# again for the next; no such line at depth 0
+if command -v script >/dev/null; then
+  script -qec "$TOKMETER bench -m $model -p 0 -n 4 -t 1 -d 0,16 -r 1 --out $dir/p.jsonl >/dev/null" \
+    "$dir/tty" >/dev/null
+  grep -q "tg4 d=16, 1 thread: filling 16 tokens of context (untimed)" "$dir/tty" ||
+    fail "no fill progress at depth: $(tr '\r' '\n' <"$dir/tty")"
+  grep -q "tg4 d=16, 1 thread: warm-up 1/2: .* tok/s; filling the context for the next" "$dir/tty" ||
+    fail "no refill progress after the warm-up"
+  ! grep -q "d=0, 1 thread: filling" "$dir/tty" || fail "fill progress at depth 0"
+fi
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 4,8 -t 1 -d 0,4 -r 1 --json --out "$dir/j.jsonl"
 python3 - "$dir/out" <<'PY' || fail "--json checks"
 import json, sys
