@@ -390,7 +390,7 @@ AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, in
  * 2 x 2 x 31 x 127 = 15748: no saturation. Per lane (4 lanes a block):
  *   Q5_0:        acc += dw (da I + ns),  ns = -16 s / 4
  *   Q4_1, Q5_1:  acc += dw da I + mw ns, ns = s / 4   (x = d q + m)
- * BB, QS, QH, HAS_M, OFF as kernels_avx512.c's DEFINE_GEMV_LEGACY. */
+ * BB, QS, QH, HAS_M, OFF as kernels_avx512_q32.c's DEFINE_GEMV_LEGACY. */
 AVX2_INLINE __m256i fifth_bits_0x10(__m256i bcast, __m256i byte_idx) {
   const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
   const __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(bcast, byte_idx), bit);
@@ -596,7 +596,7 @@ DEFINE_QK45_SUMI(q5_k_sumi, struct block_q5_k, 1)
 
 /* After the integer sums, what scales them and the mins' term was ~13
  * operations a row (three scalar fp16 conversions and broadcasts among
- * them); four rows share it here, as kernels_avx512.c's DEFINE_KM_BLOCKS
+ * them); four rows share it here, as kernels_avx512_kquant.c's DEFINE_KM_BLOCKS
  * does: their d and dmin one cvtph (times da), two rows' mins per madd
  * against the block's bsums summed in pairs. Row s: acc[s] (8 lanes) +=
  * cvt(sumi_s) d_s da; accm[s / 2] lanes 4 (s % 2)..+3 += cvt(madd(mins_s,
@@ -854,7 +854,7 @@ AVX2_INLINE void apanel_gemm(const enum apanel_kind kind, int64_t n, const uint8
 /* ---- prefill (ncols >= 2), Q4_K, Q5_K, Q6_K: 8-row panels of super-blocks
  * The tiles spend per sub-block of 32 and column a maddubs, a madd with the
  * scales and an add (about 8 multiply-adds an operation); here 8 rows of a
- * super-block are transposed once (kernels_avx512.c's kpanel_build on 8
+ * super-block are transposed once (kernels_avx512_panels.c's kpanel_build on 8
  * lanes: sc = d scale, mn = dmin min per row lane; Q6_K: 16 sub-blocks of
  * 16, mn = sc), and a sub-block costs per column its maddubs (8 rows x 4
  * weights each), their i16 sums folded into one madd as far as 16 bits

@@ -22,7 +22,7 @@ void kernels_fill_avx2(struct kernel_ops *ops);
 void kernels_fill_avx512(struct kernel_ops *ops);
 void kernels_fill_avx512_vnni(struct kernel_ops *ops);
 /* On a VNNI table, on AMD CPUs: the Q4_K and Q5_K decode kernels that sum
- * sub-blocks in lanes (kernels_avx512.c), in front of the VNNI ones. */
+ * sub-blocks in lanes (kernels_avx512_kquant.c), in front of the VNNI ones. */
 void kernels_fill_kquant_lanes(struct kernel_ops *ops);
 /* On a VNNI table, when the CPU also has AVX-512 VBMI: the Q4_0 decode
  * kernel of kernels_vbmi.c in front of the VNNI one, and on an AMD CPU (amd)

@@ -5,7 +5,7 @@
  * 2 MiB decode chunks are, engine.c), and the Intel CPUs keep the VNNI
  * kernel they were measured with.
  *
- * Why a second Q4_0 decode kernel: the VNNI one (kernels_avx512.c) unpacks
+ * Why a second Q4_0 decode kernel: the VNNI one (kernels_avx512_q32.c) unpacks
  * two 18-byte blocks per 512-bit vector with inserts and a shift, then spends
  * a convert and two FMAs on those two blocks; from cache it barely outran one
  * core's DRAM stream, so compute and memory did not overlap. Here an octet of
@@ -248,7 +248,7 @@ DEFINE_OCT_GEMV(gemv_q4_0_vbmi, struct vnni_oct, oct_repack, q4_0_step4, oct_dot
 DEFINE_VBMI_GEMM(gemm_q4_0_vbmi, gemv_q4_0_vbmi, q4_0_other)
 
 /* ---- Q8_0 decode: the convert and the two FMAs once per 8 blocks ---------
- * The VNNI Q8_0 kernel (kernels_avx512.c) pays, per pair of blocks, a
+ * The VNNI Q8_0 kernel (kernels_avx512_q32.c) pays, per pair of blocks, a
  * vpdpbusd and then a convert, two FMAs, a scale conversion and a permute:
  * ~20 instructions per 68 bytes, 54 GB/s per core from L2 on a Zen 5 EPYC,
  * little above one core's DRAM stream there (41 GB/s). Here four pairs

@@ -28,7 +28,7 @@
  * 1024 / 4096 / 8192 bytes and the T1 / NTA hints were within the noise of
  * 2048 / T0 (NTA and no prefetch clearly worse), so the default stays.
  * KERNEL_ONE_STREAM turns off the decode kernels' interleaved row streams
- * (kernels_avx512.c) for comparison: two streams were worth +30-40% cold
+ * (kernels_avx512_q32.c) for comparison: two streams were worth +30-40% cold
  * decode bandwidth on 4 KiB pages; four beat two once the weights were on
  * 2 MiB pages (docs/engine.md). */
 #ifndef KERNEL_PREFETCH_BYTES
