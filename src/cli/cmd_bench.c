@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "cli/bench_cli.h"
 #include "cli/cli.h"
+#include "record/record.h"
 #include "util/units.h"
 
 static const char *const CMD = "bench";
@@ -259,6 +260,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
   if (optind < argc)
     return cli_usage_error(CMD, "unexpected argument '%s' (a model file goes after -m)",
                            argv[optind]);
+  if (!o->list_models) { /* every other bench appends records */
+    struct tm_err werr = {{0}};
+    if (record_check_writable(o->out ? o->out : RECORD_DEFAULT_FILE, &werr) != 0)
+      return cli_usage_error(CMD, "--out: %s", werr.msg);
+  }
   if (!o->url) {
     const char *server_only = o->workloads      ? "--workload"
                               : o->model         ? "--model"

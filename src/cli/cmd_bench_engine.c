@@ -758,7 +758,7 @@ static int default_models(struct eb_state *s) {
 static int get_probe(struct eb_state *s, bool *cached) {
   struct tm_err err = {{0}};
   *cached = !s->o->reprobe && probe_load_cached(s->probe, &err) == 1 &&
-            s->probe->quick == probe_quick_from_env();
+            s->probe->quick == probe_quick_from_env() && probe_covers_machine(s->probe);
   if (*cached) return 0;
   memset(&err, 0, sizeof err);
   cli_progress("probing this machine (memory bandwidth, compute; once, then cached)",
@@ -787,6 +787,13 @@ int bench_inprocess(struct bench_opts *o) {
       max_of(o->max_tokens, o->n_max_tokens) == 0)
     return cli_usage_error(CMD, "-p 0 and -n 0: nothing to measure");
   if (threads_default) o->threads[o->n_threads++] = 1; /* to load; 1..N once probed */
+  /* Before the model loads with threads[0] workers: the probe's range (1..its
+   * CPUs) is checked once it is read, but 999 threads must not start first. */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  for (size_t i = 0; online > 0 && i < o->n_threads; i++)
+    if (o->threads[i] > (uint32_t)online)
+      return cli_usage_error(CMD, "--threads %u: this machine has %ld online CPUs", o->threads[i],
+                             online);
 
   int rc = 0;
   struct engine *e = NULL;
@@ -822,7 +829,6 @@ int bench_inprocess(struct bench_opts *o) {
   if (threads_default) {
     o->n_threads = 0;
     uint32_t n = st.probe->max_threads;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (online > 0 && (uint32_t)online < n) n = (uint32_t)online;
     for (uint32_t t = 1; t <= n && t <= BENCH_MAX_LIST; t++) o->threads[o->n_threads++] = t;
   }

@@ -3,6 +3,7 @@
  * GGUF format as llama.cpp writes it). */
 #include "engine/model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,14 @@ static int read_hparams(struct model *m, const struct gguf_file *f, struct tm_er
   if (get_f32(f, a, "rope.freq_base", &m->rope_base, err) < 0 ||
       get_f32(f, a, "attention.layer_norm_rms_epsilon", &m->rms_eps, err) < 0)
     return -1;
+  /* Both feed every activation: a NaN, zero or negative one would run and
+   * print rates for NaN logits. (!(x > 0) also catches NaN.) */
+  if (!(m->rope_base > 1.0f) || !isfinite(m->rope_base))
+    return tm_errf(err, "%s: %s.rope.freq_base is %g: it must be a finite number above 1",
+                   f->path, a, (double)m->rope_base);
+  if (!(m->rms_eps > 0.0f) || !(m->rms_eps < 1.0f))
+    return tm_errf(err, "%s: %s.attention.layer_norm_rms_epsilon is %g: it must be in (0, 1)",
+                   f->path, a, (double)m->rms_eps);
   uint32_t rope_dim = m->head_dim;
   if (get_u32(f, a, "rope.dimension_count", &rope_dim, false, err) < 0) return -1;
   if (rope_dim != m->head_dim)

@@ -488,7 +488,10 @@ int probe_load_cached(struct machine_probe *p, struct tm_err *err) {
   struct machine_info now;
   if (machine_info_read(&now, err) != 0) return -1;
   char path[4200];
-  if (probe_cache_path(&now, path, sizeof path, err) != 0) return -1;
+  struct tm_err perr = {{0}};
+  /* No cache directory (not creatable, say) is no cache: probe_get measures
+   * and says once, when saving, why nothing was stored. */
+  if (probe_cache_path(&now, path, sizeof path, &perr) != 0) return 0;
   FILE *f = fopen(path, "r");
   if (!f) return 0;
   fclose(f);
@@ -509,6 +512,10 @@ int probe_load_cached(struct machine_probe *p, struct tm_err *err) {
   return 1;
 }
 
+bool probe_covers_machine(const struct machine_probe *p) {
+  return p->max_threads >= machine_default_threads(&p->info);
+}
+
 int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, void *ctx,
               struct tm_err *err) {
   if (err) err->msg[0] = 0;
@@ -518,7 +525,10 @@ int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, v
     struct tm_err lerr = {{0}};
     int r = probe_load_cached(p, &lerr);
     /* A quick result is fine for quick callers, never for real ceilings. */
-    if (r == 1 && (quick || !p->quick)) return 0;
+    if (r == 1 && (quick || !p->quick) && probe_covers_machine(p)) return 0;
+    if (r == 1 && !probe_covers_machine(p))
+      snprintf(note, sizeof note, "the cached probe measured 1..%u threads of this machine's %u: "
+               "measured again", p->max_threads, machine_default_threads(&p->info));
     if (r < 0) snprintf(note, sizeof note, "ignored %s", lerr.msg);
   }
   struct probe_options o = {0, quick};

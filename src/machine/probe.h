@@ -216,9 +216,14 @@ int probe_cache_path(const struct machine_info *info, char *buf, size_t n, struc
  * PROBE_READ_LOOP (err set; callers may re-probe). */
 int probe_load_cached(struct machine_probe *p, struct tm_err *err);
 int probe_save_cached(const struct machine_probe *p, struct tm_err *err);
-/* Cached result, or a fresh probe (saved) when there is none or rerun is set.
- * A corrupt or outdated cache file is not an error: the machine is probed again and, on
- * success, err->msg names the file that was ignored (callers may warn); err->msg
+/* Whether p measured every thread count a default probe of this machine
+ * would (1..machine_default_threads): a cache from `probe -t 1` does not. */
+bool probe_covers_machine(const struct machine_probe *p);
+/* Cached result, or a fresh probe (saved) when there is none, when the cached
+ * one does not cover this machine's threads (probe_covers_machine), or when
+ * rerun is set.
+ * A corrupt, outdated or narrower cache file is not an error: the machine is probed again
+ * and, on success, err->msg says which file was ignored and why (callers may warn); err->msg
  * is empty otherwise. A failure to save the fresh result is ignored likewise. */
 int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, void *ctx,
               struct tm_err *err);

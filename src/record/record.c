@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,31 @@ struct record_file *record_open(const char *path, struct tm_err *err) {
   f->fd = fd;
   snprintf(f->path, sizeof f->path, "%s", path);
   return f;
+}
+
+int record_check_writable(const char *path, struct tm_err *err) {
+  if (!path || !*path) return tm_errf(err, "records: empty file name");
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return tm_errf(err, "records: %s is a directory", path);
+    if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+      return tm_errf(err, "records: %s is not a regular file", path);
+    if (access(path, W_OK) != 0)
+      return tm_errf(err, "records: cannot write %s: %s", path, strerror(errno));
+    return 0;
+  }
+  if (errno != ENOENT) return tm_errf(err, "records: cannot use %s: %s", path, strerror(errno));
+  /* A new file: its directory must exist and take new entries. */
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return tm_errf(err, "records: cannot create %s: no directory %s", path, dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return tm_errf(err, "records: cannot create %s in %s: %s", path, dir, strerror(errno));
+  return 0;
 }
 
 char *record_dump(const void *json) {

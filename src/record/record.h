@@ -43,6 +43,12 @@ struct record_file;
 
 /* Opens (creating when missing) path for appending. NULL with err on failure. */
 struct record_file *record_open(const char *path, struct tm_err *err);
+/* Whether record_open(path) can succeed, without creating anything: an
+ * existing path must be a regular file (or a character device such as
+ * /dev/stdout) this process may write; a new one needs a writable directory.
+ * For checking a --out flag up front (bad usage) rather than after minutes of
+ * measuring. 0, or -1 with err naming the path and the reason. */
+int record_check_writable(const char *path, struct tm_err *err);
 /* Writes json (a json_t *, STOLEN: freed here whatever happens) as one line.
  * json NULL (a builder ran out of memory) is an error. 0 / -1 with err. */
 int record_write(struct record_file *f, void *json, struct tm_err *err);

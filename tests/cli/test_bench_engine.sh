@@ -4,9 +4,9 @@
 # summaries, end) and their figures against each other (rate = tokens / ms,
 # percent = rate / ceiling, ceiling = bandwidth / bytes per token), one row
 # and one summary per combination of -p/-n/-t/-d lists, the progress at depth
-# on a terminal, and bad input (exit 2,
-# one line): flags, a corrupt file, a vocabulary-only file, an architecture the
-# engine does not run.
+# on a terminal, a cached probe narrower than the machine, and bad input (exit
+# 2, one line): flags, --out paths, a corrupt file, a vocabulary-only file, an
+# architecture the engine does not run.
 set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
 : "${TOKMETER_FIXTURES:?}"
@@ -216,7 +216,30 @@ for dup in "-t 1,1" "-p 8,16,8" "-n 4,4" "-d 0,0"; do
   grep -q "listed twice" "$dir/err" || fail "$dup: $(cat "$dir/err")"
   [ "$(wc -l < "$dir/err")" = 2 ] || fail "$dup: expected the error and the --help hint"
 done
+# too many threads: refused before the model loads with them (no 998 workers
+# started, no blame on the file)
 expect_exit 2 "$TOKMETER" bench -m "$model" -t 999 -p 8 -n 4 --out "$dir/x.jsonl"
+grep -q "^tokmeter bench: --threads 999: this machine has [0-9]* online CPUs$" "$dir/err" ||
+  fail "-t 999: $(cat "$dir/err")"
+# an --out that cannot be written: bad usage, before anything runs
+for out in "$dir" "$dir/no/such/dir/r.jsonl"; do
+  expect_exit 2 "$TOKMETER" bench -m "$model" -t 1 -p 8 -n 4 -r 1 --out "$out"
+  grep -q "^tokmeter bench: --out: records: " "$dir/err" || fail "--out $out: $(cat "$dir/err")"
+  grep -q "loading\|probing" "$dir/err" && fail "--out $out: checked only after starting"
+done
+# a cached probe narrower than the machine (probe -t 1) is measured again, so
+# -t 2 is not refused for it
+if [ "$(nproc)" -ge 2 ]; then
+  export TOKMETER_CACHE_DIR="$dir/cache-narrow"
+  expect_exit 0 "$TOKMETER" probe -t 1
+  expect_exit 0 "$TOKMETER" bench -m "$model" -t 2 -p 8 -n 4 -r 1 --out "$dir/n.jsonl"
+  grep -q "measured 1..1 threads of this machine's" "$dir/err" ||
+    fail "no note on the narrower cache: $(cat "$dir/err")"
+  expect_exit 0 "$TOKMETER" probe --cached --json
+  python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["max_threads"] >= 2, p["max_threads"]' \
+    "$dir/out" || fail "the cache was not replaced by a wider probe"
+  export TOKMETER_CACHE_DIR="$dir/cache"
+fi
 expect_exit 2 "$TOKMETER" bench -m "$model" -r 0
 expect_exit 2 "$TOKMETER" bench -m "$model" --workload generate
 expect_exit 2 "$TOKMETER" bench -m "$model" -p 100000 -n 4 -t 1 --out "$dir/x.jsonl"

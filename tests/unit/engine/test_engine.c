@@ -320,7 +320,8 @@ static void test_runtime_errors(void) {
 
 /* ------------------------------------------------- bad files (written) -- */
 
-/* A llama-like file: hparams for 1 layer, n_embd 32, 2 heads; tensors as listed. */
+/* A llama-like file: hparams for 1 layer, n_embd 32, 2 heads; tensors as listed;
+ * with f32_key, one more float key <arch>.<f32_key> = f32_val. */
 struct tspec {
   const char *name;
   uint32_t n_dims;
@@ -328,8 +329,8 @@ struct tspec {
   uint32_t type; /* 0 = F32 */
 };
 
-static const char *write_model(const char *fname, const char *arch, const struct tspec *ts,
-                               int n) {
+static const char *write_model_kv(const char *fname, const char *arch, const struct tspec *ts,
+                                  int n, const char *f32_key, float f32_val) {
   struct gguf_writer *w = gguf_writer_new(0);
   CHECK(w != NULL);
   if (!w) return NULL;
@@ -341,6 +342,7 @@ static const char *write_model(const char *fname, const char *arch, const struct
   gguf_w_u32(w, KEY("attention.head_count"), 2);
   gguf_w_u32(w, KEY("feed_forward_length"), 64);
   gguf_w_u32(w, KEY("context_length"), 128);
+  if (f32_key) gguf_w_f32(w, (snprintf(key, sizeof key, "%s.%s", arch, f32_key), key), f32_val);
 #undef KEY
   for (int i = 0; i < n; i++) CHECK(gguf_w_tensor(w, ts[i].name, ts[i].n_dims, ts[i].ne, ts[i].type) == i);
   const char *path = tm_tmpfile(fname);
@@ -357,6 +359,11 @@ static const char *write_model(const char *fname, const char *arch, const struct
   fclose(f);
   gguf_writer_free(w);
   return path;
+}
+
+static const char *write_model(const char *fname, const char *arch, const struct tspec *ts,
+                               int n) {
+  return write_model_kv(fname, arch, ts, n, NULL, 0.0f);
 }
 
 static void expect_load_error(const char *path, const char *needle) {
@@ -414,6 +421,22 @@ static void test_load_errors(void) {
   expect_load_error(write_model("iq.gguf", "llama", full, 11),
                     "'blk.0.attn_q.weight' has type IQ4_NL");
   expect_load_error(tm_tmpfile("does-not-exist.gguf"), "does-not-exist.gguf");
+  /* Hyperparameters that would run and give NaN logits are refused. */
+  full[3].type = 0;
+  expect_load_error(write_model_kv("r.gguf", "llama", full, 11, "rope.freq_base", NAN),
+                    "llama.rope.freq_base is nan");
+  expect_load_error(write_model_kv("r0.gguf", "llama", full, 11, "rope.freq_base", 0.0f),
+                    "must be a finite number above 1");
+  expect_load_error(
+      write_model_kv("n.gguf", "llama", full, 11, "attention.layer_norm_rms_epsilon", -1e-6f),
+      "llama.attention.layer_norm_rms_epsilon is -1e-06");
+  expect_load_error(
+      write_model_kv("nn.gguf", "llama", full, 11, "attention.layer_norm_rms_epsilon", NAN),
+      "must be in (0, 1)");
+  e = engine_load(write_model_kv("ok2.gguf", "llama", full, 11, "rope.freq_base", 1e6f), NULL,
+                  &err);
+  CHECK_MSG(e != NULL, "%s", err.msg);
+  engine_free(e);
 }
 
 void tm_run_tests(void) {
