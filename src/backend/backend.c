@@ -25,6 +25,7 @@
 
 #include "backend/backend_internal.h"
 #include "util/clock.h"
+#include "util/redact.h"
 
 #define ERROR_BODY_MAX_BYTES ((size_t)1 << 20)
 /* After the terminal event ([DONE], "done": true) the server normally ends the
@@ -342,7 +343,18 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
 static int on_event(void *ud, const char *payload, size_t len) {
   struct run_ctx *c = ud;
   c->r->n_events++;
+  /* An event that quotes the key (an error event, a model name) is parsed
+   * from a scrubbed copy, so no field filled from it holds the key. */
+  const char *key = transport_api_key(c->b);
+  char *clean = NULL;
+  size_t clean_len = 0;
+  if (key && memmem(payload, len, key, strlen(key)) &&
+      (clean = tm_redact_dup(payload, len, key, &clean_len)) != NULL) {
+    payload = clean;
+    len = clean_len;
+  }
   int rc = c->d->on_event(c->r, payload, len, c->t_now);
+  free(clean);
   if (rc < 0 && c->r->error == RUN_OK)
     run_result_fail(c->r, RUN_ERR_MALFORMED, "the %s dialect rejected event %u", c->d->name,
                     c->r->n_events);
@@ -544,9 +556,24 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
     case DRIVE_STOPPED: end_of_stream(&c, false); break;
     case DRIVE_DONE:
       if (c.http_error) {
-        d->on_http_error(out, out->http_status, c.err_body ? c.err_body : "", c.err_len);
+        /* the body is scrubbed whole before the dialect quotes (and cuts) it */
+        const char *key = transport_api_key(b);
+        char *clean = NULL;
+        size_t clean_len = 0;
+        if (key && c.err_body && memmem(c.err_body, c.err_len, key, strlen(key)))
+          clean = tm_redact_dup(c.err_body, c.err_len, key, &clean_len);
+        if (clean)
+          d->on_http_error(out, out->http_status, clean, clean_len);
+        else
+          d->on_http_error(out, out->http_status, c.err_body ? c.err_body : "",
+                           c.err_body ? c.err_len : 0);
+        free(clean);
         if (out->error == RUN_OK)
           run_result_fail(out, RUN_ERR_HTTP, "HTTP %d", out->http_status);
+        /* name the request: "POST /v1/chat/completions: HTTP 404 ..." */
+        char named[sizeof out->error_msg];
+        snprintf(named, sizeof named, "POST %s: %s", path, out->error_msg);
+        snprintf(out->error_msg, sizeof out->error_msg, "%s", named);
       } else if (ctl.result == CURLE_OK) {
         end_of_stream(&c, false);
       } else if (out->t_headers_ns &&
@@ -567,6 +594,11 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
     out->t_end_ns = c.stop_at_ns - COMPLETE_GRACE_NS;
   free(body);
   free(c.err_body);
-  transport_scrub_secret(b, out->error_msg);
+  /* Every string the server provided, scrubbed (the key may have been cut
+   * to a fragment by a copy into these fixed buffers). */
+  transport_scrub_secret(b, out->error_msg, sizeof out->error_msg);
+  transport_scrub_secret(b, out->server_model, sizeof out->server_model);
+  transport_scrub_secret(b, out->system_fingerprint, sizeof out->system_fingerprint);
+  transport_scrub_secret(b, out->finish_reason, sizeof out->finish_reason);
   return out->error == RUN_OK ? 0 : -1;
 }

@@ -26,6 +26,7 @@
 
 #include "backend/backend_internal.h"
 #include "backend/dialect_util.h"
+#include "util/redact.h"
 
 #define PROBE_TIMEOUT_S 10.0
 
@@ -35,7 +36,6 @@ static double info_timeout(const struct backend *b) {
   return b->connect_timeout_s > 0 && b->connect_timeout_s < PROBE_TIMEOUT_S ? b->connect_timeout_s
                                                                              : PROBE_TIMEOUT_S;
 }
-#define TOKENIZE_TIMEOUT_S 60.0
 
 /* One exchange, answered with a JSON object. Returns the object for a 2xx
  * answer whose body is a JSON object; NULL otherwise, with *status the HTTP
@@ -166,6 +166,8 @@ int backend_detect_within(const char *base_url, const char *api_key, double time
 unreachable:
   tm_err_prefix(err, "cannot reach %s", base_url);
 done:
+  /* base_url may hold user:password@; the body parts are scrubbed already */
+  if (rc != 0 && err) tm_redact(err->msg, sizeof err->msg, api_key);
   json_decref(o);
   backend_free(b);
   return rc;
@@ -278,9 +280,12 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
     }
     json_decref(v);
   }
-  if (!answered)
-    return tm_errf(err, "%s says nothing about itself (no /props, /api/v0/models, /v1/models)",
-                   backend_base_url(b));
+  if (!answered) {
+    tm_errf(err, "%s says nothing about itself (no /props, /api/v0/models, /v1/models)",
+            backend_base_url(b));
+    if (err) transport_scrub_secret(b, err->msg, sizeof err->msg);
+    return -1;
+  }
   return 0;
 }
 
@@ -369,7 +374,9 @@ int64_t backend_count_tokens(struct backend *b, const char *model, const char *t
   int status;
   bool no_resp;
   char etext[200];
-  json_t *o = get_json(b, "POST", "/tokenize", body, TOKENIZE_TIMEOUT_S, &status, &no_resp,
+  /* Bounded like every other informational request (--timeout, at most 10
+   * s): a tokenizer that hangs must not stall the benchmark. */
+  json_t *o = get_json(b, "POST", "/tokenize", body, info_timeout(b), &status, &no_resp,
                        etext, sizeof etext, err);
   free(body);
   if (no_resp) return -1;

@@ -135,9 +135,13 @@ enum run_error transport_error_kind(CURLcode c);
 /* The same, refined for the transfer that just ended on b (a curl timeout
  * while connecting is a connect or TLS failure, not a request timeout). */
 enum run_error transport_failure_kind(struct backend *b, CURLcode c);
-/* Replaces any occurrence of the API key in msg by "***" (defence in depth:
- * a server might echo a header back in an error body). */
-void transport_scrub_secret(const struct backend *b, char *msg);
+/* The API key of b (from its Authorization header), NULL when none. */
+const char *transport_api_key(const struct backend *b);
+/* tm_redact (util/redact.h) with b's key on msg (a buffer of cap bytes): the
+ * key, any long fragment of it, URL passwords and key-looking words become
+ * "[redacted]". Every server-provided string shown or recorded goes through
+ * it (a server might echo a header back in an error body or a model name). */
+void transport_scrub_secret(const struct backend *b, char *msg, size_t cap);
 
 /* Tests: run with this dialect instead of dialect_for(api). */
 void backend_set_dialect(struct backend *b, const struct dialect *d);

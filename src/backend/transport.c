@@ -15,6 +15,7 @@
 
 #include "backend/backend_internal.h"
 #include "util/clock.h"
+#include "util/redact.h"
 
 #define POLL_SLICE_MS 50
 #define HTTP_MAX_BODY_BYTES ((size_t)64 << 20)
@@ -173,18 +174,16 @@ enum run_error transport_failure_kind(struct backend *b, CURLcode c) {
   return RUN_ERR_TIMEOUT;
 }
 
-void transport_scrub_secret(const struct backend *b, char *msg) {
+const char *transport_api_key(const struct backend *b) {
   static const char prefix[] = "Authorization: Bearer ";
   const char *key = NULL;
   for (const struct curl_slist *h = b ? b->hdr_json : NULL; h; h = h->next)
     if (strncmp(h->data, prefix, sizeof prefix - 1) == 0) key = h->data + sizeof prefix - 1;
-  if (!key || !*key || !msg) return;
-  size_t kl = strlen(key);
-  char *p;
-  while ((p = strstr(msg, key)) != NULL) {
-    memcpy(p, "***", 3);
-    memmove(p + 3, p + kl, strlen(p + kl) + 1);
-  }
+  return key && *key ? key : NULL;
+}
+
+void transport_scrub_secret(const struct backend *b, char *msg, size_t cap) {
+  tm_redact(msg, cap, transport_api_key(b));
 }
 
 /* ------------------------------------------------------------ http_request */
@@ -271,8 +270,22 @@ int http_request(struct backend *b, const char *method, const char *path, const 
   }
   if (rc != 0) {
     free(bb.data);
-    if (err) transport_scrub_secret(b, err->msg);
+    if (err) transport_scrub_secret(b, err->msg, sizeof err->msg);
     return -1;
+  }
+  /* A body that quotes the key (an error echoing the Authorization header, a
+   * model name) is scrubbed whole, before anything parses or cuts it. */
+  const char *key = transport_api_key(b);
+  if (key && bb.data && memmem(bb.data, bb.len, key, strlen(key))) {
+    size_t n = 0;
+    char *clean = tm_redact_dup(bb.data, bb.len, key, &n);
+    free(bb.data);
+    if (!clean) {
+      resp->error = RUN_ERR_OTHER;
+      return tm_errf(err, "out of memory");
+    }
+    bb.data = clean;
+    bb.len = n;
   }
   resp->status = (int)code;
   if (!bb.data) {

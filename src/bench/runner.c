@@ -214,6 +214,10 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
        * prompt tokens minus the tokens of the text we sent. */
       struct tm_err terr;
       int64_t counted = backend_count_tokens(c->opt->backend, c->opt->model, prompt, &terr);
+      if (counted < 0 && c->res->tokenizer_note[0] == 0 && strstr(terr.msg, "within"))
+        snprintf(c->res->tokenizer_note, sizeof c->res->tokenizer_note,
+                 "the server's tokenizer did not answer (%s): prompt lengths come from the "
+                 "calibrated tokens per word instead", terr.msg);
       if (counted > 0 && counted <= r.prompt_tokens) {
         c->have_tokenizer = true;
         c->res->tokenizer_endpoint = true;
@@ -281,7 +285,17 @@ static uint32_t words_by_tokenizer(struct run_ctx *c, const struct workload *w,
     struct tm_err err;
     int64_t n = backend_count_tokens(c->opt->backend, c->opt->model, p, &err);
     free(p);
-    if (n <= 0) break;
+    if (n < 0) {
+      /* A tokenizer that stopped answering is not asked again (each try
+       * would wait out the timeout); the calibrated line stands in. */
+      c->have_tokenizer = false;
+      if (c->res->tokenizer_note[0] == 0)
+        snprintf(c->res->tokenizer_note, sizeof c->res->tokenizer_note,
+                 "the server's tokenizer failed (%s): prompt lengths come from the calibrated "
+                 "tokens per word instead", err.msg);
+      break;
+    }
+    if (n == 0) break;
     double total = (double)n + (double)c->res->template_tokens;
     double delta = ((double)w->prompt_tokens - total) / c->tokens_per_word;
     if (fabs(delta) < 0.5) break;
@@ -365,7 +379,15 @@ static void cold_series(struct run_ctx *c) {
   for (uint32_t i = 0; i < c->opt->reps && !backend_interrupted(); i++) {
     struct runner_event cev = {.workload = w, .index = i, .cold = true};
     progress(c, "cold series: run %u/%u (load, then answer)", i + 1, c->opt->reps);
-    one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, true, &cev, &r, &m, NULL);
+    int rc = one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, true,
+                         &cev, &r, &m, NULL);
+    c->res->runs++;
+    c->res->cold_runs++;
+    if (rc != 0) {
+      c->res->failed++;
+      c->res->cold_failed++;
+      c->res->failed_by_kind[r.error]++;
+    }
     if (r.error == RUN_OK && isfinite(r.ollama_load_ms) && c->res->n_cold_load < RUNNER_MAX_REPS)
       c->res->cold_load_ms[c->res->n_cold_load++] = r.ollama_load_ms;
     run_result_free(&r);
@@ -403,7 +425,10 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
     }
     if (rc != 0) any_failed = 1;
   }
-  if (opt->cold_series && backend_api(opt->backend) == API_OLLAMA) cold_series(&c);
+  if (opt->cold_series && backend_api(opt->backend) == API_OLLAMA) {
+    cold_series(&c);
+    if (res->cold_failed) any_failed = 1;
+  }
   if (backend_interrupted()) {
     res->interrupted = true;
     return tm_errf(err, "interrupted: the runs finished so far are recorded");

@@ -10,7 +10,9 @@
  *
  * The very first request to the server is the cold one (the model may be
  * loading): it is reported apart, never in the warm figures. With cold_series
- * (Ollama: keep_alive 0), every timed run of the cold series follows an unload.
+ * (Ollama: keep_alive 0), every timed run of the cold series follows an unload;
+ * those runs count as timed runs (runs, failed, failed_by_kind) and apart in
+ * cold_runs / cold_failed.
  *
  * The runner never prints: progress goes to a callback, results to the sink. */
 #ifndef TM_RUNNER_H
@@ -107,8 +109,12 @@ struct runner_result {
   size_t n_cold_load;
   size_t n_workloads;
   struct runner_workload_result workloads[RUNNER_MAX_WORKLOADS];
-  uint32_t runs, failed;          /* timed runs over all workloads */
+  uint32_t runs, failed;          /* timed runs over all workloads, the --cold
+                                     series' runs included */
   uint32_t failed_by_kind[RUN_ERR_COUNT];
+  uint32_t cold_runs, cold_failed;/* the --cold series alone (also in runs, failed) */
+  char tokenizer_note[256];       /* why the server's /tokenize was given up
+                                     (it timed out or failed mid-run); "" */
   bool interrupted;
 };
 

@@ -84,6 +84,7 @@ struct eb_state {
   struct eb_row *rows;
   size_t n_rows, cap_rows;
   struct record_file *rec;
+  uint64_t record_failures; /* records that could not be written (exit 1) */
   char identity[RECORD_ID_LEN + 1];
   uint32_t runs;
   json_t *summaries;  /* for --json */

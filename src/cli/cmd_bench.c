@@ -104,6 +104,8 @@ static void usage(FILE *out) {
           "      --idle-timeout S   fail a run when the server sends nothing for S seconds\n"
           "                         (default 60)\n"
           "      --timeout S        fail a run that takes longer than S seconds (default 600)\n"
+          "                         (detection, /props, /tokenize, model lists: 10 s each,\n"
+          "                         or the shorter of these two)\n"
           "\n"
           "Both:\n"
           "      --ttft-sweep       measure time to first token at several prompt lengths\n"

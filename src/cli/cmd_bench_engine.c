@@ -675,6 +675,7 @@ static void close_records(struct eb_state *s) {
   if (record_write(s->rec, record_end_build(s->identity, &th, s->runs, NULL, false, s->steal_share),
                    &err) != 0)
     cli_warn(CMD, "cannot write the end record: %s", err.msg);
+  s->record_failures = record_write_failures(s->rec);
   record_close(s->rec);
   s->rec = NULL;
 }
@@ -876,5 +877,9 @@ int bench_inprocess(struct bench_opts *o) {
 out:
   if (e) engine_free(e);
   free_state(&st);
+  /* Records that could not be written: the results were not safely kept. */
+  if (rc == TM_EXIT_OK && st.record_failures)
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%llu records could not be written to the results file",
+                  (unsigned long long)st.record_failures);
   return rc;
 }

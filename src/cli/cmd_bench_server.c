@@ -32,6 +32,7 @@
 #include "model/analysis.h"
 #include "model/ceiling.h"
 #include "record/record.h"
+#include "util/redact.h"
 #include "util/units.h"
 
 static const char *const CMD = "bench";
@@ -69,6 +70,13 @@ static char *read_text_file(const char *path, struct tm_err *err) {
     free(buf);
     return NULL;
   }
+  /* Sent inside a JSON request: it must be UTF-8 text (checked here, before
+   * anything reaches the server). */
+  if (!tm_utf8_valid(buf, n)) {
+    tm_errf(err, "--prompt-file %s: not UTF-8 text", path);
+    free(buf);
+    return NULL;
+  }
   return buf;
 }
 
@@ -91,6 +99,9 @@ static int make_workloads(const struct bench_opts *o, const char *prompt_text,
     if (workload_by_name(t, &ro->workloads[ro->n_workloads]) != 0)
       return cli_usage_error(CMD, "--workload: unknown workload '%s' (known: %s)", t,
                              workload_names());
+    for (size_t i = 0; i < ro->n_workloads; i++)
+      if (strcmp(ro->workloads[i].name, t) == 0)
+        return cli_usage_error(CMD, "--workload: '%s' given twice", t);
     ro->n_workloads++;
   }
   /* --ttft-sweep: one custom workload per prompt length (the fit's points). */
@@ -295,8 +306,9 @@ static void sink(const struct runner_event *ev, void *vctx) {
   json_decref(settings);
   if (!ev->warmup && !ev->calibration && ev->result->error != RUN_OK) {
     cli_progress_done();
-    cli_warn(CMD, "%s run %u failed (%s): %s", ev->workload ? ev->workload->name : "",
-             ev->index + 1, run_error_name(ev->result->error), ev->result->error_msg);
+    cli_warn(CMD, "%s %srun %u failed (%s): %s", ev->workload ? ev->workload->name : "",
+             ev->cold ? "cold " : "", ev->index + 1, run_error_name(ev->result->error),
+             ev->result->error_msg);
   }
 }
 
@@ -309,16 +321,20 @@ static void progress(const char *message, void *ctx) {
 
 /* --------------------------------------------------------------- main --- */
 
-static int list_models(struct backend *b) {
+static int list_models(struct backend *b, const char *api_key) {
   char (*names)[256] = calloc(256, sizeof *names);
   struct tm_err err;
   if (!names) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
   int n = backend_list_models(b, names, 256, &err);
   if (n < 0) {
     free(names);
+    tm_redact(err.msg, sizeof err.msg, api_key);
     return cli_fail(CMD, TM_EXIT_RUNTIME, "cannot list models: %s", err.msg);
   }
-  for (int i = 0; i < n; i++) printf("%s\n", names[i]);
+  for (int i = 0; i < n; i++) {
+    tm_redact(names[i], sizeof names[i], api_key); /* the server's text */
+    printf("%s\n", names[i]);
+  }
   free(names);
   return TM_EXIT_OK;
 }
@@ -326,7 +342,16 @@ static int list_models(struct backend *b) {
 int bench_server(const struct bench_opts *o) {
   struct tm_err err = {{0}};
   int rc = TM_EXIT_OK;
-  if (backend_url_check(o->url, NULL, &err) != 0) return cli_usage_error(CMD, "--url: %s", err.msg);
+  /* The URL as shown and recorded: without user:password@ (and ?query). */
+  char url_shown[512];
+  record_redact_url(o->url, url_shown, sizeof url_shown);
+  if (backend_url_check(o->url, NULL, &err) != 0) {
+    tm_redact(err.msg, sizeof err.msg, NULL);
+    return cli_usage_error(CMD, "--url: %s", err.msg);
+  }
+  /* --model is sent inside JSON requests and recorded: UTF-8 text only. */
+  if (o->model && !tm_utf8_valid(o->model, strlen(o->model)))
+    return cli_usage_error(CMD, "--model: not UTF-8 text");
 
   /* The key: read from the environment, kept in this frame, sent as a header. */
   const char *key_env = o->api_key_env ? o->api_key_env : "OPENAI_API_KEY";
@@ -346,12 +371,16 @@ int bench_server(const struct bench_opts *o) {
   struct served_model model = {0};
   if (o->gguf && (rc = load_model(o->gguf, &model)) != 0) goto out_text;
 
-  /* The server's own information requests (detection, /props, ...) and the
-   * connection: 10 s each, or --timeout when that is shorter. */
-  const double info_timeout_s = o->timeout_s > 0 && o->timeout_s < 10 ? o->timeout_s : 10;
+  /* The server's own information requests (detection, /props, /tokenize,
+   * ...) and the connection: 10 s each, or --timeout or --idle-timeout when
+   * shorter (an answer in one piece is one gap). */
+  double info_timeout_s = o->timeout_s > 0 && o->timeout_s < 10 ? o->timeout_s : 10;
+  if (o->idle_timeout_s > 0 && o->idle_timeout_s < info_timeout_s)
+    info_timeout_s = o->idle_timeout_s;
   enum api_family api = (enum api_family)o->api;
   if (api == API_AUTO) {
     if (backend_detect_within(o->url, api_key, info_timeout_s, &api, &err) != 0) {
+      tm_redact(err.msg, sizeof err.msg, api_key);
       rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
       goto out_text;
     }
@@ -363,11 +392,12 @@ int bench_server(const struct bench_opts *o) {
                                .connect_timeout_s = info_timeout_s};
   struct backend *b = backend_new(&cfg, &err);
   if (!b) {
-    rc = cli_usage_error(CMD, "--url %s: %s", o->url, err.msg);
+    tm_redact(err.msg, sizeof err.msg, api_key);
+    rc = cli_usage_error(CMD, "--url %s: %s", url_shown, err.msg);
     goto out_text;
   }
   if (o->list_models) {
-    rc = list_models(b);
+    rc = list_models(b, api_key);
     goto out_backend;
   }
   if (o->cold && api != API_OLLAMA)
@@ -380,15 +410,17 @@ int bench_server(const struct bench_opts *o) {
   machine_thermal_read(&th_before);
   struct server_info si;
   memset(&si, 0, sizeof si);
-  if (backend_server_info(b, &si, &err) != 0)
+  if (backend_server_info(b, &si, &err) != 0) {
+    tm_redact(err.msg, sizeof err.msg, api_key);
     cli_warn(CMD, "server info not available: %s", err.msg);
+  }
   check_build_flags(&si, &mi, o->url);
   if (model.have) {
     probe_for_ceilings(&model);
     if (!url_is_local(o->url))
       cli_warn(CMD, "the ceilings use THIS machine's bandwidth and compute; the server at %s "
                     "may run on other hardware",
-               o->url);
+               url_shown);
   }
 
   /* The results file and the identity line. */
@@ -401,7 +433,7 @@ int bench_server(const struct bench_opts *o) {
     goto out_backend;
   }
   json_t *settings = json_pack(
-      "{s:s, s:s, s:s, s:s?, s:s?, s:i, s:b, s:b, s:b, s:f, s:f, s:s?}", "url", o->url, "api",
+      "{s:s, s:s, s:s, s:s?, s:s?, s:i, s:b, s:b, s:b, s:f, s:f, s:s?}", "url", url_shown, "api",
       api_family_name(api), "endpoint", o->endpoint == ENDPOINT_CHAT ? "chat" : "completion",
       "model", o->model, "gguf", o->gguf, "reps", o->reps ? o->reps : 3, "allow_cache",
       o->allow_cache, "cold", o->cold, "warmup", 1, "idle_timeout_s", o->idle_timeout_s,
@@ -462,6 +494,7 @@ int bench_server(const struct bench_opts *o) {
     rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
     goto out_file;
   }
+  if (res->tokenizer_note[0]) cli_warn(CMD, "%s", res->tokenizer_note);
 
   /* Summaries: records, then the table. */
   struct record_ceiling ceilings[RUNNER_MAX_WORKLOADS];
@@ -481,18 +514,24 @@ int bench_server(const struct bench_opts *o) {
       if (line) printf("%s\n", line);
       free(line);
     }
-    if (record_write(sc.file, sum, &err) != 0) sc.write_errors++;
+    if (record_write(sc.file, sum, &err) != 0) {
+      sc.write_errors++;
+      snprintf(sc.last_error, sizeof sc.last_error, "%s", err.msg);
+    }
     json_decref(ws);
   }
   machine_thermal_read(&th_after);
-  record_write(sc.file,
-               record_end_build(sc.identity, &th_after, res->runs, res->failed_by_kind,
-                                res->interrupted, steal),
-               &err);
+  if (record_write(sc.file,
+                   record_end_build(sc.identity, &th_after, res->runs, res->failed_by_kind,
+                                    res->interrupted, steal),
+                   &err) != 0) {
+    sc.write_errors++;
+    snprintf(sc.last_error, sizeof sc.last_error, "%s", err.msg);
+  }
 
   if (!o->json && res->n_workloads) {
     printf("tokmeter %s - %s at %s (%s%s%s)\n", TOKMETER_VERSION,
-           sc.model && *sc.model ? sc.model : "the served model", o->url, api_family_name(api),
+           sc.model && *sc.model ? sc.model : "the served model", url_shown, api_family_name(api),
            si.build[0] ? ", build " : "", si.build);
     report_server_table(stdout, summaries, res->n_workloads, model.have ? ceilings : NULL);
     if (res->have_cold && isfinite(res->cold.ttft_ms))
@@ -509,8 +548,12 @@ int bench_server(const struct bench_opts *o) {
     if (res->n_cold_load) {
       double sum = 0;
       for (size_t i = 0; i < res->n_cold_load; i++) sum += res->cold_load_ms[i];
-      printf("model load (--cold, %zu loads): %.0f ms mean\n", res->n_cold_load,
-             sum / res->n_cold_load);
+      printf("model load (--cold, %zu loads): %.0f ms mean%s\n", res->n_cold_load,
+             sum / res->n_cold_load, res->cold_failed ? " (some cold runs failed)" : "");
+    } else if (res->cold_runs) {
+      printf("model load (--cold): not measured: %u of %u cold runs failed%s\n",
+             res->cold_failed, res->cold_runs,
+             res->cold_failed < res->cold_runs ? " (the others reported no load time)" : "");
     }
     print_steal(res, steal);
     printf("records: %s (%llu lines this run)\n", out_path,
@@ -522,6 +565,11 @@ int bench_server(const struct bench_opts *o) {
 
   if (run_rc < 0) {
     rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+  } else if (sc.write_errors) {
+    rc = cli_fail(CMD, TM_EXIT_RUNTIME,
+                  "results not safely kept: %u records missing from %s (the lines there are "
+                  "whole)",
+                  sc.write_errors, out_path);
   } else if (run_rc > 0 || res->failed) {
     rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%u of %u timed runs failed (see the table and %s)",
                   res->failed, res->runs, out_path);

@@ -1,6 +1,7 @@
 /* record: the JSON Lines writer, ids, times, redaction and the identity
  * record. Contracts in record.h; key meanings in docs/records.md. */
 #include "record/record.h"
+#include "util/redact.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 struct record_file {
   int fd;
   uint64_t lines;
+  uint64_t failures;
   char path[512];
 };
 
@@ -82,6 +84,7 @@ int record_write(struct record_file *f, void *json, struct tm_err *err) {
     json_decref(j);
     return tm_errf(err, "records: file not open");
   }
+  f->failures++; /* until the line is down */
   if (!j) return tm_errf(err, "records: out of memory building a record for %s", f->path);
   char *s = record_dump(j);
   json_decref(j);
@@ -97,21 +100,34 @@ int record_write(struct record_file *f, void *json, struct tm_err *err) {
   }
   line[len] = '\n';
   line[len + 1] = 0;
+  /* Where the line starts, to cut a torn line off again (O_APPEND writes at
+   * the end; a character device such as /dev/stdout has no size to restore). */
+  struct stat st;
+  bool regular = fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode);
+  off_t before = regular ? st.st_size : 0;
   size_t off = 0, total = len + 1;
   while (off < total) {
     ssize_t w = write(f->fd, line + off, total - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int e = w < 0 ? errno : EIO;
       free(line);
-      return tm_errf(err, "records: cannot write %s: %s", f->path, strerror(e));
+      if (off > 0 && regular && ftruncate(f->fd, before) != 0)
+        return tm_errf(err, "records: cannot write %s: %s; the last line is torn (%zu of %zu "
+                            "bytes) and could not be removed: %s",
+                       f->path, strerror(e), off, total, strerror(errno));
+      return tm_errf(err, "records: cannot write %s: %s (the record was not kept)", f->path,
+                     strerror(e));
     }
     off += (size_t)w;
   }
   free(line);
   f->lines++;
+  f->failures--;
   return 0;
 }
+
+uint64_t record_write_failures(const struct record_file *f) { return f ? f->failures : 0; }
 
 uint64_t record_lines_written(const struct record_file *f) { return f ? f->lines : 0; }
 
@@ -179,48 +195,7 @@ void record_redact_url(const char *url, char *out, size_t n) {
   out[o] = 0;
 }
 
-/* Length of the secret-looking word at s: key characters (letters, digits,
- * "-_.~+/="), without a trailing '.' (the end of a sentence, not of a key). */
-static size_t word_len(const char *s) {
-  size_t n = 0;
-  while (s[n] && (isalnum((unsigned char)s[n]) || strchr("-_.~+/=", s[n]))) n++;
-  while (n && s[n - 1] == '.') n--;
-  return n;
-}
-
-static bool is_word_char(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_'; }
-
-void record_redact_secrets(char *msg, size_t cap) {
-  if (!msg || !cap) return;
-  static const char repl[] = "[redacted]";
-  char out[1024];
-  size_t o = 0, i = 0, len = strnlen(msg, cap);
-  while (i < len && o + 1 < sizeof out) {
-    size_t keep = 0; /* characters of the pattern kept before the secret */
-    bool secret = false;
-    bool at_word_start = i == 0 || !is_word_char(msg[i - 1]);
-    if (strncasecmp(msg + i, "bearer ", 7) == 0) {
-      keep = 7;
-      secret = true;
-    } else if (at_word_start && strncmp(msg + i, "sk-", 3) == 0 && word_len(msg + i) >= 12) {
-      /* OpenAI-style keys are long; "sk-ok" in a message is not one. */
-      secret = true;
-    } else if (strncasecmp(msg + i, "key=", 4) == 0) {
-      keep = 4;
-      secret = true;
-    }
-    size_t w = secret ? word_len(msg + i + keep) : 0;
-    if (w > 0) {
-      for (size_t k = 0; k < keep && o + 1 < sizeof out; k++) out[o++] = msg[i + k];
-      for (size_t k = 0; repl[k] && o + 1 < sizeof out; k++) out[o++] = repl[k];
-      i += keep + w;
-      continue;
-    }
-    out[o++] = msg[i++];
-  }
-  out[o] = 0;
-  snprintf(msg, cap, "%s", out);
-}
+void record_redact_secrets(char *msg, size_t cap) { tm_redact(msg, cap, NULL); }
 
 void *record_json_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -369,11 +344,12 @@ void *record_identity_build(const struct record_identity_in *in,
   json_t *settings = in->settings ? json_deep_copy((const json_t *)in->settings) : json_object();
   json_t *command = json_null();
   if (in->command) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", in->command);
-    record_redact_secrets(buf, sizeof buf);
+    /* Scrubbed whole (secrets, user:password@ of URLs), and valid UTF-8
+     * whatever bytes the arguments held. */
+    char *buf = tm_redact_dup(in->command, strlen(in->command), NULL, NULL);
     json_decref(command);
-    command = json_string(buf);
+    command = buf ? json_string(buf) : NULL;
+    free(buf);
   }
 
   json_t *o = json_object();

@@ -50,8 +50,15 @@ struct record_file *record_open(const char *path, struct tm_err *err);
  * measuring. 0, or -1 with err naming the path and the reason. */
 int record_check_writable(const char *path, struct tm_err *err);
 /* Writes json (a json_t *, STOLEN: freed here whatever happens) as one line.
- * json NULL (a builder ran out of memory) is an error. 0 / -1 with err. */
+ * json NULL (a builder ran out of memory) is an error. 0 / -1 with err.
+ * A line is written whole or not at all: when write(2) fails or comes back
+ * short (disk full, file size limit, I/O error), the file is cut back to its
+ * size before the line (ftruncate), so it stays valid JSON Lines and the next
+ * line does not glue onto a torn one. Callers must treat -1 as a runtime
+ * failure (exit 1): results were not safely kept. */
 int record_write(struct record_file *f, void *json, struct tm_err *err);
+/* Records that could not be written through this handle (record_write -1). */
+uint64_t record_write_failures(const struct record_file *f);
 /* Lines written through this handle so far. */
 uint64_t record_lines_written(const struct record_file *f);
 void record_close(struct record_file *f); /* NULL is fine */
@@ -69,8 +76,10 @@ void record_time_utc(char out[32]);
 /* Copies url into out without "user:password@" and without "?query" /
  * "#fragment" (where hosted APIs may carry keys). Always NUL-terminates. */
 void record_redact_url(const char *url, char *out, size_t n);
-/* In place: the word after "Bearer " and words starting with "sk-" or
- * "key=" values become "[redacted]". A last line of defence for messages. */
+/* In place: tm_redact (util/redact.h) without a key: "user:password@" of
+ * URLs goes, the word after "Bearer ", words starting with "sk-" and "key="
+ * values become "[redacted]", bytes that are not UTF-8 '?'. A last line of
+ * defence for messages. */
 void record_redact_secrets(char *msg, size_t cap);
 
 /* JSON helpers (json_t * as void *). A number: NULL-safe; NAN / inf -> null.

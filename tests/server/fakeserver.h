@@ -126,6 +126,17 @@ struct fs_config {
                                  finish_reason "stop" unless ignore_eos/min_tokens
                                  /num_predict asked for the exact length */
   enum fs_break_stage break_stage;
+  /* Hostile servers (FS_PACED/FS_BREAK), for the client's robustness tests: */
+  enum fs_echo {
+    FS_ECHO_NONE = 0,
+    FS_ECHO_401,   /* every request: 401 {"error":{"message":"<echo_pad x's> token
+                      <the request's bearer key>"}} */
+    FS_ECHO_MODEL, /* GET /v1/models lists one model named "m <bearer key>" */
+  } echo_key;
+  uint32_t echo_pad;
+  bool tokenize_hang; /* POST /tokenize: silence until the client gives up */
+  bool fail_unload;   /* a generation request with keep_alive 0 (Ollama's
+                         unload): HTTP 500 */
 };
 
 void fs_config_init(struct fs_config *c); /* llamacpp flavor, a=20, b=0.5, c=10 ms */

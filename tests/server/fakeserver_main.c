@@ -34,6 +34,10 @@ static void usage(FILE *f) {
           "                        no-done-no-usage, stall, stall-before-headers,\n"
           "                        malformed-json, http-500, http-404, error-event,\n"
           "                        context-overflow, garbage (implies --mode break)\n"
+          "  --echo-key 401|model  hostile: every request 401 quoting the bearer key after\n"
+          "                        --echo-pad N x's; or /v1/models lists \"m <key>\"\n"
+          "  --tokenize-hang       hostile: POST /tokenize never answers\n"
+          "  --fail-unload         hostile: a generation with keep_alive 0 gets HTTP 500\n"
           "  --port-file F         also write the port number to F (default none)\n"
           "  --help                this text\n");
 }
@@ -138,6 +142,22 @@ int main(int argc, char **argv) {
       }
       cfg.break_stage = (enum fs_break_stage)st;
       if (!mode_set) cfg.mode = FS_BREAK;
+    } else if (strcmp(a, "--echo-key") == 0) {
+      NEEDV();
+      if (strcmp(v, "401") == 0) cfg.echo_key = FS_ECHO_401;
+      else if (strcmp(v, "model") == 0) cfg.echo_key = FS_ECHO_MODEL;
+      else {
+        fprintf(stderr, "tokmeter-fakeserver: --echo-key 401|model\n");
+        return 2;
+      }
+    } else if (strcmp(a, "--echo-pad") == 0) {
+      NEEDV();
+      if (parse_num(a, v, &x)) return 2;
+      cfg.echo_pad = (uint32_t)x;
+    } else if (strcmp(a, "--tokenize-hang") == 0) {
+      cfg.tokenize_hang = true;
+    } else if (strcmp(a, "--fail-unload") == 0) {
+      cfg.fail_unload = true;
     } else if (strcmp(a, "--port-file") == 0) {
       NEEDV();
       port_file = v;

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "fs_internal.h"
@@ -659,6 +660,56 @@ static int serve_generation(struct fakeserver *s, int fd, const struct fs_reques
   return rc != 0 ? -1 : (closes ? 1 : 0);
 }
 
+/* The bearer key of a request's Authorization header ("" when none). */
+static void bearer_of(const struct fs_request *req, char *out, size_t n) {
+  out[0] = 0;
+  for (const char *h = req->headers; h && *h;) {
+    const char *eol = strstr(h, "\r\n");
+    size_t len = eol ? (size_t)(eol - h) : strlen(h);
+    static const char pre[] = "authorization: bearer ";
+    if (len > sizeof pre - 1 && strncasecmp(h, pre, sizeof pre - 1) == 0) {
+      snprintf(out, n, "%.*s", (int)(len - (sizeof pre - 1)), h + sizeof pre - 1);
+      return;
+    }
+    h = eol ? eol + 2 : h + len;
+  }
+}
+
+/* The hostile behaviours of fs_config (echo_key, tokenize_hang, fail_unload);
+ * -2 when none applies to this request. */
+static int hostile(struct fakeserver *s, int fd, const struct fs_request *req, const char *path,
+                   enum ep ep) {
+  char key[512];
+  bearer_of(req, key, sizeof key);
+  if (s->cfg.echo_key == FS_ECHO_401) {
+    struct fs_buf m = {0};
+    for (uint32_t i = 0; i < s->cfg.echo_pad; i++) fs_buf_add(&m, "x", 1);
+    fs_buf_printf(&m, " token %s", key);
+    int rc = send_error(s, fd, req, 401, "auth", m.p ? m.p : "");
+    fs_buf_free(&m);
+    return rc;
+  }
+  if (s->cfg.echo_key == FS_ECHO_MODEL && strcmp(req->method, "GET") == 0 &&
+      strcmp(path, "/v1/models") == 0) {
+    char id[600];
+    snprintf(id, sizeof id, "m %s", key);
+    json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "object", "list", "data", "id", id,
+                          "object", "model", "owned_by", "me");
+    int rc = o ? fs_send_json(s, fd, 200, o, req->client_close) : -1;
+    return rc != 0 ? -1 : (req->client_close ? 1 : 0);
+  }
+  if (s->cfg.tokenize_hang && strcmp(path, "/tokenize") == 0) {
+    fs_wait_silent(s, fd);
+    return -1;
+  }
+  if (s->cfg.fail_unload && ep != EP_NONE) {
+    json_t *ka = json_object_get(req->json, "keep_alive");
+    if (ka && json_is_number(ka) && json_number_value(ka) == 0)
+      return send_error(s, fd, req, 500, "server_error", "fakeserver: failed to load the model");
+  }
+  return -2;
+}
+
 int fs_paced_handle(struct fakeserver *s, int fd, const struct fs_request *req) {
   char path[2048];
   snprintf(path, sizeof path, "%s", req->target);
@@ -666,6 +717,8 @@ int fs_paced_handle(struct fakeserver *s, int fd, const struct fs_request *req) 
   if (q) *q = '\0';
   bool v0;
   enum ep ep = route(s->cfg.flavor, req->method, path, &v0);
+  int hrc = hostile(s, fd, req, path, ep);
+  if (hrc != -2) return hrc;
   if (ep != EP_NONE) {
     if (!json_is_object(req->json))
       return send_error(s, fd, req, 400, "invalid_request_error", "fakeserver: body is not JSON");

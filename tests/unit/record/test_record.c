@@ -5,7 +5,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "record/record.h"
 #include "tm_test.h"
@@ -347,7 +349,44 @@ static void test_ceiling_json(void) {
   CHECK(isnan(record_percent_of(29.5, 0)));
 }
 
+/* A line that cannot be written whole (file size limit, as `ulimit -f`) is
+ * rolled back: the file keeps only whole lines, the write says -1, and a
+ * later line does not glue onto a torn one. */
+static void test_short_write_rolled_back(void) {
+  const char *path = tm_tmpfile("short.jsonl");
+  struct tm_err err;
+  struct record_file *f = record_open(path, &err);
+  CHECK(f != NULL);
+  if (!f) return;
+  CHECK_EQ_INT(record_write(f, json_pack("{s:s}", "record", "first"), &err), 0);
+  struct rlimit old, lim;
+  getrlimit(RLIMIT_FSIZE, &old);
+  lim = old;
+  lim.rlim_cur = 64; /* bytes: the first line fits, a long one does not */
+  void (*old_h)(int) = signal(SIGXFSZ, SIG_IGN);
+  setrlimit(RLIMIT_FSIZE, &lim);
+  char big[200];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  int rc = record_write(f, json_pack("{s:s}", "record", big), &err);
+  setrlimit(RLIMIT_FSIZE, &old);
+  signal(SIGXFSZ, old_h);
+  CHECK_EQ_INT(rc, -1);
+  CHECK(strstr(err.msg, path) != NULL);
+  CHECK_EQ_INT((int)record_write_failures(f), 1);
+  CHECK_EQ_INT(record_write(f, json_pack("{s:s}", "record", "after"), &err), 0);
+  CHECK_EQ_INT((int)record_lines_written(f), 2);
+  record_close(f);
+  FILE *in = fopen(path, "r");
+  char buf[512] = "";
+  size_t n = in ? fread(buf, 1, sizeof buf - 1, in) : 0;
+  if (in) fclose(in);
+  buf[n] = 0;
+  CHECK_STR(buf, "{\"record\":\"first\"}\n{\"record\":\"after\"}\n");
+}
+
 void tm_run_tests(void) {
+  TM_RUN(test_short_write_rolled_back);
   TM_RUN(test_append_across_opens);
   TM_RUN(test_lines_survive_without_close);
   TM_RUN(test_open_and_write_errors);

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# test_bench_server_robust: `tokmeter bench --url` against hostile fake servers
+# (tests/server/, --echo-key, --tokenize-hang, --fail-unload): an API key echoed
+# by the server (whole, or cut by a truncation) never reaches stdout, stderr or
+# the records; URL passwords are not shown or recorded; a results file that
+# cannot take a whole line keeps whole lines and the command exits 1; failed
+# --cold runs are counted; a hung /tokenize does not stall the run; bad input
+# is refused (exit 2) before anything is sent; HTTP errors name the request.
+set -euo pipefail
+: "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}"
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+unset OPENAI_API_KEY
+fail() { echo "test_bench_server_robust: FAIL: $*" >&2; exit 1; }
+
+start_server() { # NAME ARGS...: sets PORT
+  local name=$1; shift
+  rm -f "$dir/$name.port"
+  "$TOKMETER_FAKESERVER" --port-file "$dir/$name.port" "$@" >/dev/null 2>"$dir/$name.log" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$dir/$name.port" ] && break; sleep 0.05; done
+  PORT=$(cat "$dir/$name.port") || fail "server $name did not start"
+}
+
+expect_exit() { # expected_code, then the command
+  local want=$1; shift
+  set +e
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
+}
+
+KEY=sk-test-SECRET-0123456789abcdef
+# no_key FILES...: no 8-character piece of the key (nor "SECRET") in the files
+no_key() {
+  python3 - "$KEY" "$@" <<'PY' || fail "the key leaked (see above)"
+import sys
+key, files = sys.argv[1], sys.argv[2:]
+for f in files:
+    t = open(f, errors="replace").read()
+    for i in range(len(key) - 7):
+        if key[i:i + 8] in t:
+            sys.exit("%s holds %r of the key: %s" % (f, key[i:i + 8], t[:2000]))
+PY
+}
+
+# --- 1. a server that echoes the key -----------------------------------------
+export OPENAI_API_KEY=$KEY
+start_server echo401 --mode paced --flavor openai --echo-key 401 --echo-pad 270
+U=http://127.0.0.1:$PORT
+expect_exit 1 "$TOKMETER" bench --url "$U" -w classify -r 1 --out "$dir/e1.jsonl"
+grep -q "HTTP 401" "$dir/err" || fail "detection: no 401 said: $(cat "$dir/err")"
+no_key "$dir/out" "$dir/err"
+expect_exit 1 "$TOKMETER" bench --url "$U" --list-models --api openai
+no_key "$dir/out" "$dir/err"
+expect_exit 1 "$TOKMETER" bench --url "$U" --api openai -w classify -r 1 --out "$dir/e2.jsonl"
+grep -q "POST /v1/chat/completions: HTTP 401" "$dir/err" || fail "run error: $(cat "$dir/err")"
+no_key "$dir/out" "$dir/err" "$dir/e2.jsonl"
+
+start_server echomodel --mode paced --flavor openai --echo-key model --a 1 --b 0 --c 1
+U=http://127.0.0.1:$PORT
+expect_exit 0 "$TOKMETER" bench --url "$U" --list-models
+grep -q "^m \[redacted\]" "$dir/out" || fail "model list: $(cat "$dir/out")"
+no_key "$dir/out" "$dir/err"
+expect_exit 0 "$TOKMETER" bench --url "$U" -w classify -r 1 --out "$dir/e3.jsonl"
+no_key "$dir/out" "$dir/err" "$dir/e3.jsonl"
+unset OPENAI_API_KEY
+
+# --- 2. URL credentials --------------------------------------------------------
+start_server plain --mode paced --flavor llamacpp --a 1 --b 0 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://alice:hunter2pass@127.0.0.1:$PORT" -w classify \
+  -r 1 --out "$dir/u.jsonl"
+grep -q "hunter2pass" "$dir/out" "$dir/err" "$dir/u.jsonl" && fail "URL password shown or recorded"
+grep -q "http://127.0.0.1:$PORT" "$dir/out" || fail "header without the URL: $(cat "$dir/out")"
+python3 - "$dir/u.jsonl" <<'PY' || fail "URL records"
+import json, sys
+ident = json.loads(open(sys.argv[1]).readline())
+assert "alice" not in ident["command"] and "alice" not in ident["settings"]["url"], ident
+PY
+
+# --- 3. a results file that cannot take a whole line ---------------------------
+set +e
+(trap '' XFSZ; ulimit -f 10; "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -r 3 \
+  --out "$dir/w.jsonl" >"$dir/out" 2>"$dir/err")
+got=$?
+set -e
+[ "$got" = 1 ] || fail "write failure: exit $got, expected 1 ($(cat "$dir/err"))"
+grep -q "not safely kept" "$dir/err" || fail "write failure not said: $(cat "$dir/err")"
+python3 - "$dir/w.jsonl" <<'PY' || fail "results file after a failed write"
+import json, sys
+data = open(sys.argv[1]).read()
+assert data.endswith("\n"), "torn last line"
+for l in data.splitlines():
+    json.loads(l)
+PY
+
+# --- 4. --cold runs that fail are counted ----------------------------------------
+start_server ollama --mode paced --flavor ollama --fail-unload --a 1 --b 0 --c 1
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 2 --cold \
+  --out "$dir/c.jsonl"
+grep -q "classify cold run 1 failed" "$dir/err" || fail "cold failure label: $(cat "$dir/err")"
+grep -q "classify run 1 failed" "$dir/err" && fail "timed runs said failed: $(cat "$dir/err")"
+grep -q "model load (--cold): not measured: 2 of 2 cold runs failed" "$dir/out" ||
+  fail "cold load line: $(cat "$dir/out")"
+python3 - "$dir/c.jsonl" <<'PY' || fail "cold end record"
+import json, sys
+end = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert end["record"] == "end" and end["n_failed"] == 2 and end["runs"] == 4, end
+PY
+
+# --- 5. a /tokenize that never answers ------------------------------------------
+start_server tokhang --mode paced --flavor llamacpp --tokenize-hang --a 1 --b 0 --c 1
+t0=$(date +%s)
+expect_exit 0 timeout 40 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify,extract \
+  -r 1 --timeout 3 --idle-timeout 2 --out "$dir/t.jsonl"
+t1=$(date +%s)
+[ $((t1 - t0)) -le 15 ] || fail "hung /tokenize stalled the run for $((t1 - t0)) s"
+grep -q "tokenizer did not answer" "$dir/err" || fail "hung /tokenize not said: $(cat "$dir/err")"
+
+# --- 6. bad input, refused before anything is sent --------------------------------
+printf 'caf\xe9 au lait\n' >"$dir/latin1.txt"
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --prompt-file "$dir/latin1.txt"
+grep -q "not UTF-8" "$dir/err" || fail "prompt file: $(cat "$dir/err")"
+[ "$(wc -l <"$dir/err")" = 1 ] || fail "not one line: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --model $'m\xff'
+grep -q "not UTF-8" "$dir/err" || fail "model: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify,classify
+grep -q "given twice" "$dir/err" || fail "duplicate workload: $(cat "$dir/err")"
+
+# --- 7. an HTTP error names the request -------------------------------------------
+start_server b404 --mode break --flavor llamacpp --break http-404
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 1 --out "$dir/n.jsonl"
+grep -q "POST /v1/chat/completions: HTTP 404" "$dir/err" || fail "404 message: $(cat "$dir/err")"
+echo "test_bench_server_robust: ok"
