@@ -572,7 +572,8 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
           run_result_fail(out, RUN_ERR_HTTP, "HTTP %d", out->http_status);
         /* name the request: "POST /v1/chat/completions: HTTP 404 ..." */
         char named[sizeof out->error_msg];
-        snprintf(named, sizeof named, "POST %s: %s", path, out->error_msg);
+        /* the precisions bound the line (the message's end gives way) */
+        snprintf(named, sizeof named, "POST %.60s: %.330s", path, out->error_msg);
         snprintf(out->error_msg, sizeof out->error_msg, "%s", named);
       } else if (ctl.result == CURLE_OK) {
         end_of_stream(&c, false);

@@ -216,8 +216,8 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
       int64_t counted = backend_count_tokens(c->opt->backend, c->opt->model, prompt, &terr);
       if (counted < 0 && c->res->tokenizer_note[0] == 0 && strstr(terr.msg, "within"))
         snprintf(c->res->tokenizer_note, sizeof c->res->tokenizer_note,
-                 "the server's tokenizer did not answer (%s): prompt lengths come from the "
-                 "calibrated tokens per word instead", terr.msg);
+                 "the server's tokenizer did not answer (%.120s): prompt lengths come from "
+                 "the calibrated tokens per word instead", terr.msg);
       if (counted > 0 && counted <= r.prompt_tokens) {
         c->have_tokenizer = true;
         c->res->tokenizer_endpoint = true;
@@ -291,8 +291,8 @@ static uint32_t words_by_tokenizer(struct run_ctx *c, const struct workload *w,
       c->have_tokenizer = false;
       if (c->res->tokenizer_note[0] == 0)
         snprintf(c->res->tokenizer_note, sizeof c->res->tokenizer_note,
-                 "the server's tokenizer failed (%s): prompt lengths come from the calibrated "
-                 "tokens per word instead", err.msg);
+                 "the server's tokenizer failed (%.120s): prompt lengths come from the "
+                 "calibrated tokens per word instead", err.msg);
       break;
     }
     if (n == 0) break;
