@@ -19,6 +19,7 @@ const char *compare_verdict_name(enum compare_verdict v) {
   case COMPARE_FASTER: return "faster";
   case COMPARE_SLOWER: return "slower";
   case COMPARE_TOO_FEW: return "too few runs";
+  case COMPARE_ZERO: return "zero values: no ratio";
   default: return "not distinguishable";
   }
 }
@@ -98,7 +99,12 @@ static void judge(struct compare_row *row, const struct compare_opts *o) {
   stats_describe(b->values, b->n, &row->sb);
   row->ci_ok = stats_ratio_ci(a->values, a->n, b->values, b->n, o->confidence, o->method,
                               o->resamples, o->seed, &row->ci) == 0;
-  if (!row->ci_ok) {
+  if ((row->sa.n && !(row->sa.min > 0)) || (row->sb.n && !(row->sb.min > 0))) {
+    /* a time of 0 has no logarithm and no ratio: say so, not "too few runs" */
+    row->ci_ok = false;
+    row->ci.ratio = NAN;
+    row->verdict = COMPARE_ZERO;
+  } else if (!row->ci_ok) {
     row->verdict = COMPARE_TOO_FEW;
   } else if (row->ci.lo > 1) {
     row->verdict = row->lower_is_better ? COMPARE_SLOWER : COMPARE_FASTER;

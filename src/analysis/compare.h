@@ -17,13 +17,17 @@
  * Predicted ratio (B/A, in the metric's own direction):
  *   decode:  (bandwidth_B / bytes_per_token_B) / (bandwidth_A / bytes_per_token_A)
  *   prefill: (compute_B / flops_per_token_B) / (compute_A / flops_per_token_A)
- * shown only when the sides differ in a modelled part: bytes or flops per
+ * (each part the series' own: the mean over its runs, series.h), shown only
+ * when the sides differ in a modelled part: bytes or flops per
  * token by more than 0.5% (the model or its quantization), or the probe's
  * bandwidth / compute by more than COMPARE_MACHINE_DIFF (another machine; a
  * smaller gap is probe noise on one machine and is taken as equal). When the
  * parts are missing but both ceilings are known and the model or type
  * differ, ceiling_B / ceiling_A. Times (ms) get the reciprocal; TTFT gets none
- * (fixed costs are not modelled). */
+ * (fixed costs are not modelled).
+ *
+ * A value <= 0 on either side (a TTFT of 0 ms) has no logarithm: the verdict
+ * is COMPARE_ZERO, with no ratio and no interval. */
 #ifndef TM_COMPARE_H
 #define TM_COMPARE_H
 
@@ -44,6 +48,8 @@ enum compare_verdict {
   COMPARE_FASTER,                  /* B is faster than A */
   COMPARE_SLOWER,                  /* B is slower than A */
   COMPARE_TOO_FEW,                 /* fewer than 2 runs on a side: no interval, no ranking */
+  COMPARE_ZERO,                    /* a value <= 0 on a side (a TTFT of 0 ms): no ratio,
+                                    * no interval (the interval is on log values) */
 };
 
 struct compare_opts {

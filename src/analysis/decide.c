@@ -29,6 +29,9 @@ int decide_check(const struct decide_inputs *in, struct tm_err *err) {
   if (known(in->api_prefill_tok_s) && !positive(in->api_prefill_tok_s))
     return tm_errf(err, "API prefill rate must be above 0");
   if (known(in->dev_load_s) && in->dev_load_s < 0) return tm_errf(err, "load time must be >= 0");
+  if (!in->dev_stays_warm && !known(in->dev_load_s))
+    return tm_errf(err, "--device-warm no needs --device-load: the model is loaded for every "
+                        "request, so every answer waits for it");
   if (known(in->dev_watts) && in->dev_watts < 0) return tm_errf(err, "watts must be >= 0");
   if (known(in->kwh_price) && in->kwh_price < 0) return tm_errf(err, "price per kWh must be >= 0");
   if (known(in->price_in_per_m) && in->price_in_per_m < 0)
@@ -58,6 +61,26 @@ static void money_totals(struct decide_side *s, double per_request_variable, dou
   s->money_per_day = per_request_variable * q + fixed;
   s->money_per_request = s->money_per_day / q;
   s->money_per_month = s->money_per_day * DECIDE_DAYS_PER_MONTH;
+}
+
+/* Break-even volume: hw_per_day + q * dev_var = q * api_req. NAN when there
+ * is none; *below: who is cheaper below it (or at any volume). */
+static void breakeven(double api_req, double dev_var, double hw_per_day, double *per_day,
+                      enum decide_winner *below) {
+  *per_day = NAN;
+  *below = DECIDE_UNKNOWN;
+  if (!known(api_req) || !known(dev_var)) return;
+  double hw = known(hw_per_day) ? hw_per_day : 0;
+  if (api_req > dev_var && hw > 0) {
+    *per_day = hw / (api_req - dev_var);
+    *below = DECIDE_API; /* few requests: the hardware is not paid off */
+  } else if (api_req > dev_var) {
+    *below = DECIDE_DEVICE; /* no fixed cost: the device is cheaper at any volume */
+  } else if (api_req < dev_var) {
+    *below = DECIDE_API;    /* the API is cheaper per request: at any volume */
+  } else {
+    *below = hw > 0 ? DECIDE_API : DECIDE_TIE;
+  }
 }
 
 int decide_eval(const struct decide_inputs *in, struct decide_result *out, struct tm_err *err) {
@@ -96,24 +119,16 @@ int decide_eval(const struct decide_inputs *in, struct decide_result *out, struc
   out->device = in->dev_stays_warm ? &out->warm : &out->reload;
   const struct decide_side *d = out->device;
 
-  /* Break-even volume: hw_per_day + q * dev = q * api. */
-  out->breakeven_per_day = NAN;
-  out->breakeven_below = DECIDE_UNKNOWN;
-  double dev_var = in->dev_stays_warm ? out->dev_energy_per_request
-                                      : energy_price * out->reload.busy_s;
-  if (known(api_req) && known(dev_var)) {
-    double hw = known(out->dev_hw_per_day) ? out->dev_hw_per_day : 0;
-    if (api_req > dev_var && hw > 0) {
-      out->breakeven_per_day = hw / (api_req - dev_var);
-      out->breakeven_below = DECIDE_API; /* few requests: the hardware is not paid off */
-    } else if (api_req > dev_var) {
-      out->breakeven_below = DECIDE_DEVICE; /* no fixed cost: the device is cheaper at any volume */
-    } else if (api_req < dev_var) {
-      out->breakeven_below = DECIDE_API;    /* the API is cheaper per request: at any volume */
-    } else {
-      out->breakeven_below = hw > 0 ? DECIDE_API : DECIDE_TIE;
-    }
-  }
+  /* Break-even volumes, warm and reloaded, each from its own energy per
+   * request (computed apart: one must never stand for the other). */
+  breakeven(api_req, out->dev_energy_per_request, out->dev_hw_per_day, &out->breakeven_per_day,
+            &out->breakeven_below);
+  breakeven(api_req, energy_price * out->reload.busy_s, out->dev_hw_per_day,
+            &out->breakeven_reload_per_day, &out->breakeven_reload_below);
+  out->breakeven_device_per_day =
+      in->dev_stays_warm ? out->breakeven_per_day : out->breakeven_reload_per_day;
+  out->breakeven_device_below =
+      in->dev_stays_warm ? out->breakeven_below : out->breakeven_reload_below;
 
   out->first_winner = decide_compare(d->first_s, out->api.first_s);
   out->complete_winner = decide_compare(d->complete_s, out->api.complete_s);

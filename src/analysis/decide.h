@@ -65,10 +65,15 @@ struct decide_result {
   const struct decide_side *device;   /* warm or reload, per dev_stays_warm */
   double dev_energy_per_request;      /* money; NAN unknown */
   double dev_hw_per_day;              /* money; NAN not counted */
-  /* requests/day where device and API cost the same; NAN when there is none
-   * (breakeven_kind says why) */
-  double breakeven_per_day;
-  enum decide_winner breakeven_below; /* who is cheaper below the break-even */
+  /* requests/day where device and API cost the same, for the model kept warm
+   * and reloaded for every request (each whatever dev_stays_warm says); NAN
+   * when there is none (then *_below says who is cheaper at any volume) */
+  double breakeven_per_day, breakeven_reload_per_day;
+  enum decide_winner breakeven_below;        /* who is cheaper below the break-even */
+  enum decide_winner breakeven_reload_below;
+  /* the device's scenario (dev_stays_warm): one of the two above */
+  double breakeven_device_per_day;
+  enum decide_winner breakeven_device_below;
   enum decide_winner first_winner, complete_winner, cost_winner;
   enum decide_winner reload_first_winner, reload_complete_winner;
 };
@@ -76,6 +81,8 @@ struct decide_result {
 /* Relative difference below which two figures are called the same. */
 #define DECIDE_TIE_FRACTION 0.01
 
+/* The inputs' ranges; also that a device reloaded for every request
+ * (dev_stays_warm false) has a load time: every answer waits for it. */
 int decide_check(const struct decide_inputs *in, struct tm_err *err);
 int decide_eval(const struct decide_inputs *in, struct decide_result *out, struct tm_err *err);
 /* Who wins a "smaller is better" comparison (device a vs API b). */

@@ -169,6 +169,17 @@ static int check_reported(json_t *o, const struct lb_entry *e, struct tm_err *er
   return 0;
 }
 
+/* llama-bench's test_time: strftime "%FT%TZ" (2026-11-29T07:20:47Z), which
+ * records.md promises for a run's `time`. */
+static bool iso8601_utc(const char *t) {
+  static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+  if (strlen(t) != sizeof shape - 1) return false;
+  for (size_t i = 0; shape[i]; i++)
+    if (shape[i] == 'd' ? !isdigit((unsigned char)t[i]) : t[i] != shape[i]) return false;
+  int mo = atoi(t + 5), d = atoi(t + 8), h = atoi(t + 11), mi = atoi(t + 14), sec = atoi(t + 17);
+  return mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && sec <= 60;
+}
+
 static int check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
   const char *w = e->where;
   if (!json_is_object(o)) return tm_errf(err, "%s: not a JSON object (not llama-bench output)", w);
@@ -187,6 +198,17 @@ static int check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
       int_field(o, "n_depth", w, false, 0, 0, &e->n_depth, err) ||
       int_field(o, "n_threads", w, true, 0, 1, &e->n_threads, err))
     return -1;
+  /* llama-bench always names the model ("<arch> <size> <type>"): an empty
+   * name is not its output, and would leave the runs unlabelled */
+  if (!*e->model_type) return tm_errf(err, "%s: field \"model_type\" is empty", w);
+  if (e->test_time && !iso8601_utc(e->test_time)) {
+    char d[48];
+    snprintf(d, sizeof d, "%.40s", e->test_time);
+    for (char *p = d; *p; p++)
+      if (!isprint((unsigned char)*p)) *p = '?';
+    return tm_errf(err, "%s: field \"test_time\" \"%s\" is not an ISO 8601 UTC time "
+                        "(YYYY-MM-DDTHH:MM:SSZ)", w, d);
+  }
   const char *big = e->n_prompt > 1000000000   ? "n_prompt"
                     : e->n_gen > 1000000000    ? "n_gen"
                     : e->n_depth > 1000000000  ? "n_depth"
@@ -351,7 +373,14 @@ static void ceiling_for(const struct import_opts *o, const struct lb_entry *e,
     }
     c->ceiling_tok_s = ceiling_tok_s(c->compute, c->flops_per_token);
   }
-  if (!(c->ceiling_tok_s > 0)) c->ceiling_tok_s = NAN;
+  if (!(c->ceiling_tok_s > 0)) {
+    c->ceiling_tok_s = NAN;
+    return;
+  }
+  if (e->n_prompt == 0 && isfinite(o->bandwidth_bytes_s)) out->decode_given = true;
+  else if (e->n_prompt == 0) out->decode_probe = true;
+  else if (isfinite(o->compute_ops_s)) out->prefill_given = true;
+  else out->prefill_probe = true;
 }
 
 static json_t *ceiling_json(const struct lb_entry *e, const struct ceil_fig *c) {

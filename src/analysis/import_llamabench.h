@@ -63,6 +63,9 @@ struct import_out {
   size_t n_skipped_combined;   /* pp+tg entries skipped */
   size_t n_warnings;
   char warnings[IMPORT_MAX_WARNINGS][256];
+  /* where the ceilings' figures came from: some decode (prefill) ceiling
+   * rests on the given bandwidth (compute) / on the probe's */
+  bool decode_given, decode_probe, prefill_given, prefill_probe;
 };
 
 /* Parses text (len bytes; need not be NUL-terminated) and builds the records.

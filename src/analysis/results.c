@@ -67,21 +67,39 @@ static void describe(json_t *v, char *buf, size_t n) {
 enum num_rule {
   NUM_RATE,    /* tok/s: > 0 (a blank is null, never 0) */
   NUM_MS,      /* a time: >= 0 ms */
+  NUM_MS_POS,  /* the time of an in-process test: > 0 ms (its rate is tokens / ms) */
   NUM_NONNEG,  /* a ceiling part, a size: >= 0 */
 };
+
+/* Bounds: far beyond anything measured (a millionth to a trillion tok/s; 31
+ * years in ms; 1e30 bytes, FLOPs or bytes/s), tight enough that sums, means,
+ * ratios and percentages of the values stay finite. 1e308 tok/s overflowed
+ * the median of two runs to inf and the report dropped its column. */
+#define MIN_RATE 1e-6
+#define MAX_RATE 1e12
+#define MAX_MS 1e12
+#define MAX_PART 1e30
 
 /* A number under rule, or null, or absent. name is how the message calls it. */
 static int check_num_at(const struct where *w, json_t *v, const char *name, enum num_rule rule) {
   if (!v || json_is_null(v)) return 0;
   double x = json_is_number(v) ? json_number_value(v) : NAN;
-  bool ok = isfinite(x) && (rule == NUM_RATE ? x > 0 : x >= 0);
+  bool ok = isfinite(x);
+  switch (rule) {
+  case NUM_RATE: ok = ok && x >= MIN_RATE && x <= MAX_RATE; break;
+  case NUM_MS: ok = ok && x >= 0 && x <= MAX_MS; break;
+  case NUM_MS_POS: ok = ok && x > 0 && x <= MAX_MS; break;
+  default: ok = ok && x >= 0 && x <= MAX_PART; break;
+  }
   if (ok) return 0;
   char d[64];
   describe(v, d, sizeof d);
   return bad(w, "%s %s is not %s", name, d,
-             rule == NUM_RATE ? "a positive rate (tok/s, or null)"
-             : rule == NUM_MS ? "a time >= 0 ms (or null)"
-                              : "a number >= 0 (or null)");
+             rule == NUM_RATE     ? "a positive rate from 1e-6 to 1e12 tok/s (or null)"
+             : rule == NUM_MS     ? "a time >= 0 ms up to 1e12 ms (or null)"
+             : rule == NUM_MS_POS ? "a time > 0 ms up to 1e12 ms (or null): an in-process test "
+                                    "takes time"
+                                  : "a number >= 0 up to 1e30 (or null)");
 }
 
 static int check_num(const struct where *w, json_t *obj, const char *path, enum num_rule rule) {
@@ -211,7 +229,7 @@ static int check_inprocess_run(const struct where *w, json_t *run) {
       check_int(w, run, "depth", 0, MAX_TOKENS, true, false, "a non-negative integer") ||
       check_int(w, run, "tokens", 1, MAX_TOKENS, false, true, "a positive integer") ||
       check_int(w, run, "index", 0, MAX_TOKENS, false, true, "a non-negative integer") ||
-      check_num(w, run, "ms", NUM_MS) || check_num(w, run, "rate_tok_s", NUM_RATE) ||
+      check_num(w, run, "ms", NUM_MS_POS) || check_num(w, run, "rate_tok_s", NUM_RATE) ||
       check_obj(w, run, "ceiling") || check_num(w, run, "ceiling.ceiling_tok_s", NUM_RATE) ||
       check_num(w, run, "ceiling.read_bandwidth_bytes_s", NUM_NONNEG) ||
       check_num(w, run, "ceiling.bytes_per_token", NUM_NONNEG) ||

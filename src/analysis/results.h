@@ -11,8 +11,11 @@
  *  - Every identity, run, summary and end line is checked against
  *    docs/records.md's types for what the analysis reads; a line that fails
  *    is an error "FILE:LINE: <field> <value> is not <what>" (one line):
- *    numbers finite; rates (rate_tok_s, rates.*_tok_s.*, segment tok_s) > 0 or
- *    null; times (ms, client.*_ms) >= 0 or null; counts non-negative integers
+ *    numbers finite and not absurd (sums and means must stay finite);
+ *    rates (rate_tok_s, rates.*_tok_s.*, segment tok_s) 1e-6 to 1e12 or
+ *    null; times (client.*_ms, segment ms) >= 0 and <= 1e12 ms or null, an
+ *    in-process run's ms > 0 (its rate is tokens / ms); ceiling parts >= 0
+ *    and <= 1e30 or null; counts non-negative integers
  *    or null; in-process runs (a "test" key, or backend "engine" /
  *    "llama-bench"): test "pp<N>" / "tg<N>" (N >= 1), phase matching it when
  *    present, threads a positive integer, depth a non-negative integer (both

@@ -2,8 +2,9 @@
  *
  * Owns: which runs count (warm-ups, calibration, failed runs never; cold
  * server runs only in "cold_ttft_ms"; cache-hit prefills never in prefill nor
- * TTFT; null values skipped), the configuration key, and the ceiling parts a
- * series carries (from its first run that has them).
+ * TTFT; null values skipped), the configuration key, and the ceiling a
+ * series carries: the mean over its runs of each run's ceiling and parts,
+ * with their spread and whether machines or models differ (series.h).
  *
  * In-process runs are recognised by a "test" string (pp<L> / tg<N>), whatever
  * the backend ("engine", "llama-bench"); every other run is a server run.
@@ -20,13 +21,26 @@
 
 #include "stats/stats.h"
 
+/* Running sums of a series' ceiling and its parts, whose means become the
+ * series' figures; the first machine and per-token cost seen with a ceiling,
+ * against which later runs are checked. */
+enum { C_CEIL, C_BPT, C_BW, C_FLOPS, C_COMPUTE, C_PARTS };
+struct ceil_acc {
+  double sum[C_PARTS];
+  size_t n[C_PARTS];
+  double per_token;          /* bytes (decode) or FLOPs (prefill) per token; NAN */
+  const char *cpu, *gpu;     /* identity machine.cpu / .gpu (borrowed); NULL unknown */
+};
+
 /* Per-series scratch kept while extracting: processed prompt tokens of server
- * runs, whose median becomes series.prompt_tokens. */
+ * runs, whose median becomes series.prompt_tokens, and the ceiling sums. */
 struct builder {
   struct series_set *set;
   size_t cap;
   double **ptok;   /* parallel to set->s */
   size_t *ptok_n;
+  struct ceil_acc *acc; /* parallel to set->s */
+  const char *cpu, *gpu; /* the machine of the run being added */
 };
 
 static void copy_str(char *dst, size_t n, const char *src) {
@@ -77,6 +91,9 @@ static struct series *get_series(struct builder *b, const struct series *proto,
     size_t *pn = realloc(b->ptok_n, cap * sizeof *pn);
     if (!pn) return NULL;
     b->ptok_n = pn;
+    struct ceil_acc *acc = realloc(b->acc, cap * sizeof *acc);
+    if (!acc) return NULL;
+    b->acc = acc;
     b->cap = cap;
   }
   struct series *s = &set->s[set->n];
@@ -86,8 +103,13 @@ static struct series *get_series(struct builder *b, const struct series *proto,
   copy_str(s->metric, sizeof s->metric, metric);
   copy_str(s->quantity, sizeof s->quantity, quantity);
   copy_str(s->unit, sizeof s->unit, unit);
+  s->ceiling_n = 0;
+  s->ceiling_min = s->ceiling_max = NAN;
+  s->ceiling_machines_differ = s->ceiling_models_differ = false;
   b->ptok[set->n] = NULL;
   b->ptok_n[set->n] = 0;
+  memset(&b->acc[set->n], 0, sizeof b->acc[set->n]);
+  b->acc[set->n].per_token = NAN;
   *idx = set->n++;
   return s;
 }
@@ -100,8 +122,41 @@ static int push_double(double **arr, size_t *n, double v) {
   return 0;
 }
 
-/* Adds one value (skipped when not finite: a blank is not a zero). The
- * ceiling parts are taken from the first run that carries them. */
+static bool differ(const char *a, const char *b) { return a && b && strcmp(a, b); }
+
+/* One run's ceiling and parts into the series' sums (means at the end). */
+static void add_ceiling(struct builder *b, size_t idx, const struct series *proto,
+                        double ceiling) {
+  struct series *s = &b->set->s[idx];
+  struct ceil_acc *a = &b->acc[idx];
+  const double part[C_PARTS] = {ceiling, proto->bytes_per_token, proto->read_bandwidth_bytes_s,
+                                proto->flops_per_token, proto->compute_ops_s};
+  for (int k = 0; k < C_PARTS; k++)
+    if (isfinite(part[k])) {
+      a->sum[k] += part[k];
+      a->n[k]++;
+    }
+  if (!isfinite(ceiling)) return;
+  if (!(ceiling >= s->ceiling_min)) s->ceiling_min = ceiling;
+  if (!(ceiling <= s->ceiling_max)) s->ceiling_max = ceiling;
+  double per = isfinite(proto->bytes_per_token) ? proto->bytes_per_token : proto->flops_per_token;
+  if (s->ceiling_n++ == 0) {
+    a->per_token = per;
+    a->cpu = b->cpu;
+    a->gpu = b->gpu;
+    return;
+  }
+  if (isfinite(per) && isfinite(a->per_token) && a->per_token > 0 &&
+      fabs(per / a->per_token - 1) > 0.005)
+    s->ceiling_models_differ = true;
+  if (differ(a->cpu, b->cpu) || differ(a->gpu, b->gpu)) s->ceiling_machines_differ = true;
+  if (!isfinite(a->per_token)) a->per_token = per;
+  if (!a->cpu) a->cpu = b->cpu;
+  if (!a->gpu) a->gpu = b->gpu;
+}
+
+/* Adds one value (skipped when not finite: a blank is not a zero) and the
+ * run's ceiling to the series' means. */
 static int add_value(struct builder *b, const struct series *proto, const char *metric,
                      const char *quantity, const char *unit, double v, double ceiling,
                      double prompt_tokens) {
@@ -110,14 +165,35 @@ static int add_value(struct builder *b, const struct series *proto, const char *
   struct series *s = get_series(b, proto, metric, quantity, unit, &idx);
   if (!s) return -1;
   if (push_double(&s->values, &s->n, v)) return -1;
-  if (isnan(s->ceiling) && isfinite(ceiling)) s->ceiling = ceiling;
-  if (isnan(s->bytes_per_token)) s->bytes_per_token = proto->bytes_per_token;
-  if (isnan(s->read_bandwidth_bytes_s)) s->read_bandwidth_bytes_s = proto->read_bandwidth_bytes_s;
-  if (isnan(s->flops_per_token)) s->flops_per_token = proto->flops_per_token;
-  if (isnan(s->compute_ops_s)) s->compute_ops_s = proto->compute_ops_s;
+  add_ceiling(b, idx, proto, ceiling);
   if (isfinite(prompt_tokens) && push_double(&b->ptok[idx], &b->ptok_n[idx], prompt_tokens))
     return -1;
   return 0;
+}
+
+/* 3 significant digits up to 100, whole numbers above (as the report's cells). */
+static int decimals(double v) { return v >= 100 ? 0 : v >= 10 ? 1 : 2; }
+
+int series_ceiling_note(const struct series *s, char *buf, size_t n) {
+  if (n) buf[0] = 0;
+  if (!s || !s->ceiling_n || !(s->ceiling > 0) || !n) return 0;
+  size_t used = 0;
+#define NOTE(...)                                                                   \
+  do {                                                                              \
+    if (used < n) used += (size_t)snprintf(buf + used, n - used, "%s", used ? "; " : ""); \
+    if (used < n) used += (size_t)snprintf(buf + used, n - used, __VA_ARGS__);      \
+  } while (0)
+  if (s->ceiling_max > s->ceiling_min * (1 + SERIES_CEILING_SPREAD))
+    NOTE("the runs' ceilings spread %.0f%% (%.*f to %.*f %s)",
+         100 * (s->ceiling_max / s->ceiling_min - 1), decimals(s->ceiling_min), s->ceiling_min,
+         decimals(s->ceiling_max), s->ceiling_max, s->unit);
+  if (s->ceiling_machines_differ) NOTE("the runs come from different machines");
+  if (s->ceiling_models_differ)
+    NOTE("the runs' models differ (%s per token)",
+         strncmp(s->metric, "prefill", 7) ? "bytes" : "FLOPs");
+  if (s->ceiling_n < s->n) NOTE("%zu of %zu runs carry a ceiling", s->ceiling_n, s->n);
+#undef NOTE
+  return buf[0] != 0;
 }
 
 static void proto_init(struct series *p, const struct results_invocation *inv) {
@@ -266,6 +342,8 @@ int series_extract(const struct results *r, struct series_set *out, struct tm_er
   int rc = 0;
   for (size_t i = 0; i < r->n_inv && !rc; i++) {
     const struct results_invocation *inv = &r->inv[i];
+    b.cpu = json_path_str(inv->identity, "machine.cpu");
+    b.gpu = json_path_str(inv->identity, "machine.gpu");
     for (size_t j = 0; j < inv->n_runs && !rc; j++) {
       json_t *run = inv->runs[j];
       if (json_is_true(json_object_get(run, "warmup"))) continue;
@@ -278,14 +356,24 @@ int series_extract(const struct results *r, struct series_set *out, struct tm_er
     }
   }
   for (size_t i = 0; i < out->n; i++) {
+    struct series *s = &out->s[i];
     if (!rc && b.ptok_n[i]) {
       double med = stats_percentile(b.ptok[i], b.ptok_n[i], 50);
-      if (isfinite(med)) out->s[i].prompt_tokens = (int)lround(med);
+      if (isfinite(med)) s->prompt_tokens = (int)lround(med);
     }
     free(b.ptok[i]);
+    double mean[C_PARTS];
+    for (int k = 0; k < C_PARTS; k++)
+      mean[k] = b.acc[i].n[k] ? b.acc[i].sum[k] / (double)b.acc[i].n[k] : NAN;
+    s->ceiling = mean[C_CEIL];
+    s->bytes_per_token = mean[C_BPT];
+    s->read_bandwidth_bytes_s = mean[C_BW];
+    s->flops_per_token = mean[C_FLOPS];
+    s->compute_ops_s = mean[C_COMPUTE];
   }
   free(b.ptok);
   free(b.ptok_n);
+  free(b.acc);
   if (rc) {
     series_set_free(out);
     return tm_errf(err, "out of memory while reading series");

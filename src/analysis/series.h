@@ -25,6 +25,7 @@
 #ifndef TM_SERIES_H
 #define TM_SERIES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "analysis/results.h"
@@ -47,13 +48,23 @@ struct series {
   /* values of the timed, successful runs, in the order they were written */
   double *values;
   size_t n;
-  /* the ceiling of this configuration from the records (NAN when absent):
-   * tok/s for rate metrics; plus what it was computed from */
+  /* The configuration's ceiling over ALL its runs, never one run's: each run
+   * carries its own (the bandwidth read around it moves by 5-15% within
+   * minutes on a VM), and the configuration is held against their mean, as
+   * `tokmeter bench` holds a summary against the mean of its repetitions'
+   * readings (src/cli/cmd_bench_engine.c). tok/s for rate metrics; NAN when
+   * no run carries one. The parts it was computed from are means over the
+   * runs that carry each (NAN when none). */
   double ceiling;
   double bytes_per_token;        /* decode: weights + KV read per token; NAN */
   double read_bandwidth_bytes_s; /* decode: the probe's figure; NAN */
   double flops_per_token;        /* prefill; NAN */
   double compute_ops_s;          /* prefill; NAN */
+  size_t ceiling_n;              /* runs (of n) that carry a ceiling */
+  double ceiling_min, ceiling_max; /* the lowest and highest run's ceiling; NAN */
+  bool ceiling_machines_differ;  /* runs with a ceiling come from identities
+                                  * naming different machines (machine.cpu / .gpu) */
+  bool ceiling_models_differ;    /* ... or their bytes (FLOPs) per token differ by > 0.5% */
   const char *identity;   /* invocation id (borrowed from results) */
   const char *source;     /* file (borrowed from results) */
 };
@@ -68,6 +79,17 @@ struct series_set {
  * order). 0 / -1 (out of memory) with err. */
 int series_extract(const struct results *r, struct series_set *out, struct tm_err *err);
 void series_set_free(struct series_set *set);
+/* Above this spread of the runs' ceilings (highest / lowest - 1), a
+ * configuration's "% of ceiling" is flagged: it is uncertain by about that
+ * much (bench's conclusion uses the same 5%). */
+#define SERIES_CEILING_SPREAD 0.05
+
+/* Why s's "% of ceiling" is uncertain, as one clause for a note ("the runs'
+ * ceilings spread 24% (76.9 to 95.3 tok/s)", "runs from different machines",
+ * "2 of 5 runs carry a ceiling"...; several joined by "; "): 1 with buf
+ * filled, or 0 (buf "") when s has no ceiling or nothing to say. */
+int series_ceiling_note(const struct series *s, char *buf, size_t n);
+
 /* The series with this key and metric, or NULL. */
 const struct series *series_find(const struct series_set *set, const char *key,
                                  const char *metric);

@@ -146,15 +146,17 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
     print_drift("A", row, &row->drift_a, row->drift_a_ok);
     print_drift("B", row, &row->drift_b, row->drift_b_ok);
   }
-  size_t n_rank = 0, n_nd = 0, n_few = 0;
+  size_t n_rank = 0, n_nd = 0, n_few = 0, n_zero = 0;
   for (size_t i = 0; i < cr->n; i++) {
     enum compare_verdict v = cr->rows[i].verdict;
     if (v == COMPARE_FASTER || v == COMPARE_SLOWER) n_rank++;
     else if (v == COMPARE_TOO_FEW) n_few++;
+    else if (v == COMPARE_ZERO) n_zero++;
     else n_nd++;
   }
   printf("\n%zu compared: %zu ranked, %zu not distinguishable, %zu with too few runs (< 2)",
          cr->n, n_rank, n_nd, n_few);
+  if (n_zero) printf(", %zu with a value of 0 (no ratio of it)", n_zero);
   if (cr->only_a || cr->only_b)
     printf("; %zu series only in A, %zu only in B (not compared)", cr->only_a, cr->only_b);
   printf(".\n");

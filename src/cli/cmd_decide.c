@@ -73,6 +73,7 @@ static void usage(FILE *out) {
           "                             reload case is then left blank)\n"
           "  --device-warm yes|no       the model stays loaded between requests (default\n"
           "                             yes); no: it is reloaded for every request\n"
+          "                             (then --device-load is needed)\n"
           "  --device-watts W           power drawn while answering, 0 to 1e6 (default:\n"
           "                             unknown)\n"
           "  --kwh-price X              money per kWh, 0 to 1e12 (default: unknown)\n"
@@ -260,8 +261,7 @@ done:
   return rc;
 }
 
-static int print_json(const struct decide_cli *o, const struct decide_result *r,
-                      const struct decide_result *rr) {
+static int print_json(const struct decide_cli *o, const struct decide_result *r) {
   const struct decide_inputs *in = &o->in;
   json_t *root = json_object(), *j = json_object();
   json_object_set_new(j, "prompt_tokens", json_real(in->prompt_tokens));
@@ -292,7 +292,8 @@ static int print_json(const struct decide_cli *o, const struct decide_result *r,
   json_object_set_new(root, "device_hardware_per_day", jnum(r->dev_hw_per_day));
   json_object_set_new(root, "breakeven_requests_per_day", jnum(r->breakeven_per_day));
   json_object_set_new(root, "cheaper_below_breakeven", jwho(r->breakeven_below));
-  json_object_set_new(root, "breakeven_requests_per_day_reload", jnum(rr->breakeven_per_day));
+  json_object_set_new(root, "breakeven_requests_per_day_reload", jnum(r->breakeven_reload_per_day));
+  json_object_set_new(root, "cheaper_below_breakeven_reload", jwho(r->breakeven_reload_below));
   json_object_set_new(root, "winner",
                       json_pack("{s:o,s:o,s:o,s:o,s:o}", "first_token", jwho(r->first_winner),
                                 "complete", jwho(r->complete_winner), "cost", jwho(r->cost_winner),
@@ -306,8 +307,7 @@ static int print_json(const struct decide_cli *o, const struct decide_result *r,
   return TM_EXIT_OK;
 }
 
-static void print_table(const struct decide_cli *o, const struct decide_result *r,
-                        const struct decide_result *rr) {
+static void print_table(const struct decide_cli *o, const struct decide_result *r) {
   const struct decide_inputs *in = &o->in;
   char a[48], b[48], c[48], d[48];
   printf("job: %.0f prompt + %.0f output tokens per request, %.0f requests a day\n",
@@ -362,12 +362,12 @@ static void print_table(const struct decide_cli *o, const struct decide_result *
     printf("  at %.0f requests a day both cost the same within 1%% (%s a day).\n",
            in->requests_per_day, fmt_money(dv->money_per_day, a, sizeof a));
   }
-  if (isfinite(r->breakeven_per_day))
+  if (isfinite(r->breakeven_device_per_day))
     printf("  break-even: %.0f requests a day; below it the API is cheaper (the hardware is not "
-           "paid off), above it the device.\n", r->breakeven_per_day);
-  else if (r->breakeven_below == DECIDE_DEVICE)
+           "paid off), above it the device.\n", r->breakeven_device_per_day);
+  else if (r->breakeven_device_below == DECIDE_DEVICE)
     printf("  no break-even: with no hardware price the device is cheaper at any volume.\n");
-  else if (r->breakeven_below == DECIDE_API)
+  else if (r->breakeven_device_below == DECIDE_API)
     printf("  no break-even: the API costs less per request than the device's energy, at any "
            "volume.\n");
   if (in->requests_per_day > dv->capacity_per_day)
@@ -391,11 +391,11 @@ static void print_table(const struct decide_cli *o, const struct decide_result *
   if (in->requests_per_day > r->reload.capacity_per_day)
     printf("  capacity falls to %.0f requests a day: below the %.0f asked for.\n",
            r->reload.capacity_per_day, in->requests_per_day);
-  if (isfinite(rr->breakeven_per_day) && isfinite(r->breakeven_per_day))
-    printf("  break-even moves from %.0f to %.0f requests a day.\n", r->breakeven_per_day,
-           rr->breakeven_per_day);
-  else if (isfinite(rr->breakeven_per_day))
-    printf("  break-even: %.0f requests a day.\n", rr->breakeven_per_day);
+  if (isfinite(r->breakeven_reload_per_day) && isfinite(r->breakeven_per_day))
+    printf("  break-even moves from %.0f (warm) to %.0f requests a day.\n",
+           r->breakeven_per_day, r->breakeven_reload_per_day);
+  else if (isfinite(r->breakeven_reload_per_day))
+    printf("  break-even: %.0f requests a day.\n", r->breakeven_reload_per_day);
 }
 
 int cmd_decide(int argc, char **argv) {
@@ -500,7 +500,7 @@ int cmd_decide(int argc, char **argv) {
   if (!(in->dev_decode_tok_s > 0) || (in->prompt_tokens > 0 && !(in->dev_prefill_tok_s > 0)))
     return cli_usage_error(CMD, "device rates unknown: give --results FILE.jsonl or "
                                 "--device-prefill and --device-decode");
-  struct decide_result r, rr;
+  struct decide_result r;
   struct tm_err err;
   if (decide_eval(in, &r, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
   const struct { const char *side; double s; } waits[] = {
@@ -510,11 +510,7 @@ int cmd_decide(int argc, char **argv) {
     if (waits[i].s > DECIDE_MAX_RESULT_S) /* NAN (unknown) passes */
       return cli_usage_error(CMD, "the complete answer %s would take more than a million years: "
                                   "check the token counts, rates and durations", waits[i].side);
-  /* The other scenario, for "what changes when the model is reloaded". */
-  struct decide_inputs alt = *in;
-  alt.dev_stays_warm = false;
-  if (decide_eval(&alt, &rr, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
-  if (o.json) return print_json(&o, &r, &rr);
-  print_table(&o, &r, &rr);
+  if (o.json) return print_json(&o, &r);
+  print_table(&o, &r);
   return TM_EXIT_OK;
 }

@@ -135,8 +135,8 @@ static void print_table(FILE *o, const char *path, const struct import_out *im,
     tm_fmt_rate(med, a, sizeof a);
     if (isfinite(ceil) && ceil > 0) tm_fmt_rate(ceil, b, sizeof b);
     if (pc && json_is_number(pc)) snprintf(p, sizeof p, "%.0f%%", json_number_value(pc));
-    fprintf(o, "  %-28.28s %-8s %7lld %6lld %-3s %13s %14s %7s\n",
-            json_string_value(json_object_get(m, "name")),
+    const char *name = json_string_value(json_object_get(m, "name"));
+    fprintf(o, "  %-28.28s %-8s %7lld %6lld %-3s %13s %14s %7s\n", name ? name : "-",
             json_string_value(json_object_get(s, "test")),
             (long long)json_integer_value(json_object_get(s, "threads")),
             (long long)json_integer_value(json_object_get(s, "depth")),
@@ -144,6 +144,33 @@ static void print_table(FILE *o, const char *path, const struct import_out *im,
   }
   fprintf(o, "  PF = prefill rate (prompt tok/s), DC = decode rate (generated tok/s, one "
              "stream); ceiling blank = not known\n");
+}
+
+/* Where the ceilings' figures came from, each named: a given figure and the
+ * probe can both be in one import (--bandwidth without --compute). */
+static void print_sources(FILE *o, const struct import_out *ims, size_t n, double bw,
+                          double compute, const struct machine_probe *probe) {
+  bool dg = false, dp = false, pg = false, pp = false;
+  for (size_t i = 0; i < n; i++) {
+    dg |= ims[i].decode_given;
+    dp |= ims[i].decode_probe;
+    pg |= ims[i].prefill_given;
+    pp |= ims[i].prefill_probe;
+  }
+  if (!dg && !dp && !pg && !pp) return;
+  char b[32];
+  const char *sep = "";
+  fprintf(o, "ceilings: ");
+  if (dg) fprintf(o, "decode from --bandwidth %s", tm_fmt_bandwidth(bw, b, sizeof b));
+  if (dp) fprintf(o, "decode from the cached probe's read bandwidth at each run's thread count");
+  if (dg || dp) sep = "; ";
+  if (pg) fprintf(o, "%sprefill from --compute %s", sep, tm_fmt_ops(compute, "OPS", b, sizeof b));
+  if (pp) fprintf(o, "%sprefill from the cached probe's compute rate at each run's thread count",
+                  sep);
+  if (dp || pp)
+    fprintf(o, " (the probe of this machine, %s: right only if the runs were made here)",
+            probe->info.cpu_model);
+  fprintf(o, "\n");
 }
 
 int cmd_import(int argc, char **argv) {
@@ -261,13 +288,7 @@ int cmd_import(int argc, char **argv) {
         print_table(to_stdout ? stderr : stdout, argv[optind + (int)i], &ims[i],
                     to_stdout ? "stdout" : out_path);
     }
-    if (io.probe) {
-      char b[32];
-      fprintf(to_stdout ? stderr : stdout,
-              "ceilings from this machine's cached probe (%s, best read bandwidth %s): "
-              "right only if the runs were made here\n",
-              probe.info.cpu_model, tm_fmt_bandwidth(probe_best_read_bw(&probe, NULL), b, 32));
-    }
+    if (rc == TM_EXIT_OK) print_sources(to_stdout ? stderr : stdout, ims, n_in, bw, compute, &probe);
     record_close(rf);
   }
   for (size_t i = 0; i < n_in; i++) import_out_free(&ims[i]);

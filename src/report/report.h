@@ -10,7 +10,11 @@
  * context (tokens), PF prefill rate, DC decode rate (one stream), AT aggregate
  * throughput, FX fixed costs (ms). A figure that is unknown is blank, never 0.
  * Cells hold the median over the timed runs ± the sample sd (sd only from 2
- * runs up); "% of ceiling" is 100 x median / the ceiling in the records.
+ * runs up); "% of ceiling" is 100 x median / the configuration's ceiling:
+ * the mean of its runs' ceilings (series.h), whatever the order of the
+ * files; a "*" marks a cell whose runs' ceilings spread by more than 5% or
+ * come from different machines or models, and a note under the table says
+ * which (series_ceiling_note).
  *
  * The HTML plots and what each mark is (docs/report.md):
  *  - decode rate over output length, one plot per configuration with a decode
@@ -81,7 +85,8 @@ int report_write_html(const struct report *rep, const char *title, struct sbuf *
  * "61083 ± 3555" (median ± sample sd; sd left out when n < 2), "" when the
  * series is NULL or holds no value. */
 void report_cell_figure(const struct series *s, char *buf, size_t n);
-/* "87%" / "2.1%" (100 x median / ceiling), "" when no ceiling. */
+/* "87%" / "2.1%" (100 x median / ceiling), "87%*" when the ceiling is
+ * uncertain (series_ceiling_note), "" when no ceiling. */
 void report_cell_percent(const struct series *s, char *buf, size_t n);
 /* The figure a cell shows; NAN when none. */
 double report_series_median(const struct series *s);

@@ -112,9 +112,11 @@ static void result_tables(const struct report *rep, struct sbuf *o) {
     sbuf_puts(o, "</tr>\n");
   }
   if (group) sbuf_puts(o, "</table>\n");
+  report_ceiling_notes(rep, o, REPORT_HTML);
   sbuf_puts(o, "<p>Cells: median \xc2\xb1 sample sd over the timed runs (warm-ups, calibration "
-               "and failed runs excluded); % of ceiling = 100 \xc3\x97 median / ceiling; blank = "
-               "not measured or blank by rule (a decode rate needs 24 generated tokens).</p>\n");
+               "and failed runs excluded); % of ceiling = 100 \xc3\x97 median / the mean of the "
+               "runs' ceilings; blank = not measured or blank by rule (a decode rate needs 24 "
+               "generated tokens).</p>\n");
 }
 
 int report_write_html(const struct report *rep, const char *title, struct sbuf *o,

@@ -21,6 +21,13 @@ void report_column_cell(size_t col, const struct report_row *row, char *buf, siz
 /* The legend of the five quantities and how cells are computed, as text. */
 extern const char *const report_legend_text;
 
+/* After a table: one line per "% of ceiling" cell marked "*" (its series'
+ * series_ceiling_note), under a sentence saying the percentage is held
+ * against the mean of the runs' ceilings; nothing when no cell is marked.
+ * f: REPORT_TABLE (plain text), REPORT_MARKDOWN or REPORT_HTML. Returns how
+ * many notes were written. */
+int report_ceiling_notes(const struct report *rep, struct sbuf *o, enum report_format f);
+
 /* The plot sections of the HTML page: each appends its <h3>, figures (or a
  * paragraph saying why there is none) to out. 0 or -1 with err. */
 int report_plots_html(const struct report *rep, struct sbuf *out, struct tm_err *err);

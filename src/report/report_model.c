@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/report_internal.h"
 #include "stats/stats.h"
 
 int report_format_parse(const char *s, enum report_format *out) {
@@ -56,7 +57,50 @@ void report_cell_percent(const struct series *s, char *buf, size_t n) {
   if (n) buf[0] = 0;
   double p = report_series_percent(s);
   if (!isfinite(p)) return;
-  snprintf(buf, n, "%.*f%%", p >= 10 ? 0 : 1, p);
+  char note[8];
+  snprintf(buf, n, "%.*f%%%s", p >= 10 ? 0 : 1, p,
+           series_ceiling_note(s, note, sizeof note) ? "*" : "");
+}
+
+int report_ceiling_notes(const struct report *rep, struct sbuf *o, enum report_format f) {
+  int n = 0;
+  char note[300];
+  for (size_t i = 0; i < rep->n_rows; i++) {
+    const struct series *both[] = {rep->rows[i].prefill, rep->rows[i].decode};
+    for (size_t k = 0; k < 2; k++) {
+      if (!isfinite(report_series_percent(both[k])) ||
+          !series_ceiling_note(both[k], note, sizeof note))
+        continue;
+      if (n++ == 0) {
+        const char *head = "% of ceiling is held against the mean of the runs' ceilings; "
+                           "uncertain where marked *:";
+        if (f == REPORT_HTML) sbuf_printf(o, "<p class=\"tm-ceiling-notes\">%s</p>\n<ul>\n", head);
+        else if (f == REPORT_MARKDOWN) sbuf_puts(o, "% of ceiling is held against the mean of "
+                                                   "the runs' ceilings; uncertain where marked "
+                                                   "\\*:\n\n");
+        else sbuf_printf(o, "%s\n", head);
+      }
+      const char *q = both[k]->quantity;
+      if (f == REPORT_HTML) {
+        sbuf_puts(o, "<li>");
+        sbuf_put_xml(o, both[k]->key);
+        sbuf_printf(o, ", %s: ", q);
+        sbuf_put_xml(o, note);
+        sbuf_puts(o, "</li>\n");
+      } else if (f == REPORT_MARKDOWN) {
+        sbuf_puts(o, "- ");
+        sbuf_put_md(o, both[k]->key);
+        sbuf_printf(o, ", %s: ", q);
+        sbuf_put_md(o, note);
+        sbuf_puts(o, "\n");
+      } else {
+        sbuf_printf(o, "  %s, %s: %s\n", both[k]->key, q, note);
+      }
+    }
+  }
+  if (n && f == REPORT_HTML) sbuf_puts(o, "</ul>\n");
+  else if (n) sbuf_puts(o, "\n");
+  return n;
 }
 
 /* The heading a row sits under: what was measured, without the per-row parts

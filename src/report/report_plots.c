@@ -384,7 +384,9 @@ static int section_ceiling(const struct report *rep, struct sbuf *o, struct pool
     bool pf = !strcmp(s->metric, "prefill_tok_s"), dc = !strcmp(s->metric, "decode_tok_s");
     double p = report_series_percent(s);
     if ((!pf && !dc) || !isfinite(p)) continue;
-    snprintf(labels[nb], 360, "%s %s", pf ? "PF" : "DC", s->key);
+    char note[8];
+    snprintf(labels[nb], 360, "%s %s%s", pf ? "PF" : "DC", s->key,
+             series_ceiling_note(s, note, sizeof note) ? " *" : "");
     bars[nb] = (struct svg_bar){.label = labels[nb], .value = p, .group = pf ? 0 : 1};
     nb++;
   }
@@ -401,8 +403,10 @@ static int section_ceiling(const struct report *rep, struct sbuf *o, struct pool
                         .x_label = "median rate as a share of its ceiling", .x_unit = "%",
                         .bars = bars, .n_bars = nb, .groups = groups, .n_groups = 2,
                         .refs = &ref, .n_refs = 1, .width = 900};
-  if (figure(o, &c, "One bar per configuration and rate: 100 x median / ceiling. Above 100% is "
-                    "not a measurement to share: a mixture-of-experts model, a cached prompt, "
+  if (figure(o, &c, "One bar per configuration and rate: 100 x median / the mean of the runs' "
+                    "ceilings; * = those ceilings spread by more than 5% or come from different "
+                    "machines or models (listed under the results). Above 100% is not a "
+                    "measurement to share: a mixture-of-experts model, a cached prompt, "
                     "speculative decoding or a buffered stream.", err) < 0)
     return -1;
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");

@@ -104,7 +104,7 @@ const char *const report_legend_text =
     "stream), FX fixed costs (ms; TTFT in-process: the pp test's time); AT aggregate throughput: no "
     "record carries it yet. DC client: the client's own decode rate beside the server's.\n"
     "Cells: median \xc2\xb1 sample sd over the timed runs (warm-ups, calibration and failed runs "
-    "excluded); % of ceiling = 100 x median / ceiling; blank = not measured or blank by rule.\n";
+    "excluded); % of ceiling = 100 x median / the mean of the runs' ceilings; blank = not measured or blank by rule.\n";
 
 /* ------------------------------------------------------------------ writers */
 
@@ -147,6 +147,7 @@ int report_write_table(const struct report *rep, struct sbuf *o, struct tm_err *
     sbuf_puts(o, "\n");
   }
   sbuf_puts(o, "\n");
+  report_ceiling_notes(rep, o, REPORT_TABLE);
   sbuf_puts(o, report_legend_text);
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");
 }
@@ -160,7 +161,7 @@ int report_write_markdown(const struct report *rep, struct sbuf *o, struct tm_er
     if (!group || strcmp(group, row->group)) {
       group = row->group;
       sbuf_puts(o, i ? "\n### " : "### ");
-      for (const char *p = group; *p; p++) sbuf_putn(o, *p == '\n' ? " " : p, 1);
+      sbuf_put_md(o, group);
       sbuf_puts(o, "\n\n|");
       for (size_t k = 0; k < nc; k++) {
         sbuf_puts(o, " ");
@@ -181,12 +182,13 @@ int report_write_markdown(const struct report *rep, struct sbuf *o, struct tm_er
     sbuf_puts(o, "\n");
   }
   sbuf_puts(o, "\n");
+  report_ceiling_notes(rep, o, REPORT_MARKDOWN);
   /* markdown joins lines of a paragraph: keep the two sentences apart */
   sbuf_puts(o, "CC context (tokens), PF prefill rate (prompt tok/s), DC decode rate (generated "
                "tok/s, one stream), FX fixed costs (ms); AT aggregate throughput: no record "
                "carries it yet.\n\n"
                "Cells: median \xc2\xb1 sample sd over the timed runs (warm-ups, calibration and "
-               "failed runs excluded); % of ceiling = 100 x median / ceiling; blank = not "
+               "failed runs excluded); % of ceiling = 100 x median / the mean of the runs' ceilings; blank = not "
                "measured or blank by rule.\n");
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");
 }
@@ -204,7 +206,7 @@ static void csv_int(struct sbuf *o, int v) {
 int report_write_csv(const struct report *rep, struct sbuf *o, struct tm_err *err) {
   sbuf_puts(o, "configuration,backend,target,model,type,test,threads,depth,prompt_tokens,"
                "gen_tokens,metric,quantity,unit,n,median,mean,sd,min,max,ceiling_tok_s,"
-               "percent_of_ceiling,source\n");
+               "percent_of_ceiling,source,ceiling_min_tok_s,ceiling_max_tok_s,ceiling_note\n");
   for (size_t i = 0; i < rep->set.n; i++) {
     const struct series *s = &rep->set.s[i];
     struct stats_summary st;
@@ -234,6 +236,12 @@ int report_write_csv(const struct report *rep, struct sbuf *o, struct tm_err *er
     csv_num(o, report_series_percent(s));
     sbuf_puts(o, ",");
     sbuf_put_csv(o, s->source ? s->source : "");
+    csv_num(o, s->ceiling_min);
+    csv_num(o, s->ceiling_max);
+    char note[300];
+    series_ceiling_note(s, note, sizeof note);
+    sbuf_puts(o, ",");
+    sbuf_put_csv(o, note);
     sbuf_puts(o, "\n");
   }
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");

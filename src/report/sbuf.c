@@ -96,9 +96,15 @@ void sbuf_put_csv(struct sbuf *b, const char *s) {
 
 void sbuf_put_md(struct sbuf *b, const char *s) {
   for (const char *p = s; p && *p; p++) {
-    if (*p == '|') sbuf_puts(b, "\\|");
-    else if (*p == '\n' || *p == '\r') sbuf_putn(b, " ", 1);
-    else sbuf_putn(b, p, 1);
+    if (*p == '\n' || *p == '\r') {
+      sbuf_putn(b, " ", 1);
+      continue;
+    }
+    /* CommonMark: a backslash makes any ASCII punctuation literal. These are
+     * the ones that act inside a line: emphasis, code, links, inline HTML
+     * and entities, GFM strikethrough and table cells. */
+    if (strchr("\\`*_[]<>|~&", *p)) sbuf_putn(b, "\\", 1);
+    sbuf_putn(b, p, 1);
   }
 }
 

@@ -27,7 +27,9 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(pri
 void sbuf_put_xml(struct sbuf *b, const char *s);
 /* s as one CSV field (RFC 4180: quoted when it holds , " CR or LF; " doubled). */
 void sbuf_put_csv(struct sbuf *b, const char *s);
-/* s for a markdown table cell: | escaped, newlines as spaces. */
+/* s for a markdown heading or table cell: newlines as spaces, and a backslash
+ * before each character markdown would interpret inside a line
+ * (\\ ` * _ [ ] < > | ~ &), so a model named "<b>" or "a_b_c" prints as it is. */
 void sbuf_put_md(struct sbuf *b, const char *s);
 /* The contents ("" when empty or failed). */
 const char *sbuf_str(const struct sbuf *b);

@@ -125,6 +125,33 @@ grep -q "device: not known (give --device-watts" "$tmp/t2" || fail "no-power sen
 grep -q "not known: give --device-load" "$tmp/t2" || fail "no-load sentence"
 if grep -q '\$0' "$tmp/t2"; then fail "unknown money printed as zero"; fi
 
+# --device-warm no: the warm break-even stays the warm one (it printed "moves from
+# 266 to 266"); energy 200 W x busy s / 3.6e6 x 0.4, hardware 3000 / 1095 a day
+w=(-p 2000 -n 500 -q 50 --device-prefill 300 --device-decode 30 --device-overhead 50ms
+   --device-load 2m --device-watts 200 --kwh-price 0.4 --device-price 3000 --api-rtt 80ms
+   --api-ttft 300ms --api-prefill 5000 --api-decode 80 --price-in 3 --price-out 15)
+"$TOKMETER" decide "${w[@]}" --device-warm no >"$tmp/t5" || fail "warm no: exit code"
+"$TOKMETER" decide "${w[@]}" --device-warm no --json >"$tmp/j5" || fail "warm no --json"
+python3 - "$tmp/t5" "$tmp/j5" <<'PY' || fail "break-even with --device-warm no"
+import json, sys
+busy = 0.05 + 2000 / 300 + 499 / 30            # warm: overhead + prefill + decode (s)
+api = 2000 * 3 / 1e6 + 500 * 15 / 1e6
+hw = 3000 / 1095
+warm = hw / (api - 200 * busy / 3.6e6 * 0.4)
+reload = hw / (api - 200 * (busy + 120) / 3.6e6 * 0.4)
+d = json.load(open(sys.argv[2]))
+assert abs(d["breakeven_requests_per_day"] - warm) < 1e-6, (d["breakeven_requests_per_day"], warm)
+assert abs(d["breakeven_requests_per_day_reload"] - reload) < 1e-6, d
+text = open(sys.argv[1]).read()
+want = "break-even moves from %.0f (warm) to %.0f requests a day." % (warm, reload)
+assert want in text, (want, text)
+assert "break-even: %.0f requests a day; below it" % reload in text, text  # the reloaded scenario
+PY
+# --device-warm no without --device-load: every answer waits for a load nobody gave
+expect_usage "warm no, no load" -p 1000 -n 201 "${dev[@]}" "${api[@]}" --device-warm no \
+  --device-watts 100 --kwh-price 0.3
+grep -q -- "--device-warm no needs --device-load" "$tmp/err" || fail "warm no, no load: $(cat "$tmp/err")"
+
 # --- rates from real records ------------------------------------------------------
 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -p 16,64 -n 32 -t 1,2 -r 3 \
   --out "$tmp/r.jsonl" >/dev/null 2>&1 || fail "bench for records"

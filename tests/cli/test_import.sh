@@ -82,6 +82,8 @@ expect_exit 0 "$TOKMETER" import -o "$dir/c.jsonl" -m "$GGUF" --bandwidth 28.6GB
   "$LB/llama-bench-output.json"
 grep -q "ceilings are for a different file" "$dir/err" || fail "no model-size warning: $(cat "$dir/err")"
 grep -q "no cached probe" "$dir/err" || fail "no 'no cached probe' note: $(cat "$dir/err")"
+grep -qx "ceilings: decode from --bandwidth 28.6 GB/s" "$dir/out" ||
+  fail "where the ceilings came from: $(cat "$dir/out")"
 python3 - "$dir/c.jsonl" <<'PY' || fail "ceilings from --bandwidth"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
@@ -118,6 +120,13 @@ assert tg and all(abs(r["ceiling"]["read_bandwidth_bytes_s"] - bw2) <= 1 for r i
 pp = [r for r in recs if r["record"] == "run" and r["phase"] == "prefill"]
 assert pp and all(r["ceiling"]["compute_path"] in ("int8", "f32") for r in pp), pp[0]["ceiling"]
 PY
+# --bandwidth without --compute: decode from the figure given, prefill from the
+# probe, each said (the note claimed the probe's figures for both)
+TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o "$dir/p2.jsonl" -m "$GGUF" \
+  --bandwidth 32.9GB/s "$LB/llama-bench-output.json"
+grep -q "^ceilings: decode from --bandwidth 32.9 GB/s; prefill from the cached probe's compute" \
+  "$dir/out" || fail "mixed ceiling sources: $(cat "$dir/out")"
+grep -q "decode from the cached probe" "$dir/out" && fail "probe claimed for decode: $(cat "$dir/out")"
 # --no-probe: blank again
 TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o - --no-probe -m "$GGUF" \
   "$LB/llama-bench-output.json"

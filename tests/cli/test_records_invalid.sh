@@ -42,6 +42,8 @@ def rate_neg(r): r["rate_tok_s"] = -100
 def rate_zero(r): r["rate_tok_s"] = 0
 def rate_str(r): r["rate_tok_s"] = "fast"
 def ms_neg(r): r["ms"] = -1
+def ms_zero(r): r["ms"] = 0
+def rate_huge(r): r["rate_tok_s"] = 1e308
 def threads_str(r): r["threads"] = "x"
 def threads_neg(r): r["threads"] = -5
 def threads_huge(r): r["threads"] = 1e300
@@ -53,14 +55,17 @@ def phase_bad(r): r["phase"] = "sideways"
 def warmup_str(r): r["warmup"] = "no"
 def ident_mismatch(r): r["identity"] = "deadbeef"
 def ident_absent(r): del r["identity"]
-cases = {f.__name__: f for f in [rate_neg, rate_zero, rate_str, ms_neg, threads_str, threads_neg,
+cases = {f.__name__: f for f in [rate_neg, rate_zero, rate_str, ms_neg, ms_zero, rate_huge,
+         threads_str, threads_neg,
          threads_huge, depth_neg, test_bad, test_empty, test_num, phase_bad, warmup_str,
          ident_mismatch, ident_absent]}
 expect = open(f"{out}/expect.txt", "w")
 msgs = {"rate_neg": "rate_tok_s -100 is not a positive rate",
         "rate_zero": "rate_tok_s 0 is not a positive rate",
         "rate_str": 'rate_tok_s "fast" is not a positive rate',
-        "ms_neg": "ms -1 is not a time >= 0 ms",
+        "ms_neg": "ms -1 is not a time > 0 ms",
+        "ms_zero": "ms 0 is not a time > 0 ms",
+        "rate_huge": "rate_tok_s 1e+308 is not a positive rate",
         "threads_str": 'threads "x" is not a positive integer',
         "threads_neg": "threads -5 is not a positive integer",
         "threads_huge": "threads 1e+300 is not a positive integer",
@@ -127,7 +132,7 @@ while IFS=$'\t' read -r name line msg; do
     "$TOKMETER" decide -p 8 -n 4 "${api[@]}" --results "$f"
   n=$((n + 1))
 done <"$dir/expect.txt"
-[ "$n" = 17 ] || fail "expected 17 invalid files, ran $n"
+[ "$n" = 19 ] || fail "expected 19 invalid files, ran $n"
 
 # null rates are blanks: read, the decode column blank, prefill still there
 "$TOKMETER" report "$dir/rate_null.jsonl" >"$dir/out" 2>"$dir/err" ||
@@ -153,7 +158,11 @@ def write(name, edit):
 def mismatch(e): e["samples_ns"] = [1, 2, 3]; e["samples_ts"] = [1.0]
 def ts_neg(e): e["avg_ts"] = -1.5; e["samples_ts"] = [-x for x in e["samples_ts"]]
 def avgns_zero(e): e["avg_ns"] = 0
+def name_empty(e): e["model_type"] = ""
+def time_bad(e): e["test_time"] = "garbage"
 write("lb_mismatch.jsonl", mismatch)
+write("lb_name_empty.jsonl", name_empty)
+write("lb_time_bad.jsonl", time_bad)
 write("lb_ts_neg.jsonl", ts_neg)
 write("lb_avgns_zero.jsonl", avgns_zero)
 PY
@@ -171,6 +180,12 @@ expect_import_refused ts_neg "$dir/lb_ts_neg.jsonl: line 1 (entry 0): field \"av
   -o "$dir/imp.jsonl" "$dir/lb_ts_neg.jsonl"
 expect_import_refused avgns_zero "$dir/lb_avgns_zero.jsonl: line 1 (entry 0): field \"avg_ns\" 0" \
   -o "$dir/imp.jsonl" "$dir/lb_avgns_zero.jsonl"
+# an empty model name (printed "(null)" before) and a time that is not ISO 8601
+expect_import_refused name_empty "$dir/lb_name_empty.jsonl: line 1 (entry 0): field \"model_type\" is empty" \
+  -o "$dir/imp.jsonl" "$dir/lb_name_empty.jsonl"
+expect_import_refused time_bad \
+  "$dir/lb_time_bad.jsonl: line 1 (entry 0): field \"test_time\" \"garbage\" is not an ISO 8601 UTC time" \
+  -o "$dir/imp.jsonl" "$dir/lb_time_bad.jsonl"
 [ ! -e "$dir/imp.jsonl" ] || fail "import wrote records from refused input"
 # the real fixture still imports and the result reads back
 "$TOKMETER" import -o "$dir/imp.jsonl" "$TOKMETER_FIXTURES/llama-bench/llama-bench-output.jsonl" \

@@ -53,7 +53,7 @@ expect_exit 0 "$TOKMETER" report --format markdown "$dir/a.jsonl"
 grep -q '^| pp16 | 1 | 0 | 16 | 3 | 1100 ± 100 | 55% |' "$dir/out" || fail "markdown row: $(cat "$dir/out")"
 expect_exit 0 "$TOKMETER" report --format csv -o "$dir/a.csv" "$dir/a.jsonl"
 [ ! -s "$dir/out" ] || fail "-o must keep stdout empty"
-grep -q '^configuration,backend,target,model,type,test,threads,depth,prompt_tokens,gen_tokens,metric,quantity,unit,n,median,mean,sd,min,max,ceiling_tok_s,percent_of_ceiling,source$' "$dir/a.csv" ||
+grep -q '^configuration,backend,target,model,type,test,threads,depth,prompt_tokens,gen_tokens,metric,quantity,unit,n,median,mean,sd,min,max,ceiling_tok_s,percent_of_ceiling,source,ceiling_min_tok_s,ceiling_max_tok_s,ceiling_note$' "$dir/a.csv" ||
   fail "csv header: $(head -1 "$dir/a.csv")"
 grep -q ',decode_tok_s,DC,tok/s,3,45,45,5,40,50,100,45,' "$dir/a.csv" || fail "csv decode line: $(cat "$dir/a.csv")"
 [ "$(wc -l <"$dir/a.csv")" = 5 ] || fail "csv: header + 4 series expected: $(cat "$dir/a.csv")"
@@ -72,6 +72,34 @@ cp "$dir/a.jsonl" "$dir/b.jsonl"
 sed -i 's/"e1"/"e2"/g' "$dir/b.jsonl"
 expect_exit 0 "$TOKMETER" report --format csv "$dir/a.jsonl" "$dir/b.jsonl"
 grep -q ',decode_tok_s,DC,tok/s,6,45,45,' "$dir/out" || fail "two files: 6 decode runs: $(cat "$dir/out")"
+# the same configuration measured against another ceiling (bandwidth moved):
+# % of the mean ceiling, 100 and 125 -> 112.5, whatever the order of the
+# files (it was the first file's: 45% one way, 36% the other), marked, and
+# the spread said under the table
+sed 's/"ceiling_tok_s":100}/"ceiling_tok_s":125}/' "$dir/b.jsonl" >"$dir/c.jsonl"
+for order in "$dir/a.jsonl $dir/c.jsonl" "$dir/c.jsonl $dir/a.jsonl"; do
+  # shellcheck disable=SC2086
+  expect_exit 0 "$TOKMETER" report $order
+  grep -E '^  tg16 +1 +0 +6 +45.0 ± 4.5 +40%\*' "$dir/out" >/dev/null ||
+    fail "tg16 over two ceilings ($order): 45 / 112.5 = 40%, marked: $(cat "$dir/out")"
+  grep -q "tg16 | t1 | d0, DC: the runs' ceilings spread 25% (100 to 125 tok/s)" "$dir/out" ||
+    fail "the spread is said ($order): $(cat "$dir/out")"
+  # shellcheck disable=SC2086
+  expect_exit 0 "$TOKMETER" report --format csv $order
+  grep -q ",decode_tok_s,DC,tok/s,6,45,45,.*,112.5,40,.*,100,125,the runs' ceilings spread 25%" "$dir/out" ||
+    fail "csv over two ceilings ($order): $(cat "$dir/out")"
+  # shellcheck disable=SC2086
+  expect_exit 0 "$TOKMETER" report --format html $order
+  grep -q '40%\*</td>' "$dir/out" && grep -q "spread 25% (100 to 125 tok/s)</li>" "$dir/out" ||
+    fail "html over two ceilings ($order)"
+done
+
+# markdown: what markdown or HTML would interpret in a name is escaped
+sed 's/"m.gguf"/"<b>my_model<\/b> [x]"/' "$dir/a.jsonl" >"$dir/md.jsonl"
+expect_exit 0 "$TOKMETER" report --format markdown "$dir/md.jsonl"
+grep -qF '### engine \| \<b\>my\_model\</b\> \[x\] \| Q8\_0' "$dir/out" ||
+  fail "markdown heading not escaped: $(head -2 "$dir/out")"
+grep -q '<b>' "$dir/out" && fail "raw <b> in markdown: $(cat "$dir/out")"
 
 # --- help and bad input ----------------------------------------------------------
 expect_exit 0 "$TOKMETER" report --help

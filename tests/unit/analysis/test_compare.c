@@ -1,6 +1,7 @@
 /* test_compare: pairing (exact keys, then by position), the verdict's
  * direction (rates vs times), rule 12's example not ranked, the ratio the
  * ceilings predict only when a modelled part differs, and drift flags. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "analysis/compare.h"
@@ -164,7 +165,81 @@ static void test_drift_flag(void) {
   compare_result_free(&r);
 }
 
+/* A time of 0 ms has no logarithm: the verdict says so (it said "too few
+ * runs" with three runs a side). */
+static void test_zero_values(void) {
+  static const double with_zero[] = {0, 0, 10}, fine[] = {5, 6, 5};
+  struct series a = mk("k", "ttft_ms", "m", "Q8_0", with_zero, 3);
+  struct series b = mk("k", "ttft_ms", "m", "Q8_0", fine, 3);
+  struct series_set sa = {&a, 1}, sb = {&b, 1};
+  struct compare_opts o;
+  compare_opts_default(&o);
+  struct compare_result r;
+  struct tm_err err = {{0}};
+  for (int swap = 0; swap < 2; swap++) {
+    CHECK_EQ_INT(compare_series(swap ? &sb : &sa, swap ? &sa : &sb, &o, &r, &err), 0);
+    CHECK(r.n == 1 && r.rows[0].verdict == COMPARE_ZERO && !r.rows[0].ci_ok);
+    CHECK(r.n == 1 && isnan(r.rows[0].ci.ratio));
+    CHECK(r.n == 1 && r.rows[0].sa.n == 3 && r.rows[0].sb.n == 3);
+    CHECK_STR(compare_verdict_name(COMPARE_ZERO), "zero values: no ratio");
+    compare_result_free(&r);
+  }
+}
+
+/* Two result files whose first runs' bandwidths differ by 20% while the
+ * configurations' mean bandwidths differ by 2.5%: below the 10% that makes
+ * another machine, so the ceilings predict nothing (they predicted 0.83x
+ * from the first runs alone). */
+static void test_prediction_uses_every_run(void) {
+#define RUN(id, bw)                                                                          \
+  "{\"record\":\"run\",\"schema\":1,\"identity\":\"" id "\",\"backend\":\"engine\","           \
+  "\"model\":{\"name\":\"m.gguf\",\"type\":\"Q8_0\"},\"test\":\"tg32\",\"threads\":2,"        \
+  "\"depth\":0,\"warmup\":false,\"ok\":true,\"ms\":800,\"rate_tok_s\":40,"                    \
+  "\"ceiling\":{\"ceiling_tok_s\":50,\"read_bandwidth_bytes_s\":" bw "e9,"                  \
+  "\"bytes_per_token\":1e8}}\n"
+  const char *text_a = "{\"record\":\"identity\",\"schema\":1,\"id\":\"A\"}\n" RUN("A", "6")
+      RUN("A", "5") RUN("A", "5");
+  const char *text_b = "{\"record\":\"identity\",\"schema\":1,\"id\":\"B\"}\n" RUN("B", "5")
+      RUN("B", "6") RUN("B", "5.5");
+#undef RUN
+  const char *texts[] = {text_a, text_b};
+  struct results r[2];
+  struct series_set set[2];
+  for (int i = 0; i < 2; i++) {
+    const char *path = tm_tmpfile(i ? "b.jsonl" : "a.jsonl");
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(texts[i], f);
+    fclose(f);
+    struct tm_err err = {{0}};
+    if (results_load(&path, 1, &r[i], &err) || series_extract(&r[i], &set[i], &err)) {
+      CHECK_MSG(0, "%s", err.msg);
+      return;
+    }
+  }
+  struct compare_opts o;
+  compare_opts_default(&o);
+  struct compare_result cr;
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(compare_series(&set[0], &set[1], &o, &cr, &err), 0);
+  CHECK_EQ_INT(cr.n, 2); /* decode_tok_s, decode_ms */
+  for (size_t i = 0; i < cr.n; i++) {
+    CHECK_NEAR(cr.rows[i].a->read_bandwidth_bytes_s, 16e9 / 3, 1);
+    CHECK_NEAR(cr.rows[i].b->read_bandwidth_bytes_s, 5.5e9, 1);
+    CHECK_MSG(isnan(cr.rows[i].predicted_ratio), "predicted %g from %s",
+              cr.rows[i].predicted_ratio, cr.rows[i].predicted_from);
+  }
+  compare_result_free(&cr);
+  for (int i = 0; i < 2; i++) {
+    series_set_free(&set[i]);
+    results_free(&r[i]);
+  }
+}
+
 void tm_run_tests(void) {
+  TM_RUN(test_zero_values);
+  TM_RUN(test_prediction_uses_every_run);
   TM_RUN(test_verdicts_and_direction);
   TM_RUN(test_pair_by_position_and_prediction);
   TM_RUN(test_drift_flag);

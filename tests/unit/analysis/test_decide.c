@@ -66,11 +66,26 @@ static void money_and_breakeven(void) {
   in.requests_per_day = 500; /* below the break-even: the API is cheaper */
   CHECK(decide_eval(&in, &r, &err) == 0);
   CHECK(r.cost_winner == DECIDE_API);
-  /* reloaded for every request: the break-even moves up (more energy each) */
+  /* both break-evens, whichever scenario the verdicts speak for */
+  double warm_be = (1500.0 / 1095) / 0.001704;
+  double reload_be = (1500.0 / 1095) / (0.001804 - 1700.0 / 3.6e6 * 0.3);
+  CHECK_NEAR(r.breakeven_reload_per_day, reload_be, 1e-6);
+  CHECK_NEAR(r.breakeven_device_per_day, warm_be, 1e-6);
+  CHECK(r.breakeven_reload_below == DECIDE_API);
+  /* reloaded for every request: the break-even moves up (more energy each),
+   * and the warm figure stays the warm one (it was overwritten: "moves from
+   * 266 to 266") */
   in.dev_stays_warm = false;
   CHECK(decide_eval(&in, &r, &err) == 0);
-  CHECK_NEAR(r.breakeven_per_day, (1500.0 / 1095) / (0.001804 - 1700.0 / 3.6e6 * 0.3), 1e-6);
+  CHECK_NEAR(r.breakeven_per_day, warm_be, 1e-6);
+  CHECK_NEAR(r.breakeven_reload_per_day, reload_be, 1e-6);
+  CHECK_NEAR(r.breakeven_device_per_day, reload_be, 1e-6);
+  CHECK(r.breakeven_device_below == DECIDE_API);
   CHECK(r.device == &r.reload);
+  /* reloaded for every request with no load time: refused, not "unknown" */
+  in.dev_load_s = NAN;
+  CHECK(decide_eval(&in, &r, &err) == -1);
+  CHECK_CONTAINS(err.msg, "--device-warm no needs --device-load");
 }
 
 static void unknown_stays_blank(void) {

@@ -289,6 +289,19 @@ static void test_ceiling_from_probe(void) {
   o.bandwidth_bytes_s = 900e9;
   CHECK_EQ_INT(import_text(gpu, &o, &out, &err), 0);
   CHECK(out.n_lines > 1 && json_path_num(out.lines[1], "ceiling.read_bandwidth_bytes_s") == 900e9);
+  CHECK(out.decode_given && !out.decode_probe && !out.prefill_given && !out.prefill_probe);
+  import_out_free(&out);
+  /* --bandwidth without --compute: decode from the figure given, prefill from
+   * the probe, each said (the table claimed the probe for both) */
+  o.bandwidth_bytes_s = 32.9e9;
+  CHECK_EQ_INT(import_text(text, &o, &out, &err), 0);
+  CHECK(out.decode_given && !out.decode_probe);
+  CHECK(out.prefill_probe && !out.prefill_given);
+  import_out_free(&out);
+  o.bandwidth_bytes_s = NAN;
+  o.compute_ops_s = 1e12;
+  CHECK_EQ_INT(import_text(text, &o, &out, &err), 0);
+  CHECK(out.decode_probe && !out.decode_given && out.prefill_given && !out.prefill_probe);
   import_out_free(&out);
 }
 
@@ -386,6 +399,15 @@ static void test_bad_input(void) {
       {LB("\"samples_ns\":[1000000000],\"stddev_ns\":\"x\""), "\"stddev_ns\" a string is not"},
       {LB("\"samples_ns\":[1000000000],\"n_depth\":2000000000"), "\"n_depth\" is 2000000000 (at most"},
       {"[{\"record\":\"identity\",\"schema\":1,\"id\":\"x\"}]", "a tokmeter record, not llama-bench"},
+      /* an empty name printed "(null)" and recorded model.name null; a time
+       * that is not ISO 8601 went into the run's time as it was */
+      {"[{\"model_type\":\"\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}]",
+       "entry 0: field \"model_type\" is empty"},
+      {LB("\"samples_ns\":[1000000000],\"test_time\":\"garbage\""),
+       "entry 0: field \"test_time\" \"garbage\" is not an ISO 8601 UTC time"},
+      {LB("\"samples_ns\":[1000000000],\"test_time\":\"2026-13-29T07:20:47Z\""),
+       "\"test_time\" \"2026-13-29T07:20:47Z\" is not"},
+      {LB("\"samples_ns\":[1000000000],\"test_time\":\"2026-11-29 07:20:47\""), "\"test_time\""},
       /* JSONL: the line number, blank lines counted */
       {"\n{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}\n\n"
        "{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5],"

@@ -122,7 +122,15 @@ static void invalid_engine_fields_are_refused(void) {
       {"\"pp8\"", "\"prefill\"", "1", "0", "0.6", "-100", "", ":3: rate_tok_s -100 is not a positive rate"},
       {"\"pp8\"", "\"prefill\"", "1", "0", "0.6", "0", "", ":3: rate_tok_s 0 is not a positive rate"},
       {"\"pp8\"", "\"prefill\"", "1", "0", "0.6", "\"fast\"", "", ":3: rate_tok_s \"fast\" is not"},
-      {"\"pp8\"", "\"prefill\"", "1", "0", "-1", "100", "", ":3: ms -1 is not a time >= 0 ms"},
+      {"\"pp8\"", "\"prefill\"", "1", "0", "-1", "100", "", ":3: ms -1 is not a time > 0 ms"},
+      /* an in-process test takes time: its rate is tokens / ms */
+      {"\"pp8\"", "\"prefill\"", "1", "0", "0", "100", "", ":3: ms 0 is not a time > 0 ms"},
+      /* absurd figures: their median and mean overflowed, and a column vanished */
+      {"\"pp8\"", "\"prefill\"", "1", "0", "0.6", "1e308", "", ":3: rate_tok_s 1e+308 is not a positive rate"},
+      {"\"pp8\"", "\"prefill\"", "1", "0", "0.6", "1e-300", "", ":3: rate_tok_s 1e-300 is not a positive rate"},
+      {"\"pp8\"", "\"prefill\"", "1", "0", "1e300", "100", "", ":3: ms 1e+300 is not a time > 0 ms"},
+      {"\"tg4\"", "\"decode\"", "1", "0", "0.6", "100", ",\"decode_by_segment\":[{\"from\":1,\"to\":4,\"tok_s\":2e12}]",
+       ":3: decode_by_segment[0].tok_s 2e+12 is not a positive rate"},
       {"\"pp8\"", "\"prefill\"", "\"x\"", "0", "0.6", "100", "", ":3: threads \"x\" is not a positive integer"},
       {"\"pp8\"", "\"prefill\"", "-5", "0", "0.6", "100", "", ":3: threads -5 is not a positive integer"},
       {"\"pp8\"", "\"prefill\"", "0", "0", "0.6", "100", "", ":3: threads 0 is not"},
@@ -218,10 +226,11 @@ static void invalid_server_fields_are_refused(void) {
 }
 
 /* Blanks are null (docs/records.md): a rate tokmeter could not compute, a
- * 0 ms time, a ceiling it does not know, a warm-up's null index. */
+ * 0 ms segment time, a ceiling it does not know, a warm-up's null index; and
+ * the limits: 1e12 tok/s, 1e12 ms. */
 static void blanks_and_limits_are_accepted(void) {
   char a[1024], b[1024], c[1024], text[4096];
-  engine_run(a, sizeof a, "\"pp8\"", "\"prefill\"", "1", "0", "0", "null", "");
+  engine_run(a, sizeof a, "\"pp8\"", "\"prefill\"", "1", "0", "1e12", "1e12", "");
   engine_run(b, sizeof b, "\"tg1000000000\"", "\"decode\"", "1000000", "1000000000", "null", "0.001",
              ",\"decode_by_segment\":[{\"from\":1,\"to\":32,\"ms\":0,\"tok_s\":null}]");
   engine_run(c, sizeof c, "\"tg4\"", "null", "2", "0", "1", "4000",

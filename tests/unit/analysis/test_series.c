@@ -1,5 +1,6 @@
 /* test_series: results files -> series (series.h): which runs count, keys,
  * order across invocations, ceiling parts, server metrics and exclusions. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -190,6 +191,94 @@ static void test_server_series(void) {
   results_free(&r);
 }
 
+/* One decode run of configuration "m.gguf tg32 t2" with its own ceiling,
+ * as the engine writes them (bandwidth read around each run). */
+#define CEIL_RUN(id, rate, ceil, bw, bpt)                                                  \
+  "{\"record\":\"run\",\"schema\":1,\"identity\":\"" id "\",\"backend\":\"engine\","        \
+  "\"model\":{\"name\":\"m.gguf\",\"type\":\"Q8_0\"},\"test\":\"tg32\",\"threads\":2,"      \
+  "\"depth\":0,\"warmup\":false,\"ok\":true,\"ms\":800,\"rate_tok_s\":" rate ","            \
+  "\"ceiling\":{\"ceiling_tok_s\":" ceil ",\"read_bandwidth_bytes_s\":" bw ","                  \
+  "\"bytes_per_token\":" bpt "}}\n"
+#define CEIL_ID(id, cpu)                                                                    \
+  "{\"record\":\"identity\",\"schema\":1,\"id\":\"" id "\",\"backend\":\"engine\","          \
+  "\"machine\":{\"cpu\":\"" cpu "\"}}\n"
+
+/* The ceiling of a configuration is the mean over all its runs, whatever the
+ * order of the files (it was the first run's: `report i1 i2` said 92%,
+ * `report i2 i1` 73%), with the spread and mixed machines or models said. */
+static void test_ceiling_over_all_runs(void) {
+  const char *one = CEIL_ID("I1", "CPU X") CEIL_RUN("I1", "70", "76", "7.6e9", "1e8")
+      CEIL_RUN("I1", "71", "76", "7.6e9", "1e8");
+  const char *two = CEIL_ID("I2", "CPU X") CEIL_RUN("I2", "69", "96", "9.6e9", "1e8")
+      CEIL_RUN("I2", "70", "96", "9.6e9", "1e8");
+  const char *key = "engine | m.gguf | Q8_0 | tg32 | t2 | d0";
+  for (int order = 0; order < 2; order++) {
+    const char *p1 = write_file(order ? "b.jsonl" : "a.jsonl", order ? two : one);
+    const char *p2 = write_file(order ? "a.jsonl" : "b.jsonl", order ? one : two);
+    const char *paths[] = {p1, p2};
+    struct results r;
+    struct series_set set;
+    struct tm_err err = {{0}};
+    if (results_load(paths, 2, &r, &err) || series_extract(&r, &set, &err)) {
+      CHECK_MSG(0, "%s", err.msg);
+      return;
+    }
+    const struct series *s = series_find(&set, key, "decode_tok_s");
+    CHECK(s && s->n == 4);
+    if (s) {
+      CHECK_NEAR(s->ceiling, 86, 1e-9); /* (76 + 76 + 96 + 96) / 4, in either order */
+      CHECK_NEAR(s->read_bandwidth_bytes_s, 8.6e9, 1);
+      CHECK_NEAR(s->bytes_per_token, 1e8, 0);
+      CHECK_EQ_INT(s->ceiling_n, 4);
+      CHECK_NEAR(s->ceiling_min, 76, 0);
+      CHECK_NEAR(s->ceiling_max, 96, 0);
+      CHECK(!s->ceiling_machines_differ && !s->ceiling_models_differ);
+      char note[200];
+      CHECK_EQ_INT(series_ceiling_note(s, note, sizeof note), 1);
+      CHECK_STR(note, "the runs' ceilings spread 26% (76.0 to 96.0 tok/s)");
+    }
+    /* the time metric carries the parts too (compare predicts times) */
+    const struct series *ms = series_find(&set, key, "decode_ms");
+    CHECK(ms && isnan(ms->ceiling) && fabs(ms->read_bandwidth_bytes_s - 8.6e9) < 1);
+    series_set_free(&set);
+    results_free(&r);
+  }
+  /* within 5%, one machine, one model: nothing to say */
+  struct results r;
+  struct series_set set;
+  if (load(CEIL_ID("I1", "CPU X") CEIL_RUN("I1", "70", "76", "7.6e9", "1e8")
+               CEIL_RUN("I1", "71", "79", "7.9e9", "1e8"), &r, &set)) {
+    CHECK(0);
+    return;
+  }
+  const struct series *s = series_find(&set, key, "decode_tok_s");
+  char note[200] = "x";
+  CHECK(s && series_ceiling_note(s, note, sizeof note) == 0 && note[0] == 0);
+  CHECK(s && fabs(s->ceiling - 77.5) < 1e-9);
+  series_set_free(&set);
+  results_free(&r);
+  /* another machine, another model file, a run without a ceiling: each said */
+  if (load(CEIL_ID("I1", "CPU X") CEIL_RUN("I1", "70", "76", "7.6e9", "1e8")
+               CEIL_ID("I2", "CPU Y") CEIL_RUN("I2", "71", "77", "7.7e9", "1e8")
+               CEIL_RUN("I2", "72", "76", "9.12e9", "1.2e8")
+               "{\"record\":\"run\",\"schema\":1,\"identity\":\"I2\",\"backend\":\"engine\","
+               "\"model\":{\"name\":\"m.gguf\",\"type\":\"Q8_0\"},\"test\":\"tg32\","
+               "\"threads\":2,\"depth\":0,\"warmup\":false,\"ok\":true,\"ms\":800,"
+               "\"rate_tok_s\":73,\"ceiling\":null}\n",
+           &r, &set)) {
+    CHECK(0);
+    return;
+  }
+  s = series_find(&set, key, "decode_tok_s");
+  CHECK(s && s->n == 4 && s->ceiling_n == 3);
+  CHECK(s && s->ceiling_machines_differ && s->ceiling_models_differ);
+  CHECK(s && series_ceiling_note(s, note, sizeof note) == 1);
+  CHECK_STR(note, "the runs come from different machines; the runs' models differ (bytes per "
+                  "token); 3 of 4 runs carry a ceiling");
+  series_set_free(&set);
+  results_free(&r);
+}
+
 static void test_empty(void) {
   struct results r;
   struct series_set set;
@@ -208,5 +297,6 @@ void tm_run_tests(void) {
   TM_RUN(test_engine_series);
   TM_RUN(test_type_in_label);
   TM_RUN(test_server_series);
+  TM_RUN(test_ceiling_over_all_runs);
   TM_RUN(test_empty);
 }

@@ -8,6 +8,7 @@
 
 #include "analysis/results.h"
 #include "report/report.h"
+#include "report/report_internal.h"
 #include "tm_test.h"
 
 /* Engine: pp16 and pp32 at 1 thread (3 timed runs each, one warm-up), tg32 at
@@ -150,7 +151,7 @@ static void test_text_writers(void) {
   }
   CHECK_CONTAINS(sbuf_str(&t), "engine | m.gguf | Q4_0\n");
   CHECK_CONTAINS(sbuf_str(&t), "llamacpp | http://127.0.0.1:8080 | q\n");
-  CHECK_CONTAINS(sbuf_str(&md), "### engine | m.gguf | Q4_0\n\n| test |");
+  CHECK_CONTAINS(sbuf_str(&md), "### engine \\| m.gguf \\| Q4\\_0\n\n| test |");
   CHECK_CONTAINS(sbuf_str(&md), "| pp16 | 1 | 0 | 16 | 3 | 8000 \xc2\xb1 6110 | 25% |");
   /* the table lines up: every row of a group as wide as its header */
   const char *h = strstr(sbuf_str(&t), "  test");
@@ -205,6 +206,62 @@ static void test_html_plots(void) {
   results_free(&r);
 }
 
+/* "% of ceiling" is held against the mean of the runs' ceilings, and marked
+ * when they spread by more than 5% (series.h); the marked cells are listed
+ * under the table in every format. */
+static void test_ceiling_marker(void) {
+  static double v[] = {45, 40, 50};
+  struct series s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.key, sizeof s.key, "engine | m | tg16 | t1 | d0");
+  snprintf(s.metric, sizeof s.metric, "decode_tok_s");
+  snprintf(s.quantity, sizeof s.quantity, "DC");
+  snprintf(s.unit, sizeof s.unit, "tok/s");
+  s.values = v;
+  s.n = 3;
+  s.ceiling = 112.5;
+  s.ceiling_n = 3;
+  s.ceiling_min = s.ceiling_max = 112.5;
+  char b[96];
+  report_cell_percent(&s, b, sizeof b);
+  CHECK_STR(b, "40%");
+  s.ceiling_min = 100;
+  s.ceiling_max = 125;
+  report_cell_percent(&s, b, sizeof b);
+  CHECK_STR(b, "40%*");
+  s.ceiling_max = 104.9; /* within 5%: no mark */
+  report_cell_percent(&s, b, sizeof b);
+  CHECK_STR(b, "40%");
+  s.ceiling_machines_differ = true;
+  report_cell_percent(&s, b, sizeof b);
+  CHECK_STR(b, "40%*");
+  struct report_row row = {.key = s.key, .threads = 1, .depth = 0, .decode = &s};
+  struct report rep = {.rows = &row, .n_rows = 1};
+  struct sbuf t, md, h;
+  sbuf_init(&t);
+  sbuf_init(&md);
+  sbuf_init(&h);
+  CHECK_EQ_INT(report_ceiling_notes(&rep, &t, REPORT_TABLE), 1);
+  CHECK_EQ_INT(report_ceiling_notes(&rep, &md, REPORT_MARKDOWN), 1);
+  CHECK_EQ_INT(report_ceiling_notes(&rep, &h, REPORT_HTML), 1);
+  CHECK_CONTAINS(sbuf_str(&t), "  engine | m | tg16 | t1 | d0, DC: the runs come from different machines\n");
+  CHECK_CONTAINS(sbuf_str(&md), "- engine \\| m \\| tg16 \\| t1 \\| d0, DC: the runs come from");
+  CHECK_CONTAINS(sbuf_str(&h), "<li>engine | m | tg16 | t1 | d0, DC: the runs come from different "
+                               "machines</li>");
+  sbuf_free(&t);
+  sbuf_free(&md);
+  sbuf_free(&h);
+}
+
+/* Markdown: what it (or HTML inside it) would interpret is escaped. */
+static void test_markdown_escape(void) {
+  struct sbuf o;
+  sbuf_init(&o);
+  sbuf_put_md(&o, "<b>a_b*c*</b> [x](y) `z` ~s~ &amp; |\nx\\");
+  CHECK_STR(sbuf_str(&o), "\\<b\\>a\\_b\\*c\\*\\</b\\> \\[x\\](y) \\`z\\` \\~s\\~ \\&amp; \\| x\\\\");
+  sbuf_free(&o);
+}
+
 static void test_formats(void) {
   enum report_format f;
   CHECK_EQ_INT(report_format_parse("md", &f), 0);
@@ -218,5 +275,7 @@ void tm_run_tests(void) {
   TM_RUN(test_rows_and_cells);
   TM_RUN(test_text_writers);
   TM_RUN(test_html_plots);
+  TM_RUN(test_ceiling_marker);
+  TM_RUN(test_markdown_escape);
   TM_RUN(test_formats);
 }
