@@ -62,6 +62,8 @@ static const char *const error_names[RUN_ERR_COUNT] = {
     [RUN_ERR_TIMEOUT] = "timeout",
     [RUN_ERR_INTERRUPTED] = "interrupted",
     [RUN_ERR_OTHER] = "other",
+    [RUN_ERR_INCOMPLETE] = "incomplete",
+    [RUN_ERR_INCONSISTENT] = "inconsistent",
 };
 
 const char *run_error_name(enum run_error e) {
@@ -417,10 +419,23 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
   }
 }
 
-/* The response body ended (normally, or cut when `cut`): flush the framer and
- * let the dialect decide whether the run is complete. */
-static void end_of_stream(struct run_ctx *c, bool cut) {
+/* The response body ended (normally, or cut when `cut`, curl saying why in
+ * `cut_detail`): flush the framer and decide whether the run is complete.
+ * A run is complete only with its terminal event, as the dialect defines it
+ * ([DONE], "done": true, "stop": true: c->complete) or a finish_reason (an
+ * OpenAI-compatible server that omits [DONE] still said it finished). Without
+ * one the answer may be cut anywhere (a server sending usage in every chunk,
+ * vLLM's continuous_usage_stats, has counters that look final): RUN_ERR_INCOMPLETE,
+ * with the transport's reason when the connection was cut. A complete stream
+ * without its final counters is the dialect's RUN_ERR_NO_USAGE. */
+static void end_of_stream(struct run_ctx *c, bool cut, const char *cut_detail) {
   struct run_result *r = c->r;
+  char why[200];
+  if (cut)
+    snprintf(why, sizeof why, "the connection closed mid-stream%s%s", cut_detail ? ": " : "",
+             cut_detail ? cut_detail : "");
+  else
+    snprintf(why, sizeof why, "the server ended the response");
   if (!c->complete) {
     int rc = frame_finish(c);
     if (rc == FRAME_ERR) {
@@ -431,9 +446,25 @@ static void end_of_stream(struct run_ctx *c, bool cut) {
     if (rc == FRAME_CB_FAIL) return;
     if (rc == FRAME_STOP) c->complete = true;
   }
+  if (r->error == RUN_OK && !c->complete && !r->finish_reason[0]) {
+    run_result_fail(r, RUN_ERR_INCOMPLETE,
+                    "the stream stopped after %u events, before its terminal event (%s): %s; "
+                    "the answer may be cut anywhere",
+                    r->n_events,
+                    c->d->framing == FRAMING_NDJSON ? "\"done\": true"
+                    : strcmp(c->d->name, "llamacpp") == 0 ? "\"stop\": true"
+                                                    : "finish_reason or [DONE]",
+                    why);
+    return;
+  }
   if (c->d->finish(r) != 0 && r->error == RUN_OK)
     run_result_fail(r, RUN_ERR_NO_USAGE, "the stream ended without the final counters%s",
                     cut ? " (connection closed mid-stream)" : "");
+  else if (cut && r->error == RUN_ERR_NO_USAGE && !strstr(r->error_msg, "mid-stream")) {
+    /* keep the transport's reason beside the dialect's */
+    size_t l = strlen(r->error_msg);
+    snprintf(r->error_msg + l, sizeof r->error_msg - l, " (%s)", why);
+  }
 }
 
 static void fill_timing(struct run_ctx *c) {
@@ -535,7 +566,7 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
     /* r->error already set by the framer or the dialect */
   } else if (c.complete && o != DRIVE_DONE && o != DRIVE_FAILED) {
     /* the terminal event came; the server just did not end the response */
-    end_of_stream(&c, false);
+    end_of_stream(&c, false, NULL);
   } else {
     switch (o) {
     case DRIVE_INTERRUPTED:
@@ -553,7 +584,7 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
                       out->n_events);
       break;
     case DRIVE_FAILED: run_result_fail(out, RUN_ERR_OTHER, "%s", b->errbuf); break;
-    case DRIVE_STOPPED: end_of_stream(&c, false); break;
+    case DRIVE_STOPPED: end_of_stream(&c, false, NULL); break;
     case DRIVE_DONE:
       if (c.http_error) {
         /* the body is scrubbed whole before the dialect quotes (and cuts) it */
@@ -576,14 +607,15 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
         snprintf(named, sizeof named, "POST %.60s: %.330s", path, out->error_msg);
         snprintf(out->error_msg, sizeof out->error_msg, "%s", named);
       } else if (ctl.result == CURLE_OK) {
-        end_of_stream(&c, false);
+        end_of_stream(&c, false, NULL);
       } else if (out->t_headers_ns &&
                  (ctl.result == CURLE_PARTIAL_FILE || ctl.result == CURLE_RECV_ERROR)) {
         /* the connection closed mid-stream: the framer and dialect decide what
          * is missing (a cut event, the final counters) */
-        end_of_stream(&c, true);
+        end_of_stream(&c, true,
+                      b->errbuf[0] ? b->errbuf : curl_easy_strerror(ctl.result));
       } else if (c.complete) {
-        end_of_stream(&c, false);
+        end_of_stream(&c, false, NULL);
       } else {
         describe_curl_failure(&c, ctl.result);
       }

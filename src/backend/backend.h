@@ -87,10 +87,18 @@ enum run_error {
   RUN_ERR_TIMEOUT,          /* the whole request took too long */
   RUN_ERR_INTERRUPTED,      /* Ctrl-C */
   RUN_ERR_OTHER,
+  RUN_ERR_INCOMPLETE,       /* the stream ended (or the connection was cut)
+                               before the dialect's terminal event: [DONE] or a
+                               finish_reason (OpenAI), done:true (Ollama),
+                               stop:true (llama.cpp native) */
+  RUN_ERR_INCONSISTENT,     /* set by the method (src/bench/metrics.c), never by
+                               a backend: the server's counters or timers
+                               contradict each other or what the client saw */
   RUN_ERR_COUNT
 };
 /* "connect", "dns", "tls", "http", "context-overflow", "stream-error",
- * "malformed", "no-usage", "idle-timeout", "timeout", "interrupted", "other". */
+ * "malformed", "no-usage", "idle-timeout", "timeout", "interrupted", "other",
+ * "incomplete", "inconsistent". */
 const char *run_error_name(enum run_error e);
 
 struct run_result {

@@ -8,6 +8,8 @@
 #include "bench/metrics.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,6 +234,151 @@ static enum cache_verdict cache_shape(int64_t cached, int64_t prompt, int64_t ba
   return (double)cached > UNCALIBRATED_HIT_FRACTION * (double)prompt ? CACHE_HIT : CACHE_BASELINE;
 }
 
+/* ------------------------------------------------------------ consistency */
+
+static bool field_reasoning_any(const struct run_result *r) {
+  for (size_t i = 0; r->chunks && i < r->n_chunks; i++)
+    if (r->chunks[i].field == CHUNK_REASONING) return true;
+  return false;
+}
+
+static void inconsistent(struct run_metrics *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void inconsistent(struct run_metrics *m, const char *fmt, ...) {
+  if (m->error == RUN_ERR_INCONSISTENT) return; /* the first contradiction is the reason */
+  m->ok = false;
+  m->error = RUN_ERR_INCONSISTENT;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->error_msg, sizeof m->error_msg, fmt, ap);
+  va_end(ap);
+}
+
+static double tol_of(double client_ms) {
+  return METRICS_TIMER_TOL_MS + METRICS_TIMER_TOL_REL * (isfinite(client_ms) ? client_ms : 0);
+}
+
+/* The headline again after a figure was blanked. */
+static void pick_headlines(struct run_metrics *m) {
+  m->prefill_headline = m->decode_headline = NAN;
+  m->prefill_source = m->decode_source = "";
+  if (isfinite(m->prefill_server)) {
+    m->prefill_headline = m->prefill_server;
+    m->prefill_source = "server";
+  } else if (isfinite(m->prefill_client)) {
+    m->prefill_headline = m->prefill_client;
+    m->prefill_source = "client";
+  }
+  if (isfinite(m->decode_server)) {
+    m->decode_headline = m->decode_server;
+    m->decode_source = "server";
+  } else if (isfinite(m->decode_client)) {
+    m->decode_headline = m->decode_client;
+    m->decode_source = "client";
+  }
+}
+
+/* The rules are listed in metrics.h (METRICS_TIMER_*). Only a run the backend
+ * called good is judged; the first contradiction found is its reason, and
+ * every figure a contradicted count or timer feeds is blanked. */
+static void check_consistency(const struct run_result *r, struct run_metrics *m,
+                              bool enough_chunks, bool field_reasoning) {
+  if (!m->ok) return;
+  bool bad_decode_count = false, bad_prompt_count = false;
+  bool bad_prompt_timer = false, bad_decode_timer = false;
+  const int64_t tol = METRICS_COUNT_TOLERANCE;
+
+  /* The runtime's two counts of one thing. */
+  if (r->timings_predicted_n >= 0 && r->completion_tokens >= 0 &&
+      llabs(r->timings_predicted_n - r->completion_tokens) > tol) {
+    inconsistent(m, "the server's counts disagree: timings.predicted_n %lld, generated tokens "
+                    "%lld (usage)", (long long)r->timings_predicted_n,
+                 (long long)r->completion_tokens);
+    bad_decode_count = true;
+  }
+  if (r->timings_prompt_n >= 0 && r->prompt_tokens >= 0 &&
+      r->timings_prompt_n > r->prompt_tokens + tol) {
+    inconsistent(m, "the server's counts disagree: timings.prompt_n %lld evaluated of a %lld-token "
+                    "prompt (usage)", (long long)r->timings_prompt_n, (long long)r->prompt_tokens);
+    bad_prompt_count = true;
+  }
+  /* The server's generated count against the pieces streamed. */
+  if (m->completion_tokens >= 0 && m->client_chunks > 0) {
+    int64_t pieces = (int64_t)m->client_tokens;
+    int64_t extra = tol + (field_reasoning ? REASONING_FIELD_EXTRA_TOLERANCE : 0) +
+                    (r->draft_n_accepted > 0 ? r->draft_n_accepted : 0);
+    if (m->completion_tokens < pieces - tol) {
+      inconsistent(m, "the server reports %lld generated tokens but streamed %lld non-empty "
+                      "pieces (each is at least one token)", (long long)m->completion_tokens,
+                   (long long)pieces);
+      bad_decode_count = true;
+    } else if (m->stream != STREAM_BUFFERED && m->completion_tokens > pieces + extra) {
+      inconsistent(m, "the server reports %lld generated tokens but streamed %lld pieces, "
+                      "%.1f tokens per piece without saying so (no per-chunk count, no accepted "
+                      "drafts): the count contradicts the stream",
+                   (long long)m->completion_tokens, (long long)pieces,
+                   (double)m->completion_tokens / (double)pieces);
+      bad_decode_count = true;
+    }
+  }
+
+  /* Timers: values that cannot be durations. */
+  double sp = m->server_prompt_ms, sd = m->server_predicted_ms;
+  bool have_sp = !isnan(sp), have_sd = !isnan(sd);
+  if (have_sp && !(isfinite(sp) && sp >= 0)) {
+    inconsistent(m, "the server's prompt time is %.3g ms: not a duration", sp);
+    bad_prompt_timer = true;
+  }
+  if (have_sd && !(isfinite(sd) && sd >= 0)) {
+    inconsistent(m, "the server's generation time is %.3g ms: not a duration", sd);
+    bad_decode_timer = true;
+  }
+  /* Upper bounds: inside the client's wait. */
+  if (!bad_prompt_timer && have_sp && isfinite(m->ttft_ms) && sp > m->ttft_ms + tol_of(m->ttft_ms)) {
+    inconsistent(m, "the server's prompt time %.1f ms exceeds the client's time to first token "
+                    "%.1f ms: the prompt cannot take longer than the wait for the first token",
+                 sp, m->ttft_ms);
+    bad_prompt_timer = true;
+  }
+  if (!bad_decode_timer && have_sd && isfinite(m->last_ms)) {
+    double both = sd + (!bad_prompt_timer && have_sp ? sp : 0);
+    if (both > m->last_ms + tol_of(m->last_ms)) {
+      inconsistent(m, "the server's %s %.1f ms exceeds the client's time to the last token "
+                      "%.1f ms", have_sp && !bad_prompt_timer ? "prompt + generation time"
+                                                             : "generation time",
+                   both, m->last_ms);
+      bad_decode_timer = true;
+    }
+  }
+  /* Lower bounds: only where the pieces arrived one by one. */
+  if (m->stream == STREAM_TOKEN_BY_TOKEN && enough_chunks) {
+    if (!bad_decode_timer && have_sd && m->decode_span_ms > 0 &&
+        sd < METRICS_TIMER_MIN_FRACTION * m->decode_span_ms - tol_of(0)) {
+      inconsistent(m, "the server's generation time %.3g ms is under half the %.1f ms over which "
+                      "the client received its %u pieces one by one",
+                   sd, m->decode_span_ms, m->client_chunks);
+      bad_decode_timer = true;
+    }
+    if (!bad_prompt_timer && have_sp && m->prompt_processed > 0 && m->median_gap_ms > 0 &&
+        sp < METRICS_TIMER_MIN_FRACTION * m->median_gap_ms - tol_of(0) / 2) {
+      inconsistent(m, "the server's prompt time %.3g ms for %lld tokens is under half a decode "
+                      "step (median gap between pieces %.2f ms): reading a prompt is at least one "
+                      "forward pass", sp, (long long)m->prompt_processed, m->median_gap_ms);
+      bad_prompt_timer = true;
+    }
+  }
+
+  /* Blank what a contradicted figure feeds. */
+  if (bad_prompt_count || bad_prompt_timer) {
+    m->prefill_server = NAN;
+    m->ttft_gap_ms = NAN;
+  }
+  if (bad_prompt_count) m->prefill_client = NAN;
+  if (bad_decode_count || bad_decode_timer) m->decode_server = NAN;
+  if (bad_decode_count && !m->completion_from_client) m->decode_client = NAN;
+  pick_headlines(m);
+}
+
 /* ------------------------------------------------------------------ compute */
 
 static double first_finite(double a, double b, double c) {
@@ -396,6 +543,9 @@ void run_metrics_compute(const struct run_result *r, const struct backend_reques
     m->decode_headline = m->decode_client;
     m->decode_source = "client";
   }
+
+  /* --- the server's figures against each other and the client's (metrics.h) */
+  check_consistency(r, m, n >= TOKEN_BY_TOKEN_MIN_CHUNKS, field_reasoning_any(r));
 
   /* --- cache (rule 2) */
   m->cache = cache_shape(m->cached_tokens, m->prompt_tokens, opt->cache_baseline_tokens);

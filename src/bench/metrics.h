@@ -40,6 +40,36 @@
  * stop-string prefix). */
 #define METRICS_COUNT_TOLERANCE 1
 
+/* Consistency of the server's figures with each other and with the client's
+ * observations (see run_metrics_compute). A run that breaks one fails with
+ * RUN_ERR_INCONSISTENT; the figure it contradicts is blanked in its metrics.
+ *   counts: the runtime's two counts of one thing (llama.cpp timings.predicted_n
+ *     vs usage.completion_tokens; timings.prompt_n above usage.prompt_tokens)
+ *     differ by more than METRICS_COUNT_TOLERANCE; or the server's generated
+ *     count is below the streamed pieces (each non-empty piece is at least one
+ *     token) or above them on a stream that is not buffered (more tokens than
+ *     pieces: only a chunk that says how many tokens it holds, accepted
+ *     speculative drafts (draft_n_accepted) and a reasoning field's stripped
+ *     tags explain that; >= 4 tokens per piece is a buffered stream, whose
+ *     pieces carry no per-token timing and are not compared);
+ *   timers (a server timer is a duration inside the client's wait):
+ *     - no timer is negative or non-finite;
+ *     - prompt time <= client TTFT (the prompt is read between the request's
+ *       arrival and the first token's departure);
+ *     - prompt time + generation time <= client time to the last token;
+ *     - on a token-by-token stream, generation time >= half the span over
+ *       which the client saw the pieces arrive one by one (tokens stream as
+ *       they are made; the half is room for the server's output pipeline);
+ *     - on a token-by-token stream, prompt time >= half the median gap between
+ *       pieces (reading a prompt is at least one forward pass, which reads
+ *       every active weight, as a decode step does; speculation only makes the
+ *       gap shorter than a step, so the bound stays sound);
+ *     each with METRICS_TIMER_TOL_MS + METRICS_TIMER_TOL_REL of the client
+ *     figure of room for clock granularity (timers rounded to the ms). */
+#define METRICS_TIMER_TOL_MS 2.0
+#define METRICS_TIMER_TOL_REL 0.02
+#define METRICS_TIMER_MIN_FRACTION 0.5
+
 enum cache_verdict {
   CACHE_UNKNOWN = 0,  /* the server reports no cached-token counter */
   CACHE_CLEAN,        /* cached tokens 0 */
@@ -81,8 +111,12 @@ struct metrics_options {
 void metrics_options_init(struct metrics_options *o);
 
 struct run_metrics {
-  bool ok;                     /* the run succeeded (run_result.error == RUN_OK) */
-  enum run_error error;        /* run_result.error (summaries count failures by kind) */
+  bool ok;                     /* the run succeeded: run_result.error == RUN_OK and
+                                  the server's figures are consistent */
+  enum run_error error;        /* run_result.error, or RUN_ERR_INCONSISTENT (the
+                                  method's verdict; summaries count failures by kind) */
+  char error_msg[256];         /* RUN_ERR_INCONSISTENT: which figure contradicts
+                                  which; "" otherwise */
 
   /* Tokens: server-reported (-1 = not reported) and client-counted. */
   int64_t prompt_tokens, cached_tokens, prompt_processed;

@@ -95,8 +95,8 @@ static const char *const note_text[NOTE_COUNT] = {
                       "per chunk), inter-token figures withheld",
     [NOTE_NO_DECODE] = "decode blank: no run reported a decode figure",
     [NOTE_CLIENT_BOUND] = "client, lower bound: prompt tokens / client TTFT, which includes "
-                          "network, queueing and the first decode step; the server reported "
-                          "no prompt time",
+                          "network, queueing and the first decode step; the server's prompt "
+                          "time was missing (or contradicted) in some or all runs",
     [NOTE_CACHED_OUT] = "prefill blank: every run hit the prompt cache (excluded; "
                         "--allow-cache keeps them, labelled)",
 };
@@ -206,6 +206,22 @@ static void details(FILE *out, const struct bench_summary *s, const struct recor
                  "(network, queueing, first decode step)\n",
             w, report_fmt_ms(server, a, sizeof a), report_fmt_ms(ttft, b, sizeof b),
             report_fmt_ms(gap, d, sizeof d));
+  }
+
+  /* A headline is one source (summary.h); when the runs did not all carry the
+   * same one, say which was used and give the other apart. */
+  for (int ph = 0; ph < 2; ph++) {
+    const struct stats_summary *sv = ph ? &s->decode_server : &s->prefill_server;
+    const struct stats_summary *cv = ph ? &s->decode_client : &s->prefill_client;
+    const char *src = ph ? s->decode_source : s->prefill_source;
+    if (!sv->n || !cv->n || sv->n == cv->n || !src || !*src) continue;
+    bool server = strcmp(src, "server") == 0;
+    fprintf(out, "  %s: %s: the server's timer came in %u runs, the client's figure in %u: "
+                 "the headline is the %s's over its %u (sources are never mixed); the %s's "
+                 "median is %s tok/s\n",
+            w, ph ? "decode" : "prefill", (unsigned)sv->n, (unsigned)cv->n,
+            server ? "server" : "client", (unsigned)(server ? sv->n : cv->n),
+            server ? "client" : "server", fmt_rate(server ? cv->median : sv->median, a, sizeof a));
   }
 
   if (isfinite(s->cold_ttft_ms) || isfinite(s->cold_load_ms)) {

@@ -175,6 +175,14 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
   };
   int rc = backend_run(c->opt->backend, &req, r);
   run_metrics_compute(r, &req, &c->mopt, m);
+  if (rc == 0 && m->error == RUN_ERR_INCONSISTENT) {
+    /* The method's verdict on a run the backend completed: the server's
+     * figures contradict each other or what the client saw. The run fails with
+     * that reason (its record, the failure counts, the exit code). */
+    r->error = RUN_ERR_INCONSISTENT;
+    snprintf(r->error_msg, sizeof r->error_msg, "%s", m->error_msg);
+    rc = -1;
+  }
   ev->request = &req;
   ev->result = r;
   ev->metrics = m;

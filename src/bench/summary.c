@@ -34,10 +34,8 @@ static double f_reasoning_tokens(const struct run_metrics *m) {
 static double f_ttft(const struct run_metrics *m) { return m->ttft_ms; }
 static double f_prefill_server(const struct run_metrics *m) { return m->prefill_server; }
 static double f_prefill_client(const struct run_metrics *m) { return m->prefill_client; }
-static double f_prefill_headline(const struct run_metrics *m) { return m->prefill_headline; }
 static double f_decode_server(const struct run_metrics *m) { return m->decode_server; }
 static double f_decode_client(const struct run_metrics *m) { return m->decode_client; }
-static double f_decode_headline(const struct run_metrics *m) { return m->decode_headline; }
 static double f_ttft_gap(const struct run_metrics *m) { return m->ttft_gap_ms; }
 static double f_server_prompt(const struct run_metrics *m) { return m->server_prompt_ms; }
 
@@ -58,24 +56,28 @@ static void describe(const struct run_metrics *runs, size_t n, double *buf, fiel
   stats_describe(buf, k, out);
 }
 
-/* "server" when every run that has a headline took it from the server,
- * "client" when every one took it from the client, "mixed" otherwise,
- * "" when none has one. */
+/* One source for a headline, never a blend: the server's figure when every
+ * run used has it; else the client's when every run used has that (the
+ * server's figures stay apart, in their own statistic); else the source more
+ * runs have (server on a tie), over those runs only (its n says how many).
+ * "" when no run has either. */
 static const char *source_of(const struct run_metrics *runs, size_t n, bool prefill,
                              bool allow_cache) {
-  size_t n_server = 0, n_client = 0;
+  size_t n_used = 0, n_server = 0, n_client = 0;
   for (size_t i = 0; i < n; i++) {
     if (!runs[i].ok) continue;
     if (prefill && !used_for_prefill(&runs[i], allow_cache)) continue;
-    const char *s = prefill ? runs[i].prefill_source : runs[i].decode_source;
-    if (!s) continue;
-    if (strcmp(s, "server") == 0) n_server++;
-    else if (strcmp(s, "client") == 0) n_client++;
+    double sv = prefill ? runs[i].prefill_server : runs[i].decode_server;
+    double cv = prefill ? runs[i].prefill_client : runs[i].decode_client;
+    if (!isfinite(sv) && !isfinite(cv)) continue;
+    n_used++;
+    if (isfinite(sv)) n_server++;
+    if (isfinite(cv)) n_client++;
   }
-  if (n_server && n_client) return "mixed";
-  if (n_server) return "server";
-  if (n_client) return "client";
-  return "";
+  if (!n_used) return "";
+  if (n_server == n_used) return "server";
+  if (n_client == n_used) return "client";
+  return n_server >= n_client ? "server" : "client";
 }
 
 /* The decode curve: per distinct (from, to) segment, ordered by from, the
@@ -166,10 +168,9 @@ void bench_summarize(const char *workload, const struct run_metrics *runs, size_
       {&out->ttft_ms, f_ttft, true},
       {&out->prefill_server, f_prefill_server, true},
       {&out->prefill_client, f_prefill_client, true},
-      {&out->prefill_headline, f_prefill_headline, true},
+
       {&out->decode_server, f_decode_server, false},
       {&out->decode_client, f_decode_client, false},
-      {&out->decode_headline, f_decode_headline, false},
       {&out->ttft_gap_ms, f_ttft_gap, true},
       {&out->server_prompt_ms, f_server_prompt, true},
   };
@@ -182,8 +183,13 @@ void bench_summarize(const char *workload, const struct run_metrics *runs, size_
   if (buf) summarize_segments(runs, n, buf, out);
   free(buf);
 
+  /* Headlines: one source each (source_of), its own figure copied. */
   out->prefill_source = source_of(runs, n, true, allow_cache);
   out->decode_source = source_of(runs, n, false, allow_cache);
+  out->prefill_headline = strcmp(out->prefill_source, "server") == 0 ? out->prefill_server
+                                                                     : out->prefill_client;
+  out->decode_headline = strcmp(out->decode_source, "server") == 0 ? out->decode_server
+                                                                   : out->decode_client;
 
   if (cold && cold->ok) {
     out->cold_ttft_ms = cold->ttft_ms;

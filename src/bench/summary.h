@@ -37,7 +37,11 @@ struct bench_summary {
   struct stats_summary decode_server, decode_client, decode_headline;
   struct stats_summary ttft_gap_ms;       /* client TTFT - server prompt time */
   struct stats_summary server_prompt_ms;  /* the runtime's own prompt time */
-  const char *prefill_source;             /* "server" if every used run had it */
+  /* A headline is never a blend of sources: it is prefill_server (or
+   * decode_server) when every used run has the server's figure, else the
+   * client's when every used run has that, else the source more runs have,
+   * over those runs only. "server" / "client" / "" (no figure). */
+  const char *prefill_source;
   const char *decode_source;
 
   /* The decode curve: per segment, the median over runs. */

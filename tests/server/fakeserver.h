@@ -125,6 +125,9 @@ struct fs_config {
   bool stop_early;            /* FS_PACED: stop after max_tokens/4 with
                                  finish_reason "stop" unless ignore_eos/min_tokens
                                  /num_predict asked for the exact length */
+  bool usage_every_chunk;     /* FS_PACED/FS_BREAK, OpenAI-style flavors: every
+                                 token event also carries a usage object with the
+                                 counts so far (vLLM continuous_usage_stats) */
   enum fs_break_stage break_stage;
   /* Hostile servers (FS_PACED/FS_BREAK), for the client's robustness tests: */
   enum fs_echo {

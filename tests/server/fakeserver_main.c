@@ -29,6 +29,8 @@ static void usage(FILE *f) {
           "  --reasoning           first half of tokens as reasoning (default off)\n"
           "  --think-tags          first half inline in <think>...</think> (default off)\n"
           "  --stop-early          stop at max_tokens/4 unless exact length asked (default off)\n"
+          "  --usage-every-chunk   usage (counts so far) in every OpenAI token event (vLLM\n"
+          "                        continuous_usage_stats; default off)\n"
           "  --break STAGE         break mode stage (default http-500): close-on-accept,\n"
           "                        half-headers, after-headers, mid-event, after-first-token,\n"
           "                        no-done-no-usage, stall, stall-before-headers,\n"
@@ -133,6 +135,8 @@ int main(int argc, char **argv) {
       cfg.think_tags = true;
     } else if (strcmp(a, "--stop-early") == 0) {
       cfg.stop_early = true;
+    } else if (strcmp(a, "--usage-every-chunk") == 0) {
+      cfg.usage_every_chunk = true;
     } else if (strcmp(a, "--break") == 0) {
       NEEDV();
       int st = fs_break_stage_from_name(v);

@@ -57,6 +57,7 @@ struct gen {
   long long created;
   uint32_t prompt_tokens, cached, n_gen, n_reason;
   bool stopped_early, think_tags, reasoning;
+  bool usage_every;     /* cfg.usage_every_chunk */
   double prefill_ms, c_ms;
   double runtime_prompt_ms; /* b x uncached tokens: what the runtime's timer says */
   uint64_t t0, t_first;
@@ -226,6 +227,17 @@ static json_t *oai_chunk(const struct gen *g, json_t *choices) {
   return o;
 }
 
+/* A token event's chunk, with the counts so far when usage_every (token i is
+ * the (i+1)-th). */
+static json_t *with_usage(const struct gen *g, json_t *o, uint32_t i) {
+  if (o && g->usage_every)
+    json_object_set_new(o, "usage",
+                        json_pack("{s:i,s:i,s:i}", "prompt_tokens", (int)g->prompt_tokens,
+                                  "completion_tokens", (int)(i + 1), "total_tokens",
+                                  (int)(g->prompt_tokens + i + 1)));
+  return o;
+}
+
 static int add_token_event(struct fs_buf *b, const struct gen *g, uint32_t i) {
   char wb[32];
   bool rsn;
@@ -233,8 +245,8 @@ static int add_token_event(struct fs_buf *b, const struct gen *g, uint32_t i) {
   if (g->ep == EP_CHAT) {
     json_t *delta = json_object();
     json_object_set_new(delta, rsn ? "reasoning_content" : "content", json_string(text));
-    return add_sse(b, oai_chunk(g, json_pack("[{s:n,s:i,s:o}]", "finish_reason", "index", 0,
-                                             "delta", delta)));
+    return add_sse(b, with_usage(g, oai_chunk(g, json_pack("[{s:n,s:i,s:o}]", "finish_reason",
+                                                           "index", 0, "delta", delta)), i));
   }
   if (g->ep == EP_COMPLETION)
     return add_sse(b, oai_chunk(g, json_pack("[{s:s,s:i,s:n,s:n}]", "text", text, "index", 0,
@@ -499,6 +511,7 @@ static void gen_setup(struct fakeserver *s, const struct fs_request *req, enum e
   g->prefill_ms = cfg->a_ms + cfg->b_ms * (double)(g->prompt_tokens - g->cached);
   g->runtime_prompt_ms = cfg->b_ms * (double)(g->prompt_tokens - g->cached);
   g->c_ms = cfg->c_ms;
+  g->usage_every = cfg->usage_every_chunk;
   g->t_first = g->t0 + (uint64_t)(g->prefill_ms * 1e6);
 
   struct fs_timing t = {.prompt_tokens = g->prompt_tokens,

@@ -16,7 +16,12 @@
  * the same chunk as the line before it, as llama.cpp writes them in one
  * write); other bodies (the concatenated lines) go out with Content-Length at
  * the last line's t_ms. The connection is kept alive unless the client asks
- * to close. */
+ * to close. A replay paced at time_scale > 0 (other than 1) also scales the
+ * runtime's own timers it carries (llama.cpp `timings`: *_ms and *_per_token_ms
+ * x time_scale, *_per_second / time_scale), so that they stay consistent with
+ * the times the client sees, as a real server's are (tokmeter fails a run
+ * whose server timers exceed the client's waits). time_scale 0 keeps them as
+ * recorded. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +159,44 @@ static struct fs_exchange *choose(struct fakeserver *s, const struct fs_request 
   return best;
 }
 
+/* Appends text to b, with the llama.cpp `timings` object of its JSON (a
+ * "data: {...}" SSE line or a bare JSON body) scaled by `scale` (see the
+ * header). Lines without timings, or that do not parse, go out as recorded. */
+static int add_scaled(struct fs_buf *b, const char *text, double scale) {
+  size_t len = text ? strlen(text) : 0;
+  if (!text || !(scale > 0) || scale == 1 || !strstr(text, "\"timings\""))
+    return fs_buf_add(b, text ? text : "", len);
+  size_t pre = strncmp(text, "data: ", 6) == 0 ? 6 : 0;
+  size_t end = len;
+  while (end > pre && (text[end - 1] == '\n' || text[end - 1] == '\r')) end--;
+  json_t *root = json_loadb(text + pre, end - pre, 0, NULL);
+  json_t *t = root ? json_object_get(root, "timings") : NULL;
+  if (!json_is_object(t)) {
+    json_decref(root);
+    return fs_buf_add(b, text, len);
+  }
+  const char *key;
+  json_t *val;
+  json_object_foreach(t, key, val) {
+    if (!json_is_number(val)) continue;
+    size_t kl = strlen(key);
+    double v = json_number_value(val);
+    if ((kl > 3 && strcmp(key + kl - 3, "_ms") == 0) ||
+        (kl > 13 && strcmp(key + kl - 13, "_per_token_ms") == 0))
+      json_object_set_new(t, key, json_real(v * scale));
+    else if (kl > 11 && strcmp(key + kl - 11, "_per_second") == 0)
+      json_object_set_new(t, key, json_real(v / scale));
+  }
+  char *js = json_dumps(root, JSON_COMPACT);
+  json_decref(root);
+  if (!js) return -1;
+  int rc = fs_buf_add(b, text, pre);
+  if (rc == 0) rc = fs_buf_add(b, js, strlen(js));
+  if (rc == 0) rc = fs_buf_add(b, text + end, len - end);
+  free(js);
+  return rc;
+}
+
 static int send_stream(struct fakeserver *s, int fd, const struct fs_request *req,
                        json_t *lines, uint64_t base_ns, double scale) {
   size_t n = json_array_size(lines);
@@ -163,7 +206,10 @@ static int send_stream(struct fakeserver *s, int fd, const struct fs_request *re
     const char *text = json_string_value(json_object_get(li, "line"));
     double t_ms = json_number_value(json_object_get(li, "t_ms"));
     struct fs_buf chunk = {0};
-    if (fs_buf_add(&chunk, text ? text : "", text ? strlen(text) : 0) != 0) return -1;
+    if (add_scaled(&chunk, text, scale) != 0) {
+      fs_buf_free(&chunk);
+      return -1;
+    }
     i++;
     while (i < n) { /* the blank line that ends this event */
       const char *nx = json_string_value(json_object_get(json_array_get(lines, i), "line"));
@@ -225,7 +271,7 @@ int fs_replay_handle(struct fakeserver *s, int fd, const struct fs_request *req)
     for (size_t i = 0; i < n && rc == 0; i++) {
       json_t *li = json_array_get(lines, i);
       const char *t = json_string_value(json_object_get(li, "line"));
-      if (t) rc = fs_buf_add(&body, t, strlen(t));
+      if (t) rc = add_scaled(&body, t, scale);
       double t_ms = json_number_value(json_object_get(li, "t_ms"));
       if (t_ms > last_ms) last_ms = t_ms;
     }

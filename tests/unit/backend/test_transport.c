@@ -257,6 +257,46 @@ static void test_connect_dns_tls(void) {
   }
 }
 
+/* Usage in every chunk (vLLM continuous_usage_stats) makes a cut stream look
+ * counted: it is still incomplete without its terminal event, and a cut
+ * connection's reason stays in the message. A whole such stream is good. */
+static void test_cut_with_usage_every_chunk(void) {
+  const enum fs_break_stage stages[] = {FS_BREAK_AFTER_FIRST_TOKEN, FS_BREAK_NO_DONE_NO_USAGE};
+  for (int k = 0; k < 3; k++) {
+    struct fs_config cfg;
+    fs_config_init(&cfg);
+    cfg.flavor = FS_FLAVOR_OPENAI;
+    cfg.mode = k < 2 ? FS_BREAK : FS_PACED;
+    if (k < 2) cfg.break_stage = stages[k];
+    cfg.usage_every_chunk = true;
+    cfg.a_ms = 5;
+    cfg.b_ms = 0;
+    cfg.c_ms = 2;
+    char url[64];
+    struct fakeserver *s = start(&cfg, url, sizeof url);
+    if (!s) continue;
+    struct backend *b = open_backend(url, API_OPENAI, NULL);
+    if (b) {
+      struct backend_request rq = request("one two three", 8);
+      rq.idle_timeout_s = 0.5;
+      struct run_result r;
+      int rc = backend_run(b, &rq, &r);
+      if (k < 2) {
+        CHECK_MSG(rc == -1 && r.error == RUN_ERR_INCOMPLETE, "case %d: %s: %s", k,
+                  run_error_name(r.error), r.error_msg);
+        CHECK(r.completion_tokens >= 1); /* the counters came, the end did not */
+        if (k == 0) CHECK_CONTAINS(r.error_msg, "closed mid-stream");
+      } else {
+        CHECK_MSG(rc == 0 && r.error == RUN_OK, "whole stream: %s", r.error_msg);
+        CHECK_EQ_INT(r.completion_tokens, 8);
+      }
+      run_result_free(&r);
+      backend_free(b);
+    }
+    fs_stop(s);
+  }
+}
+
 /* Every break stage fails cleanly, quickly, with a message; the known ones
  * with their kind; what arrived before the failure is kept. */
 static void test_break_stages(void) {
@@ -302,15 +342,22 @@ static void test_break_stages(void) {
       want = RUN_ERR_MALFORMED;
       CHECK_CONTAINS(r.error_msg, "inside an SSE line");
       break;
+    /* No terminal event: incomplete, and a cut connection keeps the
+     * transport's reason in the message. */
     case FS_BREAK_AFTER_FIRST_TOKEN:
-      want = RUN_ERR_NO_USAGE;
+      want = RUN_ERR_INCOMPLETE;
       CHECK_EQ_INT(r.n_chunks, 1);
+      CHECK_CONTAINS(r.error_msg, "closed mid-stream");
       break;
     case FS_BREAK_NO_DONE_NO_USAGE:
-      want = RUN_ERR_NO_USAGE;
+      want = RUN_ERR_INCOMPLETE;
       CHECK_EQ_INT(r.n_chunks, 8);
+      CHECK_CONTAINS(r.error_msg, "terminal event");
       break;
-    case FS_BREAK_AFTER_HEADERS: want = RUN_ERR_NO_USAGE; break;
+    case FS_BREAK_AFTER_HEADERS:
+      want = RUN_ERR_INCOMPLETE;
+      CHECK_CONTAINS(r.error_msg, "closed mid-stream");
+      break;
     case FS_BREAK_MALFORMED_JSON: want = RUN_ERR_MALFORMED; break;
     case FS_BREAK_HTTP_500:
       want = RUN_ERR_HTTP;
@@ -495,7 +542,7 @@ static void test_replay_fixtures(void) {
     CHECK_EQ_INT(r.prompt_tokens, 33);
     CHECK_EQ_INT(r.cached_tokens, 14);
     CHECK_EQ_INT(r.timings_prompt_n, 19);
-    CHECK_NEAR(r.timings_prompt_ms, 148.665, 1e-9);
+    CHECK_NEAR(r.timings_prompt_ms, 148.665 * 0.25, 1e-9); /* timers scaled with the pacing */
     CHECK(r.n_chunks >= 60 && r.n_chunks <= 64);
     CHECK_STR(r.finish_reason, "length");
     /* recorded: first text at 184 ms, last at ~1277 ms; x0.25 */
@@ -541,6 +588,7 @@ void tm_run_tests(void) {
   TM_RUN(test_replay_fixtures);
   TM_RUN(test_connect_dns_tls);
   TM_RUN(test_break_stages);
+  TM_RUN(test_cut_with_usage_every_chunk);
   TM_RUN(test_total_timeout);
   TM_RUN(test_interrupt);
   TM_RUN(test_api_key);

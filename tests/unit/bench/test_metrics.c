@@ -214,15 +214,16 @@ static void test_buffered_streams(void) {
   r.cached_tokens = 0;
   r.completion_tokens = 400;
   r.timings_predicted_n = 400;
-  r.timings_predicted_ms = 8000;
+  r.timings_predicted_ms = 4000; /* inside the 5000 ms the client waited */
   compute(&r, NULL, &m);
+  CHECK(m.ok);
   CHECK_EQ_INT(m.stream, STREAM_BUFFERED);
   CHECK_NEAR(m.tokens_per_chunk, 400, 0);
   CHECK(isnan(m.decode_client));
   CHECK(isnan(m.median_gap_ms));
   CHECK_EQ_INT(m.n_segments, 0);
   CHECK(!m.count_mismatch); /* not token-by-token: no per-chunk count to compare */
-  CHECK_NEAR(m.decode_server, 399 / 8.0, 1e-9); /* the runtime's own timer stays */
+  CHECK_NEAR(m.decode_server, 399 / 4.0, 1e-9); /* the runtime's own timer stays */
   CHECK_STR(m.decode_source, "server");
   CHECK_NEAR(m.ttft_ms, 5000, 1e-9);
   CHECK_STR(stream_verdict_name(m.stream), "stream:buffered");
@@ -506,6 +507,107 @@ static void test_cache_verdicts(void) {
   tr_free(&r);
 }
 
+
+/* ------------------------------------------------- a server that lies (1, 2) */
+
+/* 40 one-token pieces 5 ms apart from 20 ms (span 195 ms), prompt 50. */
+static void liar_base(struct run_result *r) {
+  tr_init(r);
+  tr_tokens(r, 40, 20, 5);
+  r->prompt_tokens = 50;
+  r->cached_tokens = 0;
+  r->completion_tokens = 40;
+}
+
+static void expect_inconsistent(const struct run_result *r, const char *what) {
+  struct run_metrics m;
+  compute(r, NULL, &m);
+  CHECK_MSG(!m.ok && m.error == RUN_ERR_INCONSISTENT, "%s: ok %d error %d", what, m.ok, m.error);
+  CHECK_MSG(m.error_msg[0] != 0, "%s: no reason", what);
+  /* a contradicted figure is never a headline */
+  CHECK_MSG(!(m.decode_headline > 1000) && !(m.prefill_headline > 1e5), "%s: %g %g", what,
+            m.decode_headline, m.prefill_headline);
+}
+
+static void test_inconsistent_counts(void) {
+  struct run_result r;
+  struct run_metrics m;
+  /* the honest run */
+  liar_base(&r);
+  r.timings_predicted_n = 40;
+  r.timings_prompt_n = 50;
+  r.timings_prompt_ms = 15;
+  r.timings_predicted_ms = 195;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  CHECK_NEAR(m.decode_server, 39 / 0.195, 1e-6);
+  /* usage claims 3x the pieces (audit: 544 tok/s printed against a 178 curve) */
+  r.completion_tokens = 120;
+  r.timings_predicted_n = 120;
+  expect_inconsistent(&r, "3 tokens per piece");
+  compute(&r, NULL, &m);
+  CHECK(isnan(m.decode_client) && isnan(m.decode_server));
+  /* ... unless accepted speculative drafts explain the surplus */
+  r.draft_n_accepted = 80;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  r.draft_n_accepted = -1;
+  /* fewer tokens than non-empty pieces */
+  r.completion_tokens = r.timings_predicted_n = 30;
+  expect_inconsistent(&r, "fewer than the pieces");
+  /* the runtime's two counts disagree (audit: timings.predicted_n 4000, usage 40) */
+  r.completion_tokens = 40;
+  r.timings_predicted_n = 4000;
+  expect_inconsistent(&r, "predicted_n vs usage");
+  compute(&r, NULL, &m);
+  CHECK(isnan(m.decode_server));
+  CHECK_STR(m.decode_source, "");
+  r.timings_predicted_n = 40;
+  r.timings_prompt_n = 500;
+  expect_inconsistent(&r, "prompt_n above the prompt");
+  tr_free(&r);
+}
+
+static void test_inconsistent_timers(void) {
+  struct run_result r;
+  struct run_metrics m;
+  liar_base(&r);
+  r.timings_predicted_n = 40;
+  r.timings_prompt_n = 50;
+  r.timings_prompt_ms = 15;
+  r.timings_predicted_ms = 195;
+  /* the audit's cases, each alone */
+  r.timings_predicted_ms = 0.5; /* 78000 tok/s */
+  expect_inconsistent(&r, "predicted_ms 0.5");
+  r.timings_predicted_ms = 60000; /* 0.65 tok/s against a 193 curve */
+  expect_inconsistent(&r, "predicted_ms 60000");
+  r.timings_predicted_ms = 195;
+  r.timings_prompt_ms = 0.0001; /* 200,000,000 tok/s prefill */
+  expect_inconsistent(&r, "prompt_ms 0.0001");
+  r.timings_prompt_ms = 5000; /* against a 20 ms TTFT */
+  expect_inconsistent(&r, "prompt_ms 5000");
+  compute(&r, NULL, &m);
+  CHECK(isnan(m.ttft_gap_ms) && isnan(m.prefill_server));
+  CHECK_STR(m.prefill_source, "client");
+  r.timings_prompt_ms = -3;
+  expect_inconsistent(&r, "prompt_ms -3");
+  /* within the tolerances: ok */
+  r.timings_prompt_ms = 20.3;      /* TTFT 20 + 2 ms + 2% */
+  r.timings_predicted_ms = 100;    /* half the 195 ms span, and a little */
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  tr_free(&r);
+  /* Ollama: eval_duration 1000 ns for 40 pieces over 195 ms */
+  liar_base(&r);
+  r.ollama_prompt_eval_ms = 15;
+  r.ollama_eval_ms = 0.001;
+  expect_inconsistent(&r, "ollama eval_duration 1000 ns");
+  r.ollama_eval_ms = 200; /* includes the first token's step: fine */
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  tr_free(&r);
+}
+
 /* ----------------------------------------------------------- count mismatch */
 
 static void test_count_mismatch(void) {
@@ -519,6 +621,7 @@ static void test_count_mismatch(void) {
   r.completion_tokens = 32;
   compute(&r, NULL, &m);
   CHECK(m.count_mismatch);
+  CHECK(!m.ok && m.error == RUN_ERR_INCONSISTENT); /* the count contradicts the stream */
   CHECK_EQ_INT(m.client_tokens, 30);
   r.completion_tokens = 28;
   compute(&r, NULL, &m);
@@ -802,6 +905,8 @@ void tm_run_tests(void) {
   TM_RUN(test_reasoning_ate_budget);
   TM_RUN(test_cache_verdicts);
   TM_RUN(test_count_mismatch);
+  TM_RUN(test_inconsistent_counts);
+  TM_RUN(test_inconsistent_timers);
   TM_RUN(test_decode_curve_slowing);
   TM_RUN(test_fixture_generate_400);
   TM_RUN(test_fixture_long_cold_and_cached);

@@ -118,16 +118,18 @@ static void test_summary_counts_and_figures(void) {
   CHECK_EQ_INT(s.prompt_tokens.n, 4);
   CHECK_NEAR(s.reasoning_tokens.max, 370, 0);
 
-  /* Decode over non-blank runs: headline {52, 50, 47} -> median 50;
+  /* Decode over non-blank runs: per-run headlines {52, 50, 47};
    * server {52, 50}; client {50, 49, 47}. A cache hit does not touch decode. */
+  /* One source, never a blend: the server's figure is in 2 runs, the client's
+   * in all 3, so the headline is the client's {50, 49, 47}. */
   CHECK_EQ_INT(s.decode_headline.n, 3);
-  CHECK_NEAR(s.decode_headline.median, 50, 1e-9);
-  CHECK_NEAR(s.decode_headline.mean, 149 / 3.0, 1e-9);
+  CHECK_NEAR(s.decode_headline.median, 49, 1e-9);
+  CHECK_NEAR(s.decode_headline.mean, 146 / 3.0, 1e-9);
   CHECK_EQ_INT(s.decode_server.n, 2);
   CHECK_NEAR(s.decode_server.median, 51, 1e-9);
   CHECK_EQ_INT(s.decode_client.n, 3);
   CHECK_NEAR(s.decode_client.median, 49, 1e-9);
-  CHECK_STR(s.decode_source, "mixed");
+  CHECK_STR(s.decode_source, "client");
 
   /* Segments: 1-50 {60, 62, 58} -> 60; 51-64 {40, 44} -> 42. */
   CHECK_EQ_INT(s.n_segments, 2);
