@@ -47,11 +47,11 @@
  *     vs usage.completion_tokens; timings.prompt_n above usage.prompt_tokens)
  *     differ by more than METRICS_COUNT_TOLERANCE; or the server's generated
  *     count is below the streamed pieces (each non-empty piece is at least one
- *     token) or above them on a stream that is not buffered (more tokens than
- *     pieces: only a chunk that says how many tokens it holds, accepted
- *     speculative drafts (draft_n_accepted) and a reasoning field's stripped
- *     tags explain that; >= 4 tokens per piece is a buffered stream, whose
- *     pieces carry no per-token timing and are not compared);
+ *     token) or above the streamed text's bytes (each token of the answer is
+ *     at least one byte; the slack covers accepted speculative drafts
+ *     (draft_n_accepted) and a reasoning field's stripped tags). More tokens
+ *     than pieces alone is no contradiction (a server may send several tokens
+ *     per event): count_mismatch notes it and the server's count is used;
  *   timers (a server timer is a duration inside the client's wait):
  *     - no timer is negative or non-finite;
  *     - prompt time <= client TTFT (the prompt is read between the request's
