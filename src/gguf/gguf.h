@@ -96,7 +96,9 @@ struct gguf_file {
   char path[1024];
 };
 
-/* Opens and parses a file (mmap, read-only). Keys and tensor names are limited
+/* Opens and parses a file (mmap, read-only). Anything but a regular file (a FIFO,
+ * a device, a directory) is refused at once, "not a regular file", without
+ * blocking. Keys and tensor names are limited
  * to 1024 bytes; nested arrays are rejected. On failure returns NULL with err set, e.g.
  * "model.gguf: tensor 12 'blk.0.ffn_up.weight': data [offset 4096, 8 MiB] runs
  * past the end of the file (6 MiB) at byte 2311". */

@@ -47,6 +47,11 @@ expect_usage "unknown unit" --size 15GB --bandwidth 273furlongs
 grep -q "273GB/s" "$tmp/err" || fail "unknown unit: no accepted forms"
 expect_usage "missing file" "$tmp/does-not-exist.gguf" --bandwidth 1GB/s
 expect_usage "vocab-only file" "$G/ggml-vocab-qwen2.gguf" --bandwidth 1GB/s
+# a FIFO: opening it for reading used to block forever (timeout: a hang fails)
+mkfifo "$tmp/fifo.gguf"
+set +e; timeout 20 "$TOKMETER" ceiling "$tmp/fifo.gguf" --bandwidth 1GB/s 2>"$tmp/err"; rc=$?; set -e
+[ "$rc" = 2 ] || fail "FIFO: exit $rc, want 2"
+grep -q "not a regular file" "$tmp/err" || fail "FIFO: $(cat "$tmp/err")"
 
 # --- corrupt files: one line on stderr, exit 2 ------------------------------
 printf 'GGUX\3\0\0\0' >"$tmp/badmagic.gguf"

@@ -98,6 +98,9 @@ if [ -n "${TOKMETER_FIXTURES:-}" ] && [ -f "$TOKMETER_FIXTURES/gguf/ggml-vocab-l
   expect_exit 2 "$TOKMETER" synth --preset tiny --vocab-from "$TOKMETER_FIXTURES/gguf/ggml-vocab-llama-spm.gguf" --vocab 100 -o "$dir/voc3.gguf"
   grep -q -- "--vocab and --vocab-from" "$dir/err" || fail "--vocab with --vocab-from: $(cat "$dir/err")"
   [ -e "$dir/voc3.gguf" ] && fail "--vocab with --vocab-from wrote a file"
+  # a FIFO as --vocab-from: opening it used to block forever (timeout: a hang fails)
+  expect_exit 2 timeout 20 "$TOKMETER" synth --preset tiny --vocab-from "$dir/fifo" -o "$dir/voc4.gguf"
+  grep -q "not a regular file" "$dir/err" || fail "--vocab-from FIFO: $(cat "$dir/err")"
 fi
 
 # bad usage: exit 2 with a message

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -268,6 +269,24 @@ static void test_getters(void) {
   bb_free(&b);
 }
 
+/* A FIFO is refused at once: open() without O_NONBLOCK waited forever for a
+ * writer. The alarm turns such a hang into a failed test. */
+static void test_fifo_refused(void) {
+  const char *path = tm_tmpfile("fifo.gguf");
+  CHECK(mkfifo(path, 0600) == 0);
+  struct tm_err err = {{0}};
+  alarm(10);
+  struct gguf_file *f = gguf_open(path, &err);
+  alarm(0);
+  CHECK(f == NULL);
+  CHECK_CONTAINS(err.msg, "not a regular file");
+  gguf_close(f);
+  f = gguf_open(tm_test_tmpdir(), &err); /* a directory */
+  CHECK(f == NULL);
+  CHECK_CONTAINS(err.msg, "not a regular file");
+  gguf_close(f);
+}
+
 /* Many keys and tensors: the index finds each and misses absent ones. */
 static void test_index_many(void) {
   enum { N = 3000 };
@@ -383,6 +402,7 @@ void tm_run_tests(void) {
   TM_RUN(test_vocab_files);
   TM_RUN(test_quantized_fixtures);
   TM_RUN(test_getters);
+  TM_RUN(test_fifo_refused);
   TM_RUN(test_index_many);
   TM_RUN(test_sparse_huge_file_untouched);
 }
