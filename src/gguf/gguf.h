@@ -117,7 +117,9 @@ const struct gguf_tensor *gguf_find_tensor(const struct gguf_file *f, const char
 int gguf_get_u64(const struct gguf_file *f, const char *key, uint64_t *out, struct tm_err *err);
 int gguf_get_f64(const struct gguf_file *f, const char *key, double *out, struct tm_err *err);
 int gguf_get_bool(const struct gguf_file *f, const char *key, bool *out, struct tm_err *err);
-/* Copies a STRING value into buf (NUL-terminated, truncated to n-1). */
+/* Copies a STRING value into buf (NUL-terminated, truncated to n-1). A value
+ * with a NUL byte inside is refused: as a C string it would read as another,
+ * shorter value. */
 int gguf_get_str(const struct gguf_file *f, const char *key, char *buf, size_t n,
                  struct tm_err *err);
 /* Element i of an integer array as u64 (per-layer arrays like head_count_kv).

@@ -83,8 +83,13 @@ patch_u32 "$q3" "$tmp/hkv0.gguf" qwen3.attention.head_count_kv 0
 patch_u32 "$q3" "$tmp/hc0.gguf" qwen3.attention.head_count 0
 patch_u32 "$q3" "$tmp/hkv3.gguf" qwen3.attention.head_count_kv 3
 patch_u32 "$q3" "$tmp/klen0.gguf" qwen3.attention.key_length 0
+# block_count beyond the blocks that have tensors (KV for layers that do not
+# exist), a key_length whose sum with value_length wrapped in 32 bits
+patch_u32 "$q3" "$tmp/bc5.gguf" qwen3.block_count 5
+patch_u32 "$q3" "$tmp/bc65536.gguf" qwen3.block_count 65536
+patch_u32 "$q3" "$tmp/klenmax.gguf" qwen3.attention.key_length 4294967295
 corrupt+=("$tmp/bc0.gguf" "$tmp/ctx0.gguf" "$tmp/hkv0.gguf" "$tmp/hc0.gguf" "$tmp/hkv3.gguf"
-          "$tmp/klen0.gguf")
+          "$tmp/klen0.gguf" "$tmp/bc5.gguf" "$tmp/bc65536.gguf" "$tmp/klenmax.gguf")
 "$TOKMETER" ceiling "$q3" --bandwidth 10GB/s >/dev/null || fail "the unpatched file must pass"
 for f in "${corrupt[@]}"; do
   set +e; "$TOKMETER" ceiling "$f" --bandwidth 10GB/s >"$tmp/out" 2>"$tmp/err"; rc=$?; set -e
@@ -92,6 +97,10 @@ for f in "${corrupt[@]}"; do
   lines=$(wc -l <"$tmp/err")
   [ "$lines" = 1 ] || fail "$(basename "$f"): $lines lines on stderr, want 1: $(cat "$tmp/err")"
   [ ! -s "$tmp/out" ] || fail "$(basename "$f"): output on stdout"
+  case $(basename "$f") in  # the message names the key
+    bc5.gguf|bc65536.gguf) grep -q "qwen3.block_count is .* but no tensor belongs to block 4" "$tmp/err" ;;
+    klenmax.gguf) grep -q "'qwen3.attention.key_length' = 4294967295 is out of range" "$tmp/err" ;;
+  esac || fail "$(basename "$f"): $(cat "$tmp/err")"
 done
 
 # --- a fixture against an independent sum of its tensor table ---------------
