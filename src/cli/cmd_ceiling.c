@@ -378,6 +378,21 @@ static json_t *jnum(double v) {
 }
 static json_t *jnum_or_null(double v, bool known) { return known ? jnum(v) : json_null(); }
 
+/* A JSON string that always exists: jansson refuses text that is not UTF-8 (a
+ * file name given as raw bytes), and json_object_set_new then drops the key.
+ * Such text is kept with each byte >= 0x80 shown as '?'. */
+static json_t *jstr(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  char *copy = strdup(s);
+  if (!copy) return json_null();
+  for (char *p = copy; *p; p++)
+    if ((unsigned char)*p >= 0x80) *p = '?';
+  j = json_string(copy);
+  free(copy);
+  return j ? j : json_null();
+}
+
 static void types_line(const struct model_cost *c, char *buf, size_t n) {
   buf[0] = 0;
   for (size_t i = 0; i < c->n_types; i++) {
@@ -433,10 +448,10 @@ int cmd_ceiling(int argc, char **argv) {
   if (o.json) {
     json_t *j = json_object();
     json_object_set_new(j, "source", json_string(napkin ? "size" : o.file ? "file" : "preset"));
-    json_object_set_new(j, "file", o.file ? json_string(o.file) : json_null());
+    json_object_set_new(j, "file", o.file ? jstr(o.file) : json_null());
     json_object_set_new(j, "preset", o.preset ? json_string(o.preset) : json_null());
     json_object_set_new(j, "type", type_name[0] ? json_string(type_name) : json_null());
-    json_object_set_new(j, "arch", napkin ? json_null() : json_string(cost.arch));
+    json_object_set_new(j, "arch", napkin ? json_null() : jstr(cost.arch));
     json_object_set_new(j, "bytes_total", jnum(bytes_total));
     json_object_set_new(j, "params_total", jnum_or_null((double)cost.params_total, !napkin));
     json_object_set_new(j, "params_active", jnum_or_null(cost.params_active, !napkin));
@@ -510,7 +525,7 @@ int cmd_ceiling(int argc, char **argv) {
     json_object_set_new(j, "layers", layers);
     json_t *as = json_array();
     for (size_t i = 0; i < cost.n_assumptions; i++)
-      json_array_append_new(as, json_string(cost.assumptions[i]));
+      json_array_append_new(as, jstr(cost.assumptions[i]));
     if (m.quick)
       json_array_append_new(as, json_string("quick probe (TOKMETER_PROBE_QUICK): figures are "
                                             "not memory bandwidth"));

@@ -103,6 +103,33 @@ for f in "${corrupt[@]}"; do
   esac || fail "$(basename "$f"): $(cat "$tmp/err")"
 done
 
+# --- names that are not UTF-8 ------------------------------------------------
+# An architecture name with a byte 0xff is refused (it emptied the JSON of its
+# arch key and assumptions, and went raw into the text output).
+python3 - "$G/tiny-llama-Q8_0.gguf" "$tmp/arch-ff.gguf" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+key = b"general.architecture"
+at = d.find(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+assert struct.unpack_from("<IQ", d, at) == (8, 5) and d[at + 12:at + 17] == b"llama"
+d[at + 16] = 0xFF  # "llam\xff"
+open(sys.argv[2], "wb").write(d)
+PY
+set +e; "$TOKMETER" ceiling "$tmp/arch-ff.gguf" --bandwidth 1GB/s --json >"$tmp/out" 2>"$tmp/err"; rc=$?; set -e
+[ "$rc" = 2 ] && [ ! -s "$tmp/out" ] || fail "arch 0xff: exit $rc, $(cat "$tmp/out")"
+grep -q "general.architecture' has byte 0xff at position 4" "$tmp/err" || fail "arch 0xff: $(cat "$tmp/err")"
+LC_ALL=C grep -q $'\xff' "$tmp/err" && fail "arch 0xff: the raw byte is in the message"
+# A file name that is not UTF-8: --json keeps its keys and stays valid JSON.
+cp "$G/tiny-llama-Q8_0.gguf" "$tmp/m"$'\xff'".gguf"
+"$TOKMETER" ceiling "$tmp/m"$'\xff'".gguf" --bandwidth 1GB/s --json >"$tmp/ff.json" \
+  || fail "ceiling --json on a non-UTF-8 file name"
+python3 - "$tmp/ff.json" <<'PY' || fail "non-UTF-8 file name: JSON $(cat "$tmp/ff.json")"
+import json, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+assert d["file"].endswith("m?.gguf") and d["arch"] == "llama", (d["file"], d["arch"])
+assert isinstance(d["assumptions"], list)
+PY
+
 # --- a fixture against an independent sum of its tensor table ---------------
 cat >"$tmp/gguf_sum.py" <<'PY'
 import struct, sys
