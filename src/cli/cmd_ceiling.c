@@ -81,6 +81,9 @@ static void usage(FILE *out) {
           "  --memory BYTES         memory for the context-that-fits line (default: this\n"
           "                         machine's MemTotal when probing; none with --bandwidth)\n"
           "  --overhead BYTES       memory kept for runtime buffers (default 1GiB)\n"
+          "  Sizes and rates take SI (k, M, G, T) or binary (Ki, Mi, Gi) prefixes; a bare\n"
+          "  number is in the base unit, as for every tokmeter flag: --bandwidth 100 is\n"
+          "  100 B/s, --compute 1e12 is 1e12 op/s, --size 1e9 is 1e9 bytes.\n"
           "\n"
           "Workload:\n"
           "  -d, --depth LIST       context depths for the decode ceiling, comma-separated\n"
@@ -402,6 +405,25 @@ static void types_line(const struct model_cost *c, char *buf, size_t n) {
   }
 }
 
+/* Why no context fits, naming what does not: the weights alone, with the
+ * recurrent state, with the overhead, or then not one token of KV cache. */
+static void fits_none_line(const struct model_cost *c, double memory, double overhead) {
+  char b1[64], b2[64];
+  double weights = (double)c->bytes_total;
+  tm_fmt_bytes(weights, b1, sizeof b1);
+  if (weights > memory)
+    printf("none: the weights (%s) do not fit\n", b1);
+  else if (weights + c->state_bytes > memory)
+    printf("none: the weights (%s) and the recurrent state (%s) do not fit\n", b1,
+           tm_fmt_bytes(c->state_bytes, b2, sizeof b2));
+  else if (weights + c->state_bytes + overhead >= memory)
+    printf("none: the weights (%s) fit, but not with the %s overhead (--overhead)\n", b1,
+           tm_fmt_bytes(overhead, b2, sizeof b2));
+  else
+    printf("none: not one token of KV cache (%s) fits after the weights and overhead\n",
+           tm_fmt_bytes(c->kv_bytes_per_token, b2, sizeof b2));
+}
+
 int cmd_ceiling(int argc, char **argv) {
   struct ceiling_opts o;
   int rc = 0;
@@ -431,6 +453,19 @@ int cmd_ceiling(int argc, char **argv) {
   uint64_t fits = fits_known ? model_context_fits(&cost, m.memory_bytes, o.overhead_bytes,
                                                   &fits_capped) : 0;
   bool moe_like = napkin ? o.active_fraction < 1 : cost.weight_bytes_per_token < 0.9 * bytes_total;
+
+  /* Results must be finite numbers. Inputs far outside any real model or
+   * machine (1 B at --active-fraction 1e-300 read at 1 TB/s) overflow to inf
+   * or leave 0 bytes per token: refused, naming them, never printed. */
+  if (!(bpt0 > 0) || !isfinite(decode0) || !isfinite(dense))
+    return cli_fail(CMD, TM_EXIT_USAGE,
+                    "the decode ceiling is not a finite number: %g B/s (--bandwidth) over %g "
+                    "bytes read per token%s; give values a real model and machine have",
+                    m.bandwidth, bpt0, napkin ? " (--size x --active-fraction)" : "");
+  if (!isfinite(prefill))
+    return cli_fail(CMD, TM_EXIT_USAGE,
+                    "the prefill ceiling is not a finite number: %g op/s (--compute) over %g "
+                    "FLOPs per prompt token", m.compute, prefill_flops);
 
   struct ceiling_verdict verdicts[2];
   size_t n_verdicts = 0;
@@ -587,7 +622,7 @@ int cmd_ceiling(int argc, char **argv) {
       printf("context that fits in %s (after the weights and %s overhead): ",
              tm_fmt_bytes(m.memory_bytes, b1, sizeof b1),
              tm_fmt_bytes(o.overhead_bytes, b2, sizeof b2));
-      if (fits == 0) printf("none: the weights do not fit\n");
+      if (fits == 0) fits_none_line(&cost, m.memory_bytes, o.overhead_bytes);
       else if (fits == UINT64_MAX) printf("unbounded (the cache does not grow)\n");
       else printf("%llu tokens%s\n", (unsigned long long)fits,
                   fits_capped ? " (capped at the trained context_length)" : "");
@@ -619,7 +654,7 @@ int cmd_ceiling(int argc, char **argv) {
                  ? "  beyond the trained context" : "");
     }
   }
-  printf("practical decode (75-85%% of the ceiling at depth 0): %s-%s tok/s\n",
+  printf("practical decode (75-85%% of the ceiling at depth 0): %s to %s tok/s\n",
          tm_fmt_rate(decode0 * CEILING_PRACTICAL_LO, b1, sizeof b1),
          tm_fmt_rate(decode0 * CEILING_PRACTICAL_HI, b2, sizeof b2));
   if (moe_like)

@@ -237,6 +237,30 @@ import json; d=json.load(open('$tmp/n.json'))
 assert abs(d['decode_ceiling_tok_s']-182)<1e-9 and abs(d['dense_ceiling_tok_s']-18.2)<1e-9, d" \
   || fail "napkin --active-fraction"
 
+# results that are not finite numbers are refused, not printed as "inf"
+expect_usage "inf ceiling" --size 1B --active-fraction 1e-300 --bandwidth 1000GB/s
+grep -q "decode ceiling is not a finite number: .*--size x --active-fraction" "$tmp/err" \
+  || fail "inf ceiling: $(cat "$tmp/err")"
+expect_usage "bandwidth overflow" --preset tiny --bandwidth 1e308PB/s
+grep -q "too large" "$tmp/err" || fail "bandwidth overflow: $(cat "$tmp/err")"
+
+# a bare number is the base unit, as for every flag (--help says so): 100 B/s,
+# and the ceiling it gives is shown as a figure, not "0.00"
+grep -q "a bare" "$tmp/help" && grep -q -- "--bandwidth 100 is" "$tmp/help" \
+  || fail "--help does not say what a bare number is"
+"$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --bandwidth 100 >"$tmp/b.txt"
+grep -q "read bandwidth 100 B/s (given)" "$tmp/b.txt" || fail "bare bandwidth: $(cat "$tmp/b.txt")"
+grep -Eq "depth +0: +[0-9.]+e-05 tok/s" "$tmp/b.txt" || fail "bare bandwidth figure: $(cat "$tmp/b.txt")"
+grep -q " 0.00 tok/s" "$tmp/b.txt" && fail "bare bandwidth: 0.00 tok/s: $(cat "$tmp/b.txt")"
+
+# no context fits: the message names what does not fit (the 1 GiB overhead, not
+# the 5 MiB of weights)
+"$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --bandwidth 1GB/s --memory 1GB >"$tmp/f.txt"
+grep -q "none: the weights (.*) fit, but not with the 1 GiB overhead" "$tmp/f.txt" \
+  || fail "overhead does not fit: $(cat "$tmp/f.txt")"
+"$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --bandwidth 1GB/s --memory 1MB >"$tmp/f.txt"
+grep -q "none: the weights (.*) do not fit" "$tmp/f.txt" || fail "weights do not fit: $(cat "$tmp/f.txt")"
+
 # --- this machine's probe (quick) --------------------------------------------
 "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --json --memory 1GiB --overhead 0 >"$tmp/q.json" \
   || fail "ceiling with the probe"
