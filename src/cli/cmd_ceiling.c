@@ -81,6 +81,9 @@ static void usage(FILE *out) {
           "  --memory BYTES         memory for the context-that-fits line (default: this\n"
           "                         machine's MemTotal when probing; none with --bandwidth)\n"
           "  --overhead BYTES       memory kept for runtime buffers (default 1GiB)\n"
+          "  Sizes and rates take SI (k, M, G, T) or binary (Ki, Mi, Gi) prefixes; a bare\n"
+          "  number is in the base unit, as for every tokmeter flag: --bandwidth 100 is\n"
+          "  100 B/s, --compute 1e12 is 1e12 op/s, --size 1e9 is 1e9 bytes.\n"
           "\n"
           "Workload:\n"
           "  -d, --depth LIST       context depths for the decode ceiling, comma-separated\n"
@@ -378,6 +381,21 @@ static json_t *jnum(double v) {
 }
 static json_t *jnum_or_null(double v, bool known) { return known ? jnum(v) : json_null(); }
 
+/* A JSON string that always exists: jansson refuses text that is not UTF-8 (a
+ * file name given as raw bytes), and json_object_set_new then drops the key.
+ * Such text is kept with each byte >= 0x80 shown as '?'. */
+static json_t *jstr(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  char *copy = strdup(s);
+  if (!copy) return json_null();
+  for (char *p = copy; *p; p++)
+    if ((unsigned char)*p >= 0x80) *p = '?';
+  j = json_string(copy);
+  free(copy);
+  return j ? j : json_null();
+}
+
 static void types_line(const struct model_cost *c, char *buf, size_t n) {
   buf[0] = 0;
   for (size_t i = 0; i < c->n_types; i++) {
@@ -385,6 +403,25 @@ static void types_line(const struct model_cost *c, char *buf, size_t n) {
     snprintf(buf + strlen(buf), n - strlen(buf), "%s%s x %u", i ? ", " : "",
              ti ? ti->name : "?", c->types[i].count);
   }
+}
+
+/* Why no context fits, naming what does not: the weights alone, with the
+ * recurrent state, with the overhead, or then not one token of KV cache. */
+static void fits_none_line(const struct model_cost *c, double memory, double overhead) {
+  char b1[64], b2[64];
+  double weights = (double)c->bytes_total;
+  tm_fmt_bytes(weights, b1, sizeof b1);
+  if (weights > memory)
+    printf("none: the weights (%s) do not fit\n", b1);
+  else if (weights + c->state_bytes > memory)
+    printf("none: the weights (%s) and the recurrent state (%s) do not fit\n", b1,
+           tm_fmt_bytes(c->state_bytes, b2, sizeof b2));
+  else if (weights + c->state_bytes + overhead >= memory)
+    printf("none: the weights (%s) fit, but not with the %s overhead (--overhead)\n", b1,
+           tm_fmt_bytes(overhead, b2, sizeof b2));
+  else
+    printf("none: not one token of KV cache (%s) fits after the weights and overhead\n",
+           tm_fmt_bytes(c->kv_bytes_per_token, b2, sizeof b2));
 }
 
 int cmd_ceiling(int argc, char **argv) {
@@ -417,6 +454,19 @@ int cmd_ceiling(int argc, char **argv) {
                                                   &fits_capped) : 0;
   bool moe_like = napkin ? o.active_fraction < 1 : cost.weight_bytes_per_token < 0.9 * bytes_total;
 
+  /* Results must be finite numbers. Inputs far outside any real model or
+   * machine (1 B at --active-fraction 1e-300 read at 1 TB/s) overflow to inf
+   * or leave 0 bytes per token: refused, naming them, never printed. */
+  if (!(bpt0 > 0) || !isfinite(decode0) || !isfinite(dense))
+    return cli_fail(CMD, TM_EXIT_USAGE,
+                    "the decode ceiling is not a finite number: %g B/s (--bandwidth) over %g "
+                    "bytes read per token%s; give values a real model and machine have",
+                    m.bandwidth, bpt0, napkin ? " (--size x --active-fraction)" : "");
+  if (!isfinite(prefill))
+    return cli_fail(CMD, TM_EXIT_USAGE,
+                    "the prefill ceiling is not a finite number: %g op/s (--compute) over %g "
+                    "FLOPs per prompt token", m.compute, prefill_flops);
+
   struct ceiling_verdict verdicts[2];
   size_t n_verdicts = 0;
   if (o.measured_decode >= 0 &&
@@ -433,10 +483,10 @@ int cmd_ceiling(int argc, char **argv) {
   if (o.json) {
     json_t *j = json_object();
     json_object_set_new(j, "source", json_string(napkin ? "size" : o.file ? "file" : "preset"));
-    json_object_set_new(j, "file", o.file ? json_string(o.file) : json_null());
+    json_object_set_new(j, "file", o.file ? jstr(o.file) : json_null());
     json_object_set_new(j, "preset", o.preset ? json_string(o.preset) : json_null());
     json_object_set_new(j, "type", type_name[0] ? json_string(type_name) : json_null());
-    json_object_set_new(j, "arch", napkin ? json_null() : json_string(cost.arch));
+    json_object_set_new(j, "arch", napkin ? json_null() : jstr(cost.arch));
     json_object_set_new(j, "bytes_total", jnum(bytes_total));
     json_object_set_new(j, "params_total", jnum_or_null((double)cost.params_total, !napkin));
     json_object_set_new(j, "params_active", jnum_or_null(cost.params_active, !napkin));
@@ -510,7 +560,7 @@ int cmd_ceiling(int argc, char **argv) {
     json_object_set_new(j, "layers", layers);
     json_t *as = json_array();
     for (size_t i = 0; i < cost.n_assumptions; i++)
-      json_array_append_new(as, json_string(cost.assumptions[i]));
+      json_array_append_new(as, jstr(cost.assumptions[i]));
     if (m.quick)
       json_array_append_new(as, json_string("quick probe (TOKMETER_PROBE_QUICK): figures are "
                                             "not memory bandwidth"));
@@ -572,7 +622,7 @@ int cmd_ceiling(int argc, char **argv) {
       printf("context that fits in %s (after the weights and %s overhead): ",
              tm_fmt_bytes(m.memory_bytes, b1, sizeof b1),
              tm_fmt_bytes(o.overhead_bytes, b2, sizeof b2));
-      if (fits == 0) printf("none: the weights do not fit\n");
+      if (fits == 0) fits_none_line(&cost, m.memory_bytes, o.overhead_bytes);
       else if (fits == UINT64_MAX) printf("unbounded (the cache does not grow)\n");
       else printf("%llu tokens%s\n", (unsigned long long)fits,
                   fits_capped ? " (capped at the trained context_length)" : "");
@@ -604,7 +654,7 @@ int cmd_ceiling(int argc, char **argv) {
                  ? "  beyond the trained context" : "");
     }
   }
-  printf("practical decode (75-85%% of the ceiling at depth 0): %s-%s tok/s\n",
+  printf("practical decode (75-85%% of the ceiling at depth 0): %s to %s tok/s\n",
          tm_fmt_rate(decode0 * CEILING_PRACTICAL_LO, b1, sizeof b1),
          tm_fmt_rate(decode0 * CEILING_PRACTICAL_HI, b2, sizeof b2));
   if (moe_like)

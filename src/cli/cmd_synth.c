@@ -48,7 +48,8 @@ static void usage(FILE *out) {
           "  --n-embd N         embedding length\n"
           "  --heads N          attention heads\n"
           "  --kv-heads N       KV heads (default: the preset's if they divide --heads, else --heads)\n"
-          "  --head-dim N       head dimension (default: the preset's, else n-embd / heads)\n"
+          "  --head-dim N       head dimension, even (default: the preset's, else\n"
+          "                     n-embd / heads, which must then divide exactly)\n"
           "  --n-ff N           feed-forward length\n"
           "  --vocab N          vocabulary size (rows of token_embd); not with --vocab-from\n"
           "  --experts N        experts (qwen3moe)\n"
@@ -166,10 +167,15 @@ static int build_shape(const struct model_preset *preset, const struct shape_fla
     s->n_head_kv = f->kv_heads;
   else if (!preset || (s->n_head_kv && s->n_head % s->n_head_kv != 0))
     s->n_head_kv = s->n_head;
-  if (f->head_dim)
+  if (f->head_dim) {
     s->head_dim = f->head_dim;
-  else if (!preset)
+  } else if (!preset) {
+    /* The default must be exact: 64 / 3 heads is not a head of 21. */
+    if (s->n_head && s->n_embd % s->n_head)
+      return cli_usage_error(CMD, "--n-embd %u is not a multiple of --heads %u: give "
+                             "--head-dim, or heads that divide n_embd", s->n_embd, s->n_head);
     s->head_dim = s->n_head ? s->n_embd / s->n_head : 0;
+  }
   if (f->ff) s->n_ff = f->ff;
   if (f->vocab) s->n_vocab = f->vocab;
   if (f->experts) s->n_expert = f->experts;

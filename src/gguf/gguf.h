@@ -96,7 +96,9 @@ struct gguf_file {
   char path[1024];
 };
 
-/* Opens and parses a file (mmap, read-only). Keys and tensor names are limited
+/* Opens and parses a file (mmap, read-only). Anything but a regular file (a FIFO,
+ * a device, a directory) is refused at once, "not a regular file", without
+ * blocking. Keys and tensor names are limited
  * to 1024 bytes; nested arrays are rejected. On failure returns NULL with err set, e.g.
  * "model.gguf: tensor 12 'blk.0.ffn_up.weight': data [offset 4096, 8 MiB] runs
  * past the end of the file (6 MiB) at byte 2311". */
@@ -115,7 +117,9 @@ const struct gguf_tensor *gguf_find_tensor(const struct gguf_file *f, const char
 int gguf_get_u64(const struct gguf_file *f, const char *key, uint64_t *out, struct tm_err *err);
 int gguf_get_f64(const struct gguf_file *f, const char *key, double *out, struct tm_err *err);
 int gguf_get_bool(const struct gguf_file *f, const char *key, bool *out, struct tm_err *err);
-/* Copies a STRING value into buf (NUL-terminated, truncated to n-1). */
+/* Copies a STRING value into buf (NUL-terminated, truncated to n-1). A value
+ * with a NUL byte inside is refused: as a C string it would read as another,
+ * shorter value. */
 int gguf_get_str(const struct gguf_file *f, const char *key, char *buf, size_t n,
                  struct tm_err *err);
 /* Element i of an integer array as u64 (per-layer arrays like head_count_kv).

@@ -154,6 +154,9 @@ int gguf_get_str(const struct gguf_file *f, const char *key, char *buf, size_t n
   if (!kv) return -1;
   if (kv->type != GGUF_VT_STRING) return wrong_type(f, kv, "string", err);
   if (n == 0) return tm_errf(err, "%s: key '%s': no room in a 0-byte buffer", f->path, key);
+  if (memchr(kv->v.str.ptr, 0, kv->v.str.len))
+    return tm_errf(err, "%s: key '%s' contains a NUL byte (at byte %" PRIu64 ")", f->path, key,
+                   kv->file_offset);
   size_t len = kv->v.str.len < n - 1 ? (size_t)kv->v.str.len : n - 1;
   memcpy(buf, kv->v.str.ptr, len);
   buf[len] = 0;

@@ -492,7 +492,10 @@ static void *map_aligned(int fd, size_t size) {
 }
 
 struct gguf_file *gguf_open(const char *path, struct tm_err *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, so
+   * without it `ceiling FIFO` would hang before fstat could refuse it. It does
+   * not change how a regular file is read or mapped. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     tm_errf(err, "%s: cannot open: %s", path, strerror(errno));
     return NULL;

@@ -57,6 +57,11 @@ int model_shape_validate(const struct model_shape *s, struct tm_err *err) {
   if (s->n_head % s->n_head_kv)
     return tm_errf(err, "heads (%u) must be a multiple of kv heads (%u)", s->n_head,
                    s->n_head_kv);
+  /* RoPE rotates pairs of dimensions: llama.cpp and the engine refuse an odd
+   * head (a file written with one would not run). */
+  if (s->head_dim % 2)
+    return tm_errf(err, "head dimension %u (%u heads, n_embd %u) must be even: RoPE rotates "
+                   "pairs of dimensions", s->head_dim, s->n_head, s->n_embd);
   if (s->n_layer > 1024 || s->n_embd > 65536 || s->head_dim > 1024 || s->n_head > 1024 ||
       s->n_vocab > 4000000)
     return tm_errf(err, "shape too large (layers <= 1024, n_embd <= 65536, heads <= 1024, "

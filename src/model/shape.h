@@ -39,7 +39,8 @@ const struct model_preset *model_preset_find(const char *name);
 /* All presets, in the order --help lists them. */
 const struct model_preset *model_presets(size_t *count);
 /* Checks the architecture is known and sizes are consistent (heads divisible by
- * kv heads, MoE fields set for qwen3moe and only there, nothing zero...). */
+ * kv heads, an even head dimension, MoE fields set for qwen3moe and only there,
+ * nothing zero...). */
 int model_shape_validate(const struct model_shape *s, struct tm_err *err);
 
 #endif

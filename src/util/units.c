@@ -61,6 +61,7 @@ static int parse_with(const char *s, const char *const *words, const char *forms
     m = 1;
   }
   if (v < 0) return tm_errf(err, "'%s' is negative", s);
+  if (!isfinite(v * m)) return tm_errf(err, "'%s' is too large", s); /* 1e308PB */
   *out = v * m;
   return 0;
 }
@@ -171,6 +172,10 @@ char *tm_fmt_count(double count, char *buf, size_t n) {
 }
 
 char *tm_fmt_rate(double tok_s, char *buf, size_t n) {
+  if (tok_s > 0 && tok_s < 0.01) { /* 2.17e-05 tok/s is not "0.00" */
+    snprintf(buf, n, "%.3g", tok_s);
+    return buf;
+  }
   int decimals = tok_s >= 100 ? 0 : tok_s >= 10 ? 1 : 2;
   snprintf(buf, n, "%.*f", decimals, tok_s);
   return buf;

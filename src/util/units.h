@@ -2,7 +2,9 @@
  * Parsing accepts an optional space between number and unit, SI prefixes
  * (k, M, G, T, P = powers of 1000) and binary ones (Ki, Mi, Gi, Ti = powers of
  * 1024), case-insensitive for the unit word. A bare number is taken in the base
- * unit. Everything else is an error naming the text and the accepted forms. */
+ * unit (bytes, B/s, op/s, tokens) by every parser alike: "100" as a bandwidth
+ * is 100 B/s. A value that overflows a double ("1e308PB") and everything else
+ * is an error naming the text and the accepted forms. */
 #ifndef TM_UNITS_H
 #define TM_UNITS_H
 
@@ -36,7 +38,9 @@ char *tm_fmt_bytes_si(double bytes, char *buf, size_t n);       /* "375.6 MB" */
 char *tm_fmt_bandwidth(double bytes_per_s, char *buf, size_t n); /* "28.6 GB/s" */
 char *tm_fmt_ops(double ops_per_s, const char *unit, char *buf, size_t n); /* "1.2 TFLOPS" */
 char *tm_fmt_count(double count, char *buf, size_t n);          /* "596.0M", "3.05B" */
-char *tm_fmt_rate(double tok_s, char *buf, size_t n); /* tok/s with 3 significant digits */
+/* tok/s: "241", "45.0", "0.52"; below 0.01 three significant digits ("2.17e-05"),
+ * never a "0.00" for a rate that is not 0. */
+char *tm_fmt_rate(double tok_s, char *buf, size_t n);
 
 /* A duration the way people read it: "350 ms", "60.8 s", "2m 5s", "2h 14m",
  * "3d 4h", "12.3 years"; below a millisecond "1.00 µs" / "250 ns" (UTF-8 µ).

@@ -47,6 +47,11 @@ expect_usage "unknown unit" --size 15GB --bandwidth 273furlongs
 grep -q "273GB/s" "$tmp/err" || fail "unknown unit: no accepted forms"
 expect_usage "missing file" "$tmp/does-not-exist.gguf" --bandwidth 1GB/s
 expect_usage "vocab-only file" "$G/ggml-vocab-qwen2.gguf" --bandwidth 1GB/s
+# a FIFO: opening it for reading used to block forever (timeout: a hang fails)
+mkfifo "$tmp/fifo.gguf"
+set +e; timeout 20 "$TOKMETER" ceiling "$tmp/fifo.gguf" --bandwidth 1GB/s 2>"$tmp/err"; rc=$?; set -e
+[ "$rc" = 2 ] || fail "FIFO: exit $rc, want 2"
+grep -q "not a regular file" "$tmp/err" || fail "FIFO: $(cat "$tmp/err")"
 
 # --- corrupt files: one line on stderr, exit 2 ------------------------------
 printf 'GGUX\3\0\0\0' >"$tmp/badmagic.gguf"
@@ -78,8 +83,13 @@ patch_u32 "$q3" "$tmp/hkv0.gguf" qwen3.attention.head_count_kv 0
 patch_u32 "$q3" "$tmp/hc0.gguf" qwen3.attention.head_count 0
 patch_u32 "$q3" "$tmp/hkv3.gguf" qwen3.attention.head_count_kv 3
 patch_u32 "$q3" "$tmp/klen0.gguf" qwen3.attention.key_length 0
+# block_count beyond the blocks that have tensors (KV for layers that do not
+# exist), a key_length whose sum with value_length wrapped in 32 bits
+patch_u32 "$q3" "$tmp/bc5.gguf" qwen3.block_count 5
+patch_u32 "$q3" "$tmp/bc65536.gguf" qwen3.block_count 65536
+patch_u32 "$q3" "$tmp/klenmax.gguf" qwen3.attention.key_length 4294967295
 corrupt+=("$tmp/bc0.gguf" "$tmp/ctx0.gguf" "$tmp/hkv0.gguf" "$tmp/hc0.gguf" "$tmp/hkv3.gguf"
-          "$tmp/klen0.gguf")
+          "$tmp/klen0.gguf" "$tmp/bc5.gguf" "$tmp/bc65536.gguf" "$tmp/klenmax.gguf")
 "$TOKMETER" ceiling "$q3" --bandwidth 10GB/s >/dev/null || fail "the unpatched file must pass"
 for f in "${corrupt[@]}"; do
   set +e; "$TOKMETER" ceiling "$f" --bandwidth 10GB/s >"$tmp/out" 2>"$tmp/err"; rc=$?; set -e
@@ -87,7 +97,38 @@ for f in "${corrupt[@]}"; do
   lines=$(wc -l <"$tmp/err")
   [ "$lines" = 1 ] || fail "$(basename "$f"): $lines lines on stderr, want 1: $(cat "$tmp/err")"
   [ ! -s "$tmp/out" ] || fail "$(basename "$f"): output on stdout"
+  case $(basename "$f") in  # the message names the key
+    bc5.gguf|bc65536.gguf) grep -q "qwen3.block_count is .* but no tensor belongs to block 4" "$tmp/err" ;;
+    klenmax.gguf) grep -q "'qwen3.attention.key_length' = 4294967295 is out of range" "$tmp/err" ;;
+  esac || fail "$(basename "$f"): $(cat "$tmp/err")"
 done
+
+# --- names that are not UTF-8 ------------------------------------------------
+# An architecture name with a byte 0xff is refused (it emptied the JSON of its
+# arch key and assumptions, and went raw into the text output).
+python3 - "$G/tiny-llama-Q8_0.gguf" "$tmp/arch-ff.gguf" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+key = b"general.architecture"
+at = d.find(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+assert struct.unpack_from("<IQ", d, at) == (8, 5) and d[at + 12:at + 17] == b"llama"
+d[at + 16] = 0xFF  # "llam\xff"
+open(sys.argv[2], "wb").write(d)
+PY
+set +e; "$TOKMETER" ceiling "$tmp/arch-ff.gguf" --bandwidth 1GB/s --json >"$tmp/out" 2>"$tmp/err"; rc=$?; set -e
+[ "$rc" = 2 ] && [ ! -s "$tmp/out" ] || fail "arch 0xff: exit $rc, $(cat "$tmp/out")"
+grep -q "general.architecture' has byte 0xff at position 4" "$tmp/err" || fail "arch 0xff: $(cat "$tmp/err")"
+LC_ALL=C grep -q $'\xff' "$tmp/err" && fail "arch 0xff: the raw byte is in the message"
+# A file name that is not UTF-8: --json keeps its keys and stays valid JSON.
+cp "$G/tiny-llama-Q8_0.gguf" "$tmp/m"$'\xff'".gguf"
+"$TOKMETER" ceiling "$tmp/m"$'\xff'".gguf" --bandwidth 1GB/s --json >"$tmp/ff.json" \
+  || fail "ceiling --json on a non-UTF-8 file name"
+python3 - "$tmp/ff.json" <<'PY' || fail "non-UTF-8 file name: JSON $(cat "$tmp/ff.json")"
+import json, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+assert d["file"].endswith("m?.gguf") and d["arch"] == "llama", (d["file"], d["arch"])
+assert isinstance(d["assumptions"], list)
+PY
 
 # --- a fixture against an independent sum of its tensor table ---------------
 cat >"$tmp/gguf_sum.py" <<'PY'
@@ -195,6 +236,30 @@ python3 -c "
 import json; d=json.load(open('$tmp/n.json'))
 assert abs(d['decode_ceiling_tok_s']-182)<1e-9 and abs(d['dense_ceiling_tok_s']-18.2)<1e-9, d" \
   || fail "napkin --active-fraction"
+
+# results that are not finite numbers are refused, not printed as "inf"
+expect_usage "inf ceiling" --size 1B --active-fraction 1e-300 --bandwidth 1000GB/s
+grep -q "decode ceiling is not a finite number: .*--size x --active-fraction" "$tmp/err" \
+  || fail "inf ceiling: $(cat "$tmp/err")"
+expect_usage "bandwidth overflow" --preset tiny --bandwidth 1e308PB/s
+grep -q "too large" "$tmp/err" || fail "bandwidth overflow: $(cat "$tmp/err")"
+
+# a bare number is the base unit, as for every flag (--help says so): 100 B/s,
+# and the ceiling it gives is shown as a figure, not "0.00"
+grep -q "a bare" "$tmp/help" && grep -q -- "--bandwidth 100 is" "$tmp/help" \
+  || fail "--help does not say what a bare number is"
+"$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --bandwidth 100 >"$tmp/b.txt"
+grep -q "read bandwidth 100 B/s (given)" "$tmp/b.txt" || fail "bare bandwidth: $(cat "$tmp/b.txt")"
+grep -Eq "depth +0: +[0-9.]+e-05 tok/s" "$tmp/b.txt" || fail "bare bandwidth figure: $(cat "$tmp/b.txt")"
+grep -q " 0.00 tok/s" "$tmp/b.txt" && fail "bare bandwidth: 0.00 tok/s: $(cat "$tmp/b.txt")"
+
+# no context fits: the message names what does not fit (the 1 GiB overhead, not
+# the 5 MiB of weights)
+"$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --bandwidth 1GB/s --memory 1GB >"$tmp/f.txt"
+grep -q "none: the weights (.*) fit, but not with the 1 GiB overhead" "$tmp/f.txt" \
+  || fail "overhead does not fit: $(cat "$tmp/f.txt")"
+"$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --bandwidth 1GB/s --memory 1MB >"$tmp/f.txt"
+grep -q "none: the weights (.*) do not fit" "$tmp/f.txt" || fail "weights do not fit: $(cat "$tmp/f.txt")"
 
 # --- this machine's probe (quick) --------------------------------------------
 "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" --json --memory 1GiB --overhead 0 >"$tmp/q.json" \

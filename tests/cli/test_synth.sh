@@ -98,6 +98,9 @@ if [ -n "${TOKMETER_FIXTURES:-}" ] && [ -f "$TOKMETER_FIXTURES/gguf/ggml-vocab-l
   expect_exit 2 "$TOKMETER" synth --preset tiny --vocab-from "$TOKMETER_FIXTURES/gguf/ggml-vocab-llama-spm.gguf" --vocab 100 -o "$dir/voc3.gguf"
   grep -q -- "--vocab and --vocab-from" "$dir/err" || fail "--vocab with --vocab-from: $(cat "$dir/err")"
   [ -e "$dir/voc3.gguf" ] && fail "--vocab with --vocab-from wrote a file"
+  # a FIFO as --vocab-from: opening it used to block forever (timeout: a hang fails)
+  expect_exit 2 timeout 20 "$TOKMETER" synth --preset tiny --vocab-from "$dir/fifo" -o "$dir/voc4.gguf"
+  grep -q "not a regular file" "$dir/err" || fail "--vocab-from FIFO: $(cat "$dir/err")"
 fi
 
 # bad usage: exit 2 with a message
@@ -113,6 +116,17 @@ expect_exit 2 "$TOKMETER" synth --layers 2 -o "$dir/x.gguf"
 expect_exit 2 "$TOKMETER" synth --preset tiny --n-embd 48 --head-dim 12 --type Q4_0 -o "$dir/x.gguf"
 grep -q "block size" "$dir/err" || fail "row length message: $(cat "$dir/err")"
 [ -e "$dir/x.gguf" ] && fail "a failed run left x.gguf"
+# shapes the engine cannot run are refused before writing, with a message about
+# the heads (n_embd 64 / 3 heads was written as head_dim 21, which bench refused)
+for args in "--heads 3 --type F32" "--heads 3 --type Q8_0" "--heads 4 --head-dim 5 --type F32" \
+            "--heads 4 --head-dim 5 --type Q8_0"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$TOKMETER" synth --arch llama --layers 2 --n-embd 64 --n-ff 128 --vocab 256 \
+    $args -o "$dir/x.gguf"
+  grep -Eq "heads|head dimension" "$dir/err" || fail "$args: $(cat "$dir/err")"
+  [ -e "$dir/x.gguf" ] && fail "$args: a refused shape wrote x.gguf"
+done
+grep -q "head dimension 5 (4 heads, n_embd 64) must be even" "$dir/err" || fail "odd head: $(cat "$dir/err")"
 
 # help and presets on stdout, exit 0
 expect_exit 0 "$TOKMETER" synth --help

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,13 +218,14 @@ static void test_quantized_fixtures(void) {
 
 static void test_getters(void) {
   struct bb b = {0};
-  bb_header(&b, 3, 0, 8);
+  bb_header(&b, 3, 0, 9);
   bb_key(&b, "u8", 0); bb_u8(&b, 250);
   bb_key(&b, "neg", 5); bb_u32(&b, (uint32_t)-5);
   bb_key(&b, "pos16", 3); bb_le(&b, 300, 2);
   bb_key(&b, "f", 6); bb_f32(&b, 1.5f);
   bb_key(&b, "flag", 7); bb_u8(&b, 0);
   bb_kv_str(&b, "s", "abcdef");
+  bb_key(&b, "nul", 8); bb_u64(&b, 6); bb_raw(&b, "lla\0ma", 6);
   bb_key(&b, "i8arr", 9); bb_u32(&b, 1); bb_u64(&b, 3); bb_u8(&b, 1); bb_u8(&b, 0xff); bb_u8(&b, 7);
   bb_key(&b, "u64arr", 9); bb_u32(&b, 10); bb_u64(&b, 2); bb_u64(&b, 5); bb_u64(&b, UINT64_MAX);
   struct tm_err err = {{0}};
@@ -253,6 +255,8 @@ static void test_getters(void) {
   CHECK(gguf_get_bool(f, "u8", &flag, &err) == -1);
   CHECK(gguf_get_str(f, "s", buf, sizeof buf, &err) == 0);
   CHECK_STR(buf, "abc"); /* truncated to n-1 */
+  CHECK(gguf_get_str(f, "nul", buf, sizeof buf, &err) == -1); /* not "lla" */
+  CHECK_CONTAINS(err.msg, "'nul' contains a NUL byte");
   CHECK(gguf_get_str(f, "u8", buf, sizeof buf, &err) == -1);
   CHECK_CONTAINS(err.msg, "expected string");
   const struct gguf_kv *a = gguf_find_kv(f, "i8arr");
@@ -266,6 +270,24 @@ static void test_getters(void) {
   CHECK_EQ_U64(f->data_offset % 32, 0);
   gguf_close(f);
   bb_free(&b);
+}
+
+/* A FIFO is refused at once: open() without O_NONBLOCK waited forever for a
+ * writer. The alarm turns such a hang into a failed test. */
+static void test_fifo_refused(void) {
+  const char *path = tm_tmpfile("fifo.gguf");
+  CHECK(mkfifo(path, 0600) == 0);
+  struct tm_err err = {{0}};
+  alarm(10);
+  struct gguf_file *f = gguf_open(path, &err);
+  alarm(0);
+  CHECK(f == NULL);
+  CHECK_CONTAINS(err.msg, "not a regular file");
+  gguf_close(f);
+  f = gguf_open(tm_test_tmpdir(), &err); /* a directory */
+  CHECK(f == NULL);
+  CHECK_CONTAINS(err.msg, "not a regular file");
+  gguf_close(f);
 }
 
 /* Many keys and tensors: the index finds each and misses absent ones. */
@@ -383,6 +405,7 @@ void tm_run_tests(void) {
   TM_RUN(test_vocab_files);
   TM_RUN(test_quantized_fixtures);
   TM_RUN(test_getters);
+  TM_RUN(test_fifo_refused);
   TM_RUN(test_index_many);
   TM_RUN(test_sparse_huge_file_untouched);
 }

@@ -250,10 +250,19 @@ static void meta_gemma3(struct gguf_writer *w) {
 }
 
 static void test_gguf_gemma3_defaults(void) {
-  static const char *const names[] = {"token_embd.weight", "blk.0.attn_q.weight"};
-  static const uint64_t shapes[][3] = {{64, 256, 1}, {64, 64, 1}};
-  static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_F16};
-  const char *path = write_gguf("g3.gguf", meta_gemma3, names, shapes, types, 2);
+  /* Every one of the 12 blocks holds a tensor (block_count must match them). */
+  static const char *const names[] = {
+      "token_embd.weight", "blk.0.attn_q.weight", "blk.1.attn_norm.weight",
+      "blk.2.attn_norm.weight", "blk.3.attn_norm.weight", "blk.4.attn_norm.weight",
+      "blk.5.attn_norm.weight", "blk.6.attn_norm.weight", "blk.7.attn_norm.weight",
+      "blk.8.attn_norm.weight", "blk.9.attn_norm.weight", "blk.10.attn_norm.weight",
+      "blk.11.attn_norm.weight"};
+  static const uint64_t shapes[][3] = {{64, 256, 1}, {64, 64, 1}, {64, 1, 1}, {64, 1, 1},
+                                       {64, 1, 1},   {64, 1, 1},  {64, 1, 1}, {64, 1, 1},
+                                       {64, 1, 1},   {64, 1, 1},  {64, 1, 1}, {64, 1, 1},
+                                       {64, 1, 1}};
+  static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_F16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const char *path = write_gguf("g3.gguf", meta_gemma3, names, shapes, types, 13);
   struct tm_err err = {{0}};
   struct gguf_file *f = gguf_open(path, &err);
   CHECK_MSG(f != NULL, "%s", err.msg);
@@ -274,8 +283,8 @@ static void test_gguf_gemma3_defaults(void) {
   /* Per layer 4 x 32 x 2 = 256 bytes: 2 full, 10 windowed. */
   CHECK_NEAR(c.kv_bytes_per_token_full, 512, 1e-9);
   CHECK_NEAR(c.kv_bytes_per_token_swa, 2560, 1e-9);
-  /* Tied: embedding read in full. */
-  CHECK_NEAR(c.weight_bytes_per_token, 256 * 68 + 64 * 64 * 2, 1e-9);
+  /* Tied: embedding read in full; 11 F32 norms of 64. */
+  CHECK_NEAR(c.weight_bytes_per_token, 256 * 68 + 64 * 64 * 2 + 11 * 64 * 4, 1e-9);
   model_desc_free(&d);
   gguf_close(f);
 }
@@ -297,10 +306,13 @@ static void meta_hybrid(struct gguf_writer *w) {
 
 static void test_gguf_hybrid(void) {
   static const char *const names[] = {"token_embd.weight", "output.weight",
-                                      "blk.3.attn_q.weight"};
-  static const uint64_t shapes[][3] = {{64, 10, 1}, {64, 10, 1}, {64, 64, 1}};
-  static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32};
-  const char *path = write_gguf("hy.gguf", meta_hybrid, names, shapes, types, 3);
+                                      "blk.0.attn_norm.weight", "blk.1.attn_norm.weight",
+                                      "blk.2.attn_norm.weight", "blk.3.attn_q.weight"};
+  static const uint64_t shapes[][3] = {{64, 10, 1}, {64, 10, 1}, {64, 1, 1},
+                                       {64, 1, 1},  {64, 1, 1},  {64, 64, 1}};
+  static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32,
+                                   GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32};
+  const char *path = write_gguf("hy.gguf", meta_hybrid, names, shapes, types, 6);
   struct tm_err err = {{0}};
   struct gguf_file *f = gguf_open(path, &err);
   CHECK_MSG(f != NULL, "%s", err.msg);
@@ -317,8 +329,8 @@ static void test_gguf_hybrid(void) {
   CHECK(model_analyze(&d, NULL, &c, &err) == 0);
   CHECK_NEAR(c.state_bytes, 2.0 * 4 * (3 * 128 + 16 * 128), 1e-9);
   CHECK_NEAR(c.kv_bytes_per_token, 2 * 32 * 2, 1e-9);
-  /* Untied: one F32 embedding row + head; the MTP block's tensor not read. */
-  CHECK_NEAR(c.weight_bytes_per_token, 256 + 2560, 1e-9);
+  /* Untied: one F32 embedding row + head + 3 norms; the MTP block's tensor not read. */
+  CHECK_NEAR(c.weight_bytes_per_token, 256 + 2560 + 3 * 256, 1e-9);
   model_desc_free(&d);
   gguf_close(f);
 }
@@ -332,6 +344,135 @@ static void test_vocab_only_rejected(void) {
   CHECK(model_desc_from_gguf(f, &d, &err) == -1);
   CHECK_CONTAINS(err.msg, "no tensors");
   gguf_close(f);
+}
+
+/* ---------------------------------------------- metadata that is refused -- */
+
+/* A key present with a bad type, sign, range or length was read as absent,
+ * truncated to 32 bits or clamped, and the figures built on it were silently
+ * wrong. The base file below is valid (2 blocks, 4 experts of which 2 used);
+ * each case replaces one key (a hand-made struct gguf_kv, written as is) and
+ * the description must be refused with an error naming it. */
+static const struct gguf_kv *g_case; /* the key meta_case writes in place of the base one */
+
+static void meta_case(struct gguf_writer *w) {
+  static const struct { const char *key; uint32_t v; } base[] = {
+      {"llama.block_count", 2},          {"llama.embedding_length", 64},
+      {"llama.attention.head_count", 4}, {"llama.attention.head_count_kv", 2},
+      {"llama.attention.key_length", 16}, {"llama.attention.value_length", 16},
+      {"llama.context_length", 4096},    {"llama.expert_count", 4},
+      {"llama.expert_used_count", 2},
+  };
+  bool arch = g_case && strcmp(g_case->key, "general.architecture") == 0;
+  if (!arch) gguf_w_str(w, "general.architecture", "llama");
+  for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+    if (!g_case || strcmp(g_case->key, base[i].key) != 0) gguf_w_u32(w, base[i].key, base[i].v);
+  if (g_case) CHECK_MSG(gguf_w_copy_kv(w, g_case) == 0, "%s", gguf_writer_error(w));
+}
+
+#define KV_U(k, t, x) {.key = (char *)(k), .type = (t), .v.u64 = (x)}
+#define KV_I(k, t, x) {.key = (char *)(k), .type = (t), .v.i64 = (x)}
+#define KV_S(k, s, n) {.key = (char *)(k), .type = GGUF_VT_STRING, .v.str = {(s), (n)}}
+#define KV_A(k, t, a, n)                                                                       \
+  {.key = (char *)(k), .type = GGUF_VT_ARRAY,                                                  \
+   .v.arr = {(t), (n), (const uint8_t *)(a), (n) * sizeof(a)[0]}}
+
+static void test_gguf_bad_metadata(void) {
+  static const char *const names[] = {"token_embd.weight", "blk.0.attn_k.weight",
+                                      "blk.0.ffn_up_exps.weight", "blk.1.attn_k.weight"};
+  static const uint64_t shapes[][3] = {{64, 10, 1}, {64, 32, 1}, {64, 16, 4}, {64, 32, 1}};
+  static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32};
+  static const uint32_t kv3[] = {2, 2, 2};
+  static const int32_t neg[] = {-4, -4};
+  static const float f4[] = {4.0f, 4.0f};
+  static const struct {
+    struct gguf_kv kv;
+    const char *want; /* in the error */
+  } cases[] = {
+      /* 2: 32-bit wrap and truncation */
+      {KV_U("llama.attention.key_length", GGUF_VT_UINT32, 0xffffffffu),
+       "'llama.attention.key_length' = 4294967295 is out of range"},
+      {KV_U("llama.attention.key_length", GGUF_VT_UINT64, (1ull << 32) + 32),
+       "'llama.attention.key_length' = 4294967328 is out of range"},
+      {KV_U("llama.attention.value_length", GGUF_VT_UINT64, (1ull << 32) + 16),
+       "'llama.attention.value_length' = 4294967312 is out of range"},
+      {KV_U("llama.expert_count", GGUF_VT_UINT64, (1ull << 32) + 4),
+       "'llama.expert_count' = 4294967300 is out of range"},
+      {KV_U("llama.expert_count", GGUF_VT_UINT32, 0xffffffffu),
+       "holds 4 experts but llama.expert_count is 4294967295"},
+      /* 3: block_count against the blk.N tensors */
+      {KV_U("llama.block_count", GGUF_VT_UINT32, 3),
+       "llama.block_count is 3 but no tensor belongs to block 2"},
+      {KV_U("llama.block_count", GGUF_VT_UINT32, 65536),
+       "llama.block_count is 65536 but no tensor belongs to block 2"},
+      {KV_U("llama.block_count", GGUF_VT_UINT32, 1), "is past llama.block_count 1"},
+      /* 4: present but invalid */
+      {KV_I("llama.context_length", GGUF_VT_INT32, -1), "'llama.context_length' is negative"},
+      {KV_I("llama.block_count", GGUF_VT_INT32, -1), "'llama.block_count' is negative"},
+      {KV_U("llama.embedding_length", GGUF_VT_BOOL, 1),
+       "'llama.embedding_length' has type bool"},
+      {KV_U("llama.expert_count", GGUF_VT_UINT32, 0), "llama.expert_count is 0"},
+      {KV_U("llama.expert_used_count", GGUF_VT_UINT32, 5),
+       "'llama.expert_used_count' = 5 is out of range"},
+      {KV_U("llama.nextn_predict_layers", GGUF_VT_UINT32, 5),
+       "'llama.nextn_predict_layers' = 5: the multi-token-prediction blocks must be fewer"},
+      {KV_U("llama.nextn_predict_layers", GGUF_VT_UINT32, 2), "nextn_predict_layers' = 2"},
+      {KV_A("llama.attention.head_count_kv", GGUF_VT_UINT32, kv3, 3),
+       "'llama.attention.head_count_kv' has 3 entries, more than llama.block_count 2"},
+      {KV_A("llama.attention.head_count", GGUF_VT_INT32, neg, 2),
+       "'llama.attention.head_count': element 0 of the int32 array"},
+      {KV_A("llama.attention.head_count", GGUF_VT_FLOAT32, f4, 2),
+       "'llama.attention.head_count': element 0 of the float32 array"},
+      {KV_S("general.architecture", "lla\0ma", 6), "has byte 0x00 at position 3"},
+      /* 5: architecture names are printable ASCII */
+      {KV_S("general.architecture", "llama\xff", 6), "has byte 0xff at position 5"},
+      {KV_S("general.architecture", "ll\na", 4), "has byte 0x0a at position 2"},
+      {KV_U("general.architecture", GGUF_VT_UINT32, 5),
+       "'general.architecture' has type uint32, expected string"},
+  };
+  struct tm_err err = {{0}};
+  struct model_desc d;
+  g_case = NULL; /* the base file is valid */
+  const char *path = write_gguf("base.gguf", meta_case, names, shapes, types, 4);
+  struct gguf_file *f = gguf_open(path, &err);
+  CHECK_MSG(f && model_desc_from_gguf(f, &d, &err) == 0, "base: %s", err.msg);
+  if (f) {
+    CHECK_EQ_INT(d.n_expert_used, 2);
+    model_desc_free(&d);
+  }
+  gguf_close(f);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    g_case = &cases[i].kv;
+    path = write_gguf("case.gguf", meta_case, names, shapes, types, 4);
+    err.msg[0] = 0;
+    f = gguf_open(path, &err);
+    CHECK_MSG(f != NULL, "case %zu: %s", i, err.msg);
+    if (!f) continue;
+    int rc = model_desc_from_gguf(f, &d, &err);
+    CHECK_MSG(rc == -1, "case %zu (%s): accepted", i, cases[i].want);
+    if (rc == 0) model_desc_free(&d);
+    CHECK_MSG(strstr(err.msg, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err.msg,
+              cases[i].want);
+    gguf_close(f);
+  }
+  g_case = NULL;
+}
+
+/* key_length + value_length was summed in 32 bits: 2 x (2^32 - 1) wrapped to
+ * 2^32 - 2 and the KV came out 2^32 times too small. */
+static void test_kv_lengths_do_not_wrap(void) {
+  struct model_desc d;
+  CHECK(model_desc_init(&d, 1, NULL) == 0);
+  strcpy(d.arch, "llama");
+  d.n_head[0] = 2;
+  d.n_head_kv[0] = 1;
+  d.key_length = d.value_length = 0xffffffffu;
+  add(&d, "blk.0.attn_k.weight", 64, 32, 0, GGML_TYPE_F32);
+  struct model_cost c;
+  struct tm_err err = {{0}};
+  CHECK(model_analyze(&d, NULL, &c, &err) == 0);
+  CHECK_NEAR(c.kv_bytes_per_token, 2.0 * 0xffffffffu * 2, 1.0); /* 1 KV head, F16 */
+  model_desc_free(&d);
 }
 
 /* ------------------------------------------------------------- fixtures -- */
@@ -448,6 +589,8 @@ void tm_run_tests(void) {
   TM_RUN(test_gguf_gemma3_defaults);
   TM_RUN(test_gguf_hybrid);
   TM_RUN(test_vocab_only_rejected);
+  TM_RUN(test_gguf_bad_metadata);
+  TM_RUN(test_kv_lengths_do_not_wrap);
   TM_RUN(test_fixtures_dense);
   TM_RUN(test_fixture_moe);
   TM_RUN(test_plan_preset);

@@ -239,6 +239,20 @@ static void test_fallbacks(void) {
   CHECK(model_plan_make(&s, 99, &p, &err) != 0);
 }
 
+/* An odd head dimension is refused before any plan: synth wrote 64 / 3 heads
+ * as head_dim 21, which neither llama.cpp nor the engine runs (RoPE pairs). */
+static void test_odd_head_refused(void) {
+  struct model_shape s = {"llama", 2, 64, 3, 3, 21, 128, 256, 0, 0, 0, true, 1e4f, 1e-5f, 4096};
+  struct model_plan p;
+  struct tm_err err = {{0}};
+  CHECK(model_shape_validate(&s, &err) != 0);
+  CHECK_CONTAINS(err.msg, "head dimension 21 (3 heads, n_embd 64) must be even");
+  CHECK(model_plan_make(&s, MODEL_FTYPE_Q8_0, &p, &err) != 0); /* not a row-length error */
+  CHECK_CONTAINS(err.msg, "must be even");
+  s.head_dim = 22;
+  CHECK(model_shape_validate(&s, &err) == 0);
+}
+
 static void test_ftype_names(void) {
   CHECK_EQ_INT(model_ftype_from_name("q4_k_m"), MODEL_FTYPE_Q4_K_M);
   CHECK_EQ_INT(model_ftype_from_name("BF16"), MODEL_FTYPE_BF16);
@@ -254,5 +268,6 @@ void tm_run_tests(void) {
   TM_RUN(test_qwen3_06b);
   TM_RUN(test_moe8_untied);
   TM_RUN(test_fallbacks);
+  TM_RUN(test_odd_head_refused);
   TM_RUN(test_ftype_names);
 }

@@ -20,6 +20,11 @@ static void parses_bytes(void) {
 static void parses_rates(void) {
   struct tm_err err;
   double v = 0;
+  /* A bare number is the base unit, for every parser alike. */
+  CHECK(tm_parse_bandwidth("100", &v, &err) == 0);
+  CHECK_NEAR(v, 100, 0);
+  CHECK(tm_parse_ops_rate("1.4e13", &v, &err) == 0);
+  CHECK_NEAR(v, 1.4e13, 1);
   CHECK(tm_parse_bandwidth("273GB/s", &v, &err) == 0);
   CHECK_NEAR(v, 273e9, 1);
   CHECK(tm_parse_bandwidth("68.2 GiB/s", &v, &err) == 0);
@@ -52,6 +57,8 @@ static void rejects_garbage(void) {
   CHECK(tm_parse_bandwidth("inf", &v, &err) == -1);
   CHECK(tm_parse_bandwidth("nan", &v, &err) == -1);
   CHECK(tm_parse_bytes("1e999", &v, &err) == -1);
+  CHECK(tm_parse_bandwidth("1e308PB/s", &v, &err) == -1); /* the product is inf */
+  CHECK_CONTAINS(err.msg, "too large");
   CHECK_NEAR(v, 42, 0); /* untouched on failure */
 }
 
@@ -92,6 +99,10 @@ static void prints_for_people(void) {
   CHECK_STR(tm_fmt_count(3.05e9, b, sizeof b), "3.05B");
   CHECK_STR(tm_fmt_rate(45.04, b, sizeof b), "45.0");
   CHECK_STR(tm_fmt_rate(241.4, b, sizeof b), "241");
+  /* 100 B/s for a 4.6 MB model: was "0.00" */
+  CHECK_STR(tm_fmt_rate(2.17e-05, b, sizeof b), "2.17e-05");
+  CHECK_STR(tm_fmt_rate(0.005, b, sizeof b), "0.005");
+  CHECK_STR(tm_fmt_rate(0, b, sizeof b), "0.00");
 }
 
 void tm_run_tests(void) {
