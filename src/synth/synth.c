@@ -136,7 +136,18 @@ static struct gguf_file *open_vocab(const char *path, uint32_t *n_vocab, struct 
  * and again just before the rename. 0 ok, -1 with err. */
 static int check_target(const char *path, bool force, const char *when, struct tm_err *err) {
   struct stat st;
-  if (lstat(path, &st) != 0) return 0; /* nothing there (or unreachable: fopen will say) */
+  if (lstat(path, &st) != 0) {
+    /* Nothing there: the directory must exist to take the file (a mistyped
+     * -o is the user's input, said before the work, not an I/O failure). */
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+      return tm_errf(err, "cannot create %s: no directory %s", path, dir);
+    return 0; /* unwritable: the create says so */
+  }
   if (S_ISREG(st.st_mode)) {
     if (force) return 0;
     return tm_errf(err, "%s %s (use --force to replace it)", path, when);

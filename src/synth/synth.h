@@ -49,7 +49,8 @@ void synth_options_init(struct synth_options *opt);
 enum synth_err_kind {
   SYNTH_ERR_NONE = 0,
   SYNTH_ERR_INPUT = 1,   /* bad shape/type, unusable --vocab-from, file exists,
-                          * path is not a regular file */
+                          * path is not a regular file, its directory
+                          * does not exist */
   SYNTH_ERR_RUNTIME = 2, /* I/O, memory, threads */
 };
 

@@ -66,6 +66,9 @@ ls "$dir"/*.tmp.* >/dev/null 2>&1 && fail "temp file left behind by a refused pa
 cmp -s "$dir/tiny2.gguf" "$dir/tiny2.before" || fail "the file behind link-to-file changed"
 expect_exit 2 "$TOKMETER" synth --preset tiny -o ""
 grep -q -- "--output" "$dir/err" || fail "empty -o: $(cat "$dir/err")"
+# a directory that does not exist: the user's input (exit 2), said up front
+expect_exit 2 "$TOKMETER" synth --preset tiny -o "$dir/no/such/dir/x.gguf"
+grep -q "no directory $dir/no/such/dir" "$dir/err" || fail "missing directory: $(cat "$dir/err")"
 
 # --rope-base / --rms-eps: finite and in range (inf was written into the file)
 for v in inf -inf nan 1e999 1e13 0.5 0; do

@@ -266,10 +266,12 @@ static void test_progress_and_errors(void) {
   CHECK_CONTAINS(err.msg, "block size");
   struct stat st;
   CHECK(stat(p2, &st) != 0);
-  /* unwritable directory: runtime error, no temp file left */
+  /* a directory that does not exist: the user's path (input), said before
+   * any work, no temp file left */
   opt.shape = model_preset_find("tiny")->shape;
   CHECK(synth_write(&opt, "/nonexistent-dir/x.gguf", NULL, NULL, &res, &err) != 0);
-  CHECK_EQ_INT(res.err_kind, SYNTH_ERR_RUNTIME);
+  CHECK_EQ_INT(res.err_kind, SYNTH_ERR_INPUT);
+  CHECK_CONTAINS(err.msg, "no directory /nonexistent-dir");
   /* inconsistent shape */
   opt.shape.n_head_kv = 3;
   CHECK(synth_write(&opt, tm_tmpfile("bad-kv.gguf"), NULL, NULL, &res, &err) != 0);
