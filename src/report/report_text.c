@@ -126,7 +126,8 @@ int report_write_table(const struct report *rep, struct sbuf *o, struct tm_err *
     if (!group || strcmp(group, row->group)) {
       group = row->group;
       if (i) sbuf_puts(o, "\n");
-      sbuf_printf(o, "%s\n ", group);
+      sbuf_put_line(o, group);
+      sbuf_puts(o, "\n ");
       for (size_t k = 0; k < nc; k++) {
         const char *h = columns[idx[k]].head;
         sbuf_puts(o, " ");
@@ -141,7 +142,7 @@ int report_write_table(const struct report *rep, struct sbuf *o, struct tm_err *
       columns[idx[k]].cell(row, b, sizeof b);
       sbuf_puts(o, " ");
       if (columns[idx[k]].right) pad(o, width[k] - text_width(b));
-      sbuf_puts(o, b);
+      sbuf_put_line(o, b);
       if (!columns[idx[k]].right && k + 1 < nc) pad(o, width[k] - text_width(b));
     }
     sbuf_puts(o, "\n");

@@ -108,4 +108,11 @@ void sbuf_put_md(struct sbuf *b, const char *s) {
   }
 }
 
+void sbuf_put_line(struct sbuf *b, const char *s) {
+  for (const char *p = s; p && *p; p++) {
+    const unsigned char c = (unsigned char)*p;
+    sbuf_putn(b, c < 0x20 || c == 0x7f ? "?" : p, 1);
+  }
+}
+
 const char *sbuf_str(const struct sbuf *b) { return (b->data && !b->oom) ? b->data : ""; }

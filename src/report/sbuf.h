@@ -31,6 +31,10 @@ void sbuf_put_csv(struct sbuf *b, const char *s);
  * before each character markdown would interpret inside a line
  * (\\ ` * _ [ ] < > | ~ &), so a model named "<b>" or "a_b_c" prints as it is. */
 void sbuf_put_md(struct sbuf *b, const char *s);
+/* s for one line of a terminal table: each control character (newline, ESC
+ * of an escape sequence, ...) as '?', so a record's string cannot break the
+ * table or drive the terminal. One byte each way: widths are unchanged. */
+void sbuf_put_line(struct sbuf *b, const char *s);
 /* The contents ("" when empty or failed). */
 const char *sbuf_str(const struct sbuf *b);
 

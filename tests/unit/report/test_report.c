@@ -262,6 +262,38 @@ static void test_markdown_escape(void) {
   sbuf_free(&o);
 }
 
+/* The terminal table: a record's string with a newline or an escape
+ * sequence (a model named so) stays on its line and cannot drive the
+ * terminal. */
+static void test_table_control_chars(void) {
+  struct sbuf o;
+  sbuf_init(&o);
+  sbuf_put_line(&o, "a\nb\x1b[31mc\x7f\td");
+  CHECK_STR(sbuf_str(&o), "a?b?[31mc??d");
+  sbuf_free(&o);
+  static double v[] = {45, 40, 50};
+  struct series s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.key, sizeof s.key, "engine | m | tg16 | t1 | d0");
+  snprintf(s.metric, sizeof s.metric, "decode_tok_s");
+  snprintf(s.quantity, sizeof s.quantity, "DC");
+  snprintf(s.unit, sizeof s.unit, "tok/s");
+  s.values = v;
+  s.n = 3;
+  struct report_row row = {.key = s.key, .threads = 1, .depth = 0, .decode = &s};
+  snprintf(row.group, sizeof row.group, "engine | m\n\x1b]0;title\x07 | Q4_0");
+  snprintf(row.test, sizeof row.test, "tg\n16");
+  struct report rep = {.rows = &row, .n_rows = 1};
+  struct sbuf t;
+  sbuf_init(&t);
+  CHECK_EQ_INT(report_write_table(&rep, &t, NULL), 0);
+  const char *out = sbuf_str(&t);
+  CHECK(strchr(out, 0x1b) == NULL && strchr(out, 0x07) == NULL);
+  CHECK_CONTAINS(out, "engine | m??]0;title? | Q4_0\n");
+  CHECK_CONTAINS(out, "tg?16");
+  sbuf_free(&t);
+}
+
 static void test_formats(void) {
   enum report_format f;
   CHECK_EQ_INT(report_format_parse("md", &f), 0);
@@ -272,6 +304,7 @@ static void test_formats(void) {
 }
 
 void tm_run_tests(void) {
+  TM_RUN(test_table_control_chars);
   TM_RUN(test_rows_and_cells);
   TM_RUN(test_text_writers);
   TM_RUN(test_html_plots);
