@@ -145,6 +145,13 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
     }
     print_drift("A", row, &row->drift_a, row->drift_a_ok);
     print_drift("B", row, &row->drift_b, row->drift_b_ok);
+    if (pd[0]) { /* a prediction from ceilings that moved within a side */
+      char note[256];
+      if (series_ceiling_note(row->a, note, sizeof note))
+        printf("    ceilings: A: %s (the prediction is uncertain by as much)\n", note);
+      if (series_ceiling_note(row->b, note, sizeof note))
+        printf("    ceilings: B: %s (the prediction is uncertain by as much)\n", note);
+    }
   }
   size_t n_rank = 0, n_nd = 0, n_few = 0, n_zero = 0;
   for (size_t i = 0; i < cr->n; i++) {
@@ -198,6 +205,16 @@ static int print_json(const struct compare_result *cr, const char *path_a, const
         row->predicted_from[0] ? json_string(row->predicted_from) : json_null(), "drift", "a",
         drift_json(&row->drift_a, row->drift_a_ok), "b",
         drift_json(&row->drift_b, row->drift_b_ok));
+    char na[256], nb[256];
+    if (j && (json_object_set_new(j, "ceiling_note_a",
+                                  series_ceiling_note(row->a, na, sizeof na) ? json_string(na)
+                                                                              : json_null()) ||
+              json_object_set_new(j, "ceiling_note_b",
+                                  series_ceiling_note(row->b, nb, sizeof nb) ? json_string(nb)
+                                                                              : json_null()))) {
+      json_decref(j);
+      j = NULL;
+    }
     if (!j || json_array_append_new(rows, j)) {
       json_decref(rows);
       return -1;

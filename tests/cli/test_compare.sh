@@ -2,7 +2,8 @@
 # test_compare: `tokmeter compare A B` on hand-written records (rule 12's
 # example not ranked, a clear gain ranked in the right direction for tok/s and
 # ms, drift flagged, --json, the bootstrap deterministic, the prediction from
-# bytes per token), on real records from `tokmeter bench`, and bad input
+# bytes per token, and its note when a side's ceilings spread), on real
+# records from `tokmeter bench`, and bad input
 # (empty, corrupt, missing files, bad flags: exit 2).
 set -euo pipefail
 : "${TOKMETER:?}"
@@ -111,6 +112,21 @@ grep -q "drift: B decode_tok_s gets slower over its 8 runs" "$dir/out" || fail "
 grep -q "drift: A" "$dir/out" && fail "drift flagged in A (3 noisy runs)"
 grep -q "prefill" "$dir/out" && fail "prefill has no partner in C: $(cat "$dir/out")"
 grep -q "2 series only in A, 0 only in B" "$dir/out" || fail "unpaired counts: $(tail -1 "$dir/out")"
+grep -q "ceilings: " "$dir/out" && fail "ceiling note without a spread: $(cat "$dir/out")"
+# B's runs held against ceilings 33% apart: the prediction says it is that uncertain
+awk 'NR > 1 && NR % 2 == 0 { sub(/"ceiling_tok_s":90/, "\"ceiling_tok_s\":120") } { print }' \
+  "$dir/c.jsonl" >"$dir/d.jsonl"
+expect_exit 0 "$TOKMETER" compare "$dir/a.jsonl" "$dir/d.jsonl"
+grep -q "^    ceilings: B: the runs' ceilings spread 33% (90.0 to 120 tok/s) (the prediction is uncertain by as much)$" \
+  "$dir/out" || fail "no ceiling note on B: $(cat "$dir/out")"
+grep -q "ceilings: A" "$dir/out" && fail "ceiling note on A, whose ceilings agree"
+expect_exit 0 "$TOKMETER" compare --json "$dir/a.jsonl" "$dir/d.jsonl"
+python3 - "$dir/out" <<'PY' || fail "ceiling notes in --json"
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["metric"] == "decode_tok_s"]
+assert rows and rows[0]["ceiling_note_a"] is None, rows
+assert rows[0]["ceiling_note_b"].startswith("the runs' ceilings spread 33%"), rows
+PY
 
 # real records from the engine: the same file against itself is never ranked
 if "$TOKMETER" synth --preset tiny -o "$dir/tiny.gguf" >/dev/null 2>"$dir/err"; then
