@@ -88,6 +88,9 @@ void model_desc_free(struct model_desc *d);
 /* From a parsed GGUF file's metadata and tensor table. Fails (err) on a file
  * without tensors (vocab-only) or without a usable layer count. */
 int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct tm_err *err);
+/* The block index N of a "blk.N.*" tensor name, -1 for any other name; an
+ * index too large to be real reads as UINT32_MAX (past any block_count). */
+int64_t model_block_index(const char *name);
 /* From a synth plan (shape + llama.cpp's per-tensor types). */
 int model_desc_from_plan(const struct model_plan *p, struct model_desc *d, struct tm_err *err);
 
