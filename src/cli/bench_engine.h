@@ -114,6 +114,33 @@ struct eb_state {
   double steal_share;
 };
 
+/* The largest of v[0..n), 0 when n is 0. */
+static inline uint32_t eb_max_of(const uint32_t *v, size_t n) {
+  uint32_t m = 0;
+  for (size_t i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+/* ---- memory readings (cmd_bench_engine_bw.c) ---- */
+
+/* MemAvailable from /proc/meminfo in bytes; 0 when unreadable. */
+uint64_t eb_mem_available_bytes(void);
+/* The read bandwidth at exactly t threads now, on the run's buffer; NAN when
+ * it cannot be measured (the ceiling then falls back to the figure read
+ * before the runs, or the probe's). */
+double eb_read_bw_at(struct eb_state *s, uint32_t t);
+/* The probe's loop over model m's weights in place at exactly t threads;
+ * NAN when it cannot be measured. */
+double eb_read_weights_bw_at(const struct eb_state *s, const struct eb_model *m, uint32_t t);
+/* Model mi's weights read in place at 1..the run's largest thread count
+ * (its weights_read_bw, weights_bw_threads). */
+void eb_measure_weights_bw(struct eb_state *s, size_t mi);
+/* Before the first run (a cached probe only) and after the last: the
+ * buffer's read bandwidth at 1..the run's largest thread count (bw_now /
+ * bw_after in s; best effort). */
+void eb_measure_bw_now(struct eb_state *s);
+void eb_measure_bw_after(struct eb_state *s);
+
 /* Prints the machine, per model its table, and (main job) the conclusions,
  * which are also appended to s->conclusions as strings for --json. */
 void bench_engine_print(struct eb_state *s, bool probe_cached);

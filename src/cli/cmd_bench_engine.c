@@ -60,30 +60,11 @@ static void synth_progress(uint64_t done, uint64_t total, void *ctx) {
   cli_progress(msg, (void *)CMD);
 }
 
-/* MemAvailable from /proc/meminfo in bytes; 0 when unreadable. */
-static uint64_t mem_available_bytes(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-  fclose(f);
-  return (uint64_t)kb * 1024;
-}
-
-static uint32_t max_of(const uint32_t *v, size_t n) {
-  uint32_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (v[i] > m) m = v[i];
-  return m;
-}
-
 /* KV capacity the runs need: the deepest context plus the longest run. */
 static uint32_t ctx_needed(const struct bench_opts *o) {
-  uint32_t p = max_of(o->prompt_tokens, o->n_prompt_tokens);
-  uint32_t n = max_of(o->max_tokens, o->n_max_tokens);
-  return max_of(o->depth, o->n_depth) + (p > n ? p : n);
+  uint32_t p = eb_max_of(o->prompt_tokens, o->n_prompt_tokens);
+  uint32_t n = eb_max_of(o->max_tokens, o->n_max_tokens);
+  return eb_max_of(o->depth, o->n_depth) + (p > n ? p : n);
 }
 
 /* Analyses a GGUF file; 0 or an exit code (2: unreadable or unusable). */
@@ -182,8 +163,6 @@ static double bracket_bw(double before, double after) {
   return after > 0 ? after : NAN;
 }
 
-static double read_bw_at(struct eb_state *s, uint32_t t);
-static double read_weights_bw_at(const struct eb_state *s, const struct eb_model *m, uint32_t t);
 
 /* The faster of two readings, either of which may be NAN. */
 static double faster_of(double a, double b) {
@@ -206,8 +185,8 @@ static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32
      * EPYC); a ceiling must be at least what the decode's own memory
      * gives. */
     const size_t at = rep->warmup ? 0 : (size_t)timed_index + 1;
-    rc->buf_readings[at] = read_bw_at(rc->s, rc->t);
-    rc->wts_readings[at] = read_weights_bw_at(rc->s, rc->m, rc->t);
+    rc->buf_readings[at] = eb_read_bw_at(rc->s, rc->t);
+    rc->wts_readings[at] = eb_read_weights_bw_at(rc->s, rc->m, rc->t);
     double now = faster_of(rc->buf_readings[at], rc->wts_readings[at]);
     if (rep->warmup) {
       rc->bw_readings[0] = now;
@@ -252,82 +231,6 @@ static int add_row(struct eb_state *s, const struct eb_row *r) {
   return 0;
 }
 
-/* The buffer of a fresh bandwidth reading: the probe's size, capped at a
- * quarter of the memory free now (a cached probe's size was fitted to the
- * memory free back then). */
-static uint64_t fresh_buffer_bytes(const struct eb_state *s) {
-  uint64_t bytes = s->probe->buffer_bytes ? s->probe->buffer_bytes : 1ull << 30;
-  struct tm_err err = {{0}};
-  struct machine_info now;
-  if (machine_info_read(&now, &err) == 0 && now.memory_available_bytes &&
-      bytes > now.memory_available_bytes / 4)
-    bytes = now.memory_available_bytes / 4;
-  return bytes;
-}
-
-static uint32_t bw_threads(const struct eb_state *s);
-
-/* bw[t] for t = t_lo..t_hi with the probe's read loop (best of 5, 2 with a
- * quick probe) on the run's reading buffer: opened at the first reading, and
- * held to the end when the memory available leaves room for it plus twice
- * the models' files (their page cache, and a copy the main job may make);
- * else each reading maps and first-touches its own (on this project's VM
- * that costs seconds of system time per GiB). 0, or -1 (bw untouched). */
-static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw) {
-  struct tm_err err = {{0}};
-  int passes = s->probe->quick ? 2 : 5;
-  uint64_t bytes = fresh_buffer_bytes(s);
-  if (!s->bw_buf_tried) {
-    s->bw_buf_tried = true;
-    uint64_t files = 0;
-    for (size_t i = 0; i < s->n_models; i++) files += s->models[i].file_bytes;
-    uint64_t avail = mem_available_bytes();
-    if (avail && avail >= bytes + 2 * files &&
-        machine_bw_buffer_open(&s->bw_buf, bytes, bw_threads(s), &err) != 0)
-      memset(&s->bw_buf, 0, sizeof s->bw_buf);
-  }
-  struct machine_bw_buffer own = s->bw_buf;
-  if (!own.base && machine_bw_buffer_open(&own, bytes, t_hi, &err) != 0) return -1;
-  double got[PROBE_MAX_THREADS + 1] = {0};
-  int rc = t_lo == t_hi
-               ? machine_read_bw_of_at(own.base, own.bytes, t_hi, passes, &got[t_hi], &err)
-               : machine_read_bw_of(own.base, own.bytes, t_hi, passes, got, &err);
-  if (own.base != s->bw_buf.base) machine_bw_buffer_close(&own);
-  if (rc != 0) return -1;
-  for (uint32_t t = t_lo; t <= t_hi; t++) bw[t] = got[t];
-  return 0;
-}
-
-/* The probe's loop over the model's weights in place at exactly t threads
- * (best of 5, 2 with a quick probe), at most as many bytes as the buffer's
- * reading (the weights' first ones: the speed of their pages, not of every
- * page of a large file); NAN when it cannot be measured. Weights that fit
- * in the caches read at the caches' speed, as their decode does. */
-static double read_weights_bw_at(const struct eb_state *s, const struct eb_model *m, uint32_t t) {
-  if (t < 1 || t > PROBE_MAX_THREADS || !m->info.weights || m->info.weights_bytes == 0)
-    return NAN;
-  cli_progress("reading the weights in place (this decode's ceiling)", (void *)CMD);
-  uint64_t bytes = fresh_buffer_bytes(s);
-  if (bytes > m->info.weights_bytes) bytes = m->info.weights_bytes;
-  struct tm_err err = {{0}};
-  double bw = NAN;
-  if (machine_read_bw_of_at(m->info.weights, bytes, t, s->probe->quick ? 2 : 5, &bw, &err) != 0)
-    return NAN;
-  return bw > 0 ? bw : NAN;
-}
-
-/* The read bandwidth at exactly t threads now (read_bw); NAN when it cannot
- * be measured (then the ceiling falls back to the figure read before the
- * runs, or the probe's). */
-static double read_bw_at(struct eb_state *s, uint32_t t) {
-  if (t < 1 || t > PROBE_MAX_THREADS || t > s->probe->max_threads) return NAN;
-  char msg[120];
-  snprintf(msg, sizeof msg, "reading memory at %u thread%s (this decode's ceiling)", t,
-           t == 1 ? "" : "s");
-  cli_progress(msg, (void *)CMD);
-  double bw[PROBE_MAX_THREADS + 1] = {0};
-  return read_bw(s, t, t, bw) == 0 && bw[t] > 0 ? bw[t] : NAN;
-}
 
 /* One configuration: run, record, keep the row. 0 or an exit code.
  * A decode configuration reads the memory at its thread count after the
@@ -418,27 +321,10 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
 
 /* Every configuration of one model, threads outermost (the pool is rebuilt
  * once per thread count). */
-/* The weights' own read bandwidth, in place, at 1..the largest thread count
- * of the run: whether the pages holding them are as fast as the probe's
- * buffer (on a VM some host memory is slower; a decode cannot outrun its
- * pages). Best of 3 reads of the whole file per thread count. Best effort: a
- * failure leaves it unmeasured. */
-static void measure_weights_bw(struct eb_state *s, size_t mi) {
-  struct eb_model *m = &s->models[mi];
-  uint32_t t = max_of(s->o->threads, s->o->n_threads);
-  if (t > PROBE_MAX_THREADS) t = PROBE_MAX_THREADS;
-  struct tm_err err = {{0}};
-  cli_progress("reading the weights in place", (void *)CMD);
-  m->weights_bw_threads = 0;
-  if (t && machine_read_bw_of(m->info.weights, m->info.weights_bytes, t, 3, m->weights_read_bw,
-                              &err) == 0)
-    m->weights_bw_threads = t;
-  cli_progress_done();
-}
 
 static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
   const struct bench_opts *o = s->o;
-  uint32_t max_batch = max_of(o->prompt_tokens, o->n_prompt_tokens);
+  uint32_t max_batch = eb_max_of(o->prompt_tokens, o->n_prompt_tokens);
   if (max_batch > 512 || max_batch == 0) max_batch = 512;
   for (size_t ti = 0; ti < o->n_threads; ti++) {
     struct tm_err err;
@@ -475,7 +361,7 @@ static struct engine *load_engine(struct eb_state *s, size_t mi, int fail_code, 
   eo.n_threads = (int)s->o->threads[0];
   eo.hugepages = hugepages;
   eo.n_ctx = ctx_needed(s->o);
-  uint32_t p = max_of(s->o->prompt_tokens, s->o->n_prompt_tokens);
+  uint32_t p = eb_max_of(s->o->prompt_tokens, s->o->n_prompt_tokens);
   eo.max_batch = p > 0 && p < 512 ? p : 512;
   struct tm_err err = {{0}};
   char msg[1200];
@@ -523,7 +409,7 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
   if (!slow || m->info.hugepages) return 0;
   /* The copy is anonymous memory on top of the mapping while it is made:
    * only with room for it and the KV cache (the page cache is reclaimable). */
-  uint64_t avail = mem_available_bytes();
+  uint64_t avail = eb_mem_available_bytes();
   double need = 1.1 * (double)(m->file_bytes + m->info.kv_bytes);
   if (avail && (double)avail < need) {
     char a[32], b[32];
@@ -542,7 +428,7 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
   if (!m->copied) /* the copy failed: mapped again, and reported as such */
     cli_warn(CMD, "%s: its mapped pages read slower than fresh memory and copying them "
              "failed; decode is measured on the mapped pages", m->path);
-  measure_weights_bw(s, mi);
+  eb_measure_weights_bw(s, mi);
   /* The copy has to read faster than what it replaces: on this project's VM
    * a fresh copy once read 9-14% slower than the mapping it was made for
    * (anonymous memory is placed by the host too). Then the mapping is used
@@ -572,7 +458,7 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
 
 static int check_memory(const struct eb_state *s, const struct model_cost *costs,
                         const uint64_t *bytes, size_t n) {
-  uint64_t avail = mem_available_bytes();
+  uint64_t avail = eb_mem_available_bytes();
   if (!avail) return 0;
   double kv = 0, biggest = 0, sum = 0;
   for (size_t i = 0; i < n; i++) {
@@ -689,48 +575,6 @@ static void free_state(struct eb_state *s) {
   free(s->rows);
 }
 
-/* The thread counts the bandwidth is read at: 1..the run's largest. */
-static uint32_t bw_threads(const struct eb_state *s) {
-  uint32_t t = max_of(s->o->threads, s->o->n_threads);
-  if (t > PROBE_MAX_THREADS) t = PROBE_MAX_THREADS;
-  if (t > s->probe->max_threads) t = s->probe->max_threads;
-  return t;
-}
-
-/* Before the first run, when the probe came from the cache and decode is
- * measured: this project's VM moved by 5-13% within minutes, so a figure
- * cached an hour ago is no reference. The new figures replace the cached
- * ones in s->probe, so the slow-pages rule (and a decode ceiling whose own
- * reading failed) uses them; the cached ones are kept for the table's
- * machine line. Best effort: a failure keeps the cached figures. */
-static void measure_bw_now(struct eb_state *s) {
-  if (!s->probe_cached || max_of(s->o->max_tokens, s->o->n_max_tokens) == 0) return;
-  uint32_t t = bw_threads(s);
-  double bw[PROBE_MAX_THREADS + 1] = {0};
-  cli_progress("reading memory (the decode ceiling's bandwidth, before the runs)", (void *)CMD);
-  if (t && read_bw(s, 1, t, bw) == 0) {
-    for (uint32_t i = 1; i <= t; i++) {
-      s->bw_cached[i] = s->probe->read_bw_bytes_s[i];
-      s->probe->read_bw_bytes_s[i] = bw[i];
-    }
-    s->bw_now_threads = t;
-  }
-  cli_progress_done();
-}
-
-/* After the last run, when decode was measured: the probe's read bandwidth
- * again, on the run's reading buffer (read_bw) at the run's thread counts:
- * how far the machine moved over the whole run (each decode ceiling has
- * its own readings around it, run_config). Best effort: a failure leaves
- * it unmeasured. */
-static void measure_bw_after(struct eb_state *s) {
-  if (max_of(s->o->max_tokens, s->o->n_max_tokens) == 0) return;
-  uint32_t t = bw_threads(s);
-  cli_progress("reading memory again (the ceiling's bandwidth, after the runs)", (void *)CMD);
-  if (t && read_bw(s, 1, t, s->bw_after) == 0) s->bw_after_threads = t;
-  cli_progress_done();
-}
-
 /* Synthesizes (once, cached) the default pair; 0 or an exit code. */
 static int default_models(struct eb_state *s) {
   const int types[] = {MODEL_FTYPE_Q4_0, MODEL_FTYPE_Q8_0};
@@ -784,8 +628,8 @@ int bench_inprocess(struct bench_opts *o) {
   if (!o->n_prompt_tokens) o->prompt_tokens[o->n_prompt_tokens++] = 512;
   if (!o->n_max_tokens) o->max_tokens[o->n_max_tokens++] = 128;
   if (!o->n_depth) o->depth[o->n_depth++] = 0;
-  if (max_of(o->prompt_tokens, o->n_prompt_tokens) == 0 &&
-      max_of(o->max_tokens, o->n_max_tokens) == 0)
+  if (eb_max_of(o->prompt_tokens, o->n_prompt_tokens) == 0 &&
+      eb_max_of(o->max_tokens, o->n_max_tokens) == 0)
     return cli_usage_error(CMD, "-p 0 and -n 0: nothing to measure");
   if (threads_default) o->threads[o->n_threads++] = 1; /* to load; 1..N once probed */
   /* Before the model loads with threads[0] workers: the probe's range (1..its
@@ -844,7 +688,7 @@ int bench_inprocess(struct bench_opts *o) {
                                          probe_best_int8(st.probe, NULL));
 
   st.probe_cached = cached;
-  measure_bw_now(&st);
+  eb_measure_bw_now(&st);
 
   char command[2048] = "tokmeter bench";
   if (!o->command) o->command = command;
@@ -856,7 +700,7 @@ int bench_inprocess(struct bench_opts *o) {
       e = load_engine(&st, mi, main_job ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, o->hugepages, &rc);
       if (!e) goto out;
     }
-    measure_weights_bw(&st, mi);
+    eb_measure_weights_bw(&st, mi);
     if (main_job && (rc = copy_if_pages_slow(&st, mi, &e))) goto out;
     struct eb_model *m = &st.models[mi];
     if (strcmp(m->kernel_path, m->best_path) != 0 &&
@@ -869,7 +713,7 @@ int bench_inprocess(struct bench_opts *o) {
     if (rc) goto out;
   }
   st.steal_share = machine_steal_since(&st.ticks_start);
-  measure_bw_after(&st);
+  eb_measure_bw_after(&st);
   bench_engine_conclude(&st);
   if (o->json) bench_engine_print_json(&st);
   else bench_engine_print(&st, cached);
