@@ -378,6 +378,8 @@ int machine_parse_cpu_ticks(const char *text, struct machine_cpu_ticks *t) {
   t->busy = sum - idle;
   t->has_steal = n >= 8;
   t->steal = n >= 8 ? v[7] : 0;
+  t->self = 0; /* machine_parse_self_ticks reads those */
+  t->has_self = false;
   return 0;
 }
 
@@ -389,15 +391,62 @@ int machine_parse_proc_stat(const char *text, uint64_t *busy, uint64_t *total) {
   return 0;
 }
 
+int machine_parse_self_ticks(const char *text, struct machine_cpu_ticks *t) {
+  const char *p = text ? strrchr(text, ')') : NULL;
+  if (!p) return -1;
+  /* after ')': state ppid pgrp session tty_nr tpgid flags minflt cminflt
+   * majflt cmajflt utime stime (fields 3..15 of proc(5)) */
+  unsigned long long utime, stime;
+  if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+             &stime) != 2)
+    return -1;
+  t->self = utime + stime;
+  t->has_self = true;
+  return 0;
+}
+
+/* fread of a small /proc file into buf (NUL-terminated); -1 when unreadable. */
+static int read_small(const char *path, char *buf, size_t n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t got = fread(buf, 1, n - 1, f);
+  fclose(f);
+  buf[got] = 0;
+  return 0;
+}
+
 int machine_cpu_ticks_now(struct machine_cpu_ticks *t) {
   char buf[4096];
   memset(t, 0, sizeof *t); /* unreadable: no steal column, so no share from it */
-  FILE *f = fopen("/proc/stat", "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  return machine_parse_cpu_ticks(buf, t);
+  if (read_small("/proc/stat", buf, sizeof buf) != 0 || machine_parse_cpu_ticks(buf, t) != 0)
+    return -1;
+  /* Both files count in clock ticks (USER_HZ). A missing self line only
+   * leaves the other-load figure unknown. */
+  if (read_small("/proc/self/stat", buf, sizeof buf) == 0) machine_parse_self_ticks(buf, t);
+  return 0;
+}
+
+double machine_other_cpus(const struct machine_cpu_ticks *before,
+                          const struct machine_cpu_ticks *after, uint32_t cpus) {
+  if (!before->has_self || !after->has_self || after->total <= before->total ||
+      after->busy < before->busy || after->steal < before->steal || after->self < before->self)
+    return -1;
+  /* /proc/stat's total sums every CPU's ticks: over a wall time W on c CPUs
+   * it grows by about c W; the others' busy ticks over it, divided by W, are
+   * the CPUs they kept busy. */
+  double busy = (double)(after->busy - before->busy) - (double)(after->steal - before->steal) -
+                (double)(after->self - before->self);
+  double wall = (double)(after->total - before->total) / (cpus ? cpus : 1);
+  double others = busy / wall;
+  return others > 0 ? others : 0;
+}
+
+double machine_other_cpus_since(const struct machine_cpu_ticks *before) {
+  struct machine_cpu_ticks now;
+  if (machine_cpu_ticks_now(&now) != 0) return NAN;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  double v = machine_other_cpus(before, &now, cpus > 0 ? (uint32_t)cpus : 1);
+  return v >= 0 ? v : NAN;
 }
 
 /* Steal over busy time: the share of the CPU time this machine wanted that

@@ -165,8 +165,14 @@ int machine_parse_proc_stat(const char *text, uint64_t *busy, uint64_t *total);
 struct machine_cpu_ticks {
   uint64_t busy, total, steal;
   bool has_steal;
+  uint64_t self;  /* this process's user + system ticks (/proc/self/stat) */
+  bool has_self;
 };
 int machine_parse_cpu_ticks(const char *text, struct machine_cpu_ticks *t);
+/* utime + stime of a /proc/<pid>/stat line (the fields after the command's
+ * closing ')', which may itself hold spaces and parentheses) into t->self;
+ * -1 on a line it cannot read. */
+int machine_parse_self_ticks(const char *text, struct machine_cpu_ticks *t);
 /* The counters now; -1 when /proc/stat is not readable (then *t is zeroed,
  * has_steal false). */
 int machine_cpu_ticks_now(struct machine_cpu_ticks *t);
@@ -185,6 +191,15 @@ double machine_steal_since(const struct machine_cpu_ticks *before);
  * (buf untouched) below MACHINE_STEAL_WARN_SHARE or when share is unknown
  * (negative or NAN). */
 bool machine_steal_warning(uint32_t threads, double share, char *buf, size_t n);
+/* CPUs that other processes of this machine kept busy between two readings
+ * (busy time less steal, less this process's own time, over the time that
+ * passed, times the CPUs): the load a benchmark's threads competed with.
+ * -1 when unknown (no self ticks, no time passed, counters going backwards). */
+double machine_other_cpus(const struct machine_cpu_ticks *before,
+                          const struct machine_cpu_ticks *after, uint32_t cpus);
+/* machine_other_cpus from `before` to now over the online CPUs; NAN when
+ * unknown. */
+double machine_other_cpus_since(const struct machine_cpu_ticks *before);
 /* CPUs busy with other work over a window of window_ms (this thread sleeps):
  * busy share of all CPUs x online CPUs. -1 when /proc/stat is not readable. */
 double machine_busy_cpus(uint32_t window_ms);

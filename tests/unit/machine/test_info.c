@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "machine/probe.h"
+#include <time.h>
 #include <unistd.h>
 
 #include "tm_test.h"
@@ -207,6 +208,33 @@ static void test_proc_stat(void) {
   CHECK_MSG(b >= 0 && b <= cpus + 0.01, "busy cpus %.3f of %ld", b, cpus);
 }
 
+/* Other processes' load: /proc/stat's busy time less steal, less this
+ * process's own ticks (/proc/self/stat), per wall-clock tick. */
+static void test_other_cpus(void) {
+  struct machine_cpu_ticks a, b;
+  CHECK(machine_parse_cpu_ticks("cpu  100 5 50 1000 20 3 2 10 7 0\n", &a) == 0);
+  CHECK(machine_parse_cpu_ticks("cpu  300 5 90 1500 20 3 2 25 7 0\n", &b) == 0);
+  CHECK(machine_other_cpus(&a, &b, 2) < 0); /* no self ticks: unknown */
+  /* a command name with a space and a ')' of its own */
+  CHECK(machine_parse_self_ticks("42 (a) b) R 1 42 42 0 -1 4194560 10 0 0 0 30 10 0 0 20 0", &a) == 0);
+  CHECK_EQ_U64(a.self, 40);
+  CHECK(machine_parse_self_ticks("43 (x) R 1 43 43 0 -1 0 0 0 0 0 100 40 0 0", &b) == 0);
+  CHECK_EQ_U64(b.self, 140);
+  /* 755 ticks over 2 CPUs = 377.5 of wall time; 255 busy - 15 stolen - 100 ours */
+  CHECK_NEAR(machine_other_cpus(&a, &b, 2), 140.0 / 377.5, 1e-12);
+  CHECK(machine_other_cpus(&b, &a, 2) < 0); /* backwards */
+  CHECK(machine_parse_self_ticks("no parenthesis here", &a) == -1);
+  CHECK(machine_parse_self_ticks("1 (x) R 1", &a) == -1);
+  /* live: a finite share within the machine's CPUs */
+  struct machine_cpu_ticks now;
+  CHECK(machine_cpu_ticks_now(&now) == 0 && now.has_self);
+  struct timespec ts = {0, 30000000L};
+  nanosleep(&ts, NULL);
+  double o = machine_other_cpus_since(&now);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  CHECK_MSG(o >= 0 && o <= cpus + 0.05, "other cpus %.3f of %ld", o, cpus);
+}
+
 static void test_steal(void) {
   struct machine_cpu_ticks a, b;
   /* user nice system idle iowait irq softirq steal guest guest_nice */
@@ -268,6 +296,7 @@ static void test_busy_warning(void) {
 void tm_run_tests(void) {
   TM_RUN(test_proc_stat);
   TM_RUN(test_steal);
+  TM_RUN(test_other_cpus);
   TM_RUN(test_busy_warning);
   TM_RUN(test_cpuinfo_x86);
   TM_RUN(test_cpuinfo_arm);
