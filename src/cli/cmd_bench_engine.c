@@ -75,6 +75,16 @@ static int analyse_file(const char *path, struct eb_model *m) {
   struct model_desc d;
   struct model_analyze_options aopt = {.kv_type = GGML_TYPE_F16};
   int rc = model_desc_from_gguf(f, &d, &err);
+  /* The file's type as llama-quantize named it (a Q4_K_M file holds most
+   * of its bytes in Q4_K but a small one may in its Q6_K embeddings). */
+  uint64_t ftype;
+  struct tm_err ferr;
+  const char *fname = gguf_find_kv(f, "general.file_type") &&
+                              gguf_get_u64(f, "general.file_type", &ftype, &ferr) == 0 &&
+                              ftype <= 1000
+                          ? model_ftype_name((int)ftype)
+                          : NULL;
+  snprintf(m->file_type, sizeof m->file_type, "%s", fname ? fname : "");
   if (rc == 0) {
     rc = model_analyze(&d, &aopt, &m->cost, &err);
     model_desc_free(&d);
@@ -308,7 +318,7 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
     json_decref(sum);
   struct eb_row row = {.model = mi, .threads = t, .cfg = *cfg, .tok_s = res.tok_s,
                        .ceiling_tok_s = in.ceiling_tok_s,
-                       .percent = record_percent_of(res.tok_s.mean, in.ceiling_tok_s),
+                       .percent = record_percent_of(res.tok_s.median, in.ceiling_tok_s),
                        .steal_share = in.cpu_steal_share, .n_segments = res.n_segments,
                        .bw = rc.bw_n ? in.read_bandwidth_bytes_s : NAN,
                        .bw_lo = bw_lo, .bw_hi = bw_hi};
@@ -657,7 +667,9 @@ int bench_inprocess(struct bench_opts *o) {
     struct eb_model *m = &st.models[0];
     if ((rc = analyse_file(o->gguf, m))) goto out;
     snprintf(m->label, sizeof m->label, "%s", o->gguf);
-    snprintf(m->short_label, sizeof m->short_label, "%s", m->type);
+    /* named as `tokmeter ceiling` names the type: general.file_type, else
+     * the tensor type holding the most bytes */
+    snprintf(m->short_label, sizeof m->short_label, "%s", m->file_type[0] ? m->file_type : m->type);
     st.n_models = 1;
     if ((rc = check_memory(&st, &m->cost, &m->file_bytes, 1))) goto out;
     e = load_engine(&st, 0, TM_EXIT_USAGE, o->hugepages, &rc);

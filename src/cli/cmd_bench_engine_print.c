@@ -36,11 +36,12 @@ static uint32_t first_nonzero(const uint32_t *v, size_t n) {
   return 0;
 }
 
-/* "122.4 ± 3.1" (sd blank with one repetition). */
+/* "122.4 ± 3.1": the median and the sample sd (DESIGN rule 1; `tokmeter
+ * report` shows the same median), sd blank with one repetition. */
 static const char *rate_pm(const struct stats_summary *t, char *buf, size_t n) {
   if (!t->n) snprintf(buf, n, "-");
-  else if (isfinite(t->sd)) snprintf(buf, n, "%.1f +- %.1f", t->mean, t->sd);
-  else snprintf(buf, n, "%.1f", t->mean);
+  else if (isfinite(t->sd)) snprintf(buf, n, "%.1f +- %.1f", t->median, t->sd);
+  else snprintf(buf, n, "%.1f", t->median);
   return buf;
 }
 
@@ -98,9 +99,13 @@ static void print_curve(const struct eb_row *r) {
 
 static void print_model_head(const struct eb_state *s, size_t mi) {
   const struct eb_model *m = &s->models[mi];
-  char a[32], b[32];
+  char a[32], b[32], type[96];
+  if (m->file_type[0] && strcmp(m->file_type, m->type) != 0)
+    snprintf(type, sizeof type, "%s, most bytes in %s", m->file_type, m->type);
+  else
+    snprintf(type, sizeof type, "%s", m->type);
   printf("\nmodel: %s (%s %s, %s file, %s read per token at depth 0)\n", m->label, m->arch,
-         m->type, tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
+         type, tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
          tm_fmt_bytes_si(m->cost.weight_bytes_per_token + m->cost.state_bytes, b, sizeof b));
   char pages[64] = "";
   if (!m->info.hugepages && m->info.huge_share >= 0)
@@ -271,8 +276,8 @@ static double row_bw(const struct eb_state *s, const struct eb_row *r) {
 }
 
 static double ratio(const struct eb_row *a, const struct eb_row *b) {
-  if (!a || !b || !a->tok_s.n || !b->tok_s.n || !(a->tok_s.mean > 0)) return NAN;
-  return b->tok_s.mean / a->tok_s.mean;
+  if (!a || !b || !a->tok_s.n || !b->tok_s.n || !(a->tok_s.median > 0)) return NAN;
+  return b->tok_s.median / a->tok_s.median;
 }
 
 /* "32% (11.8 GB/s) at 1 thread, 29% (23.1 GB/s) at 2 threads": the thread
@@ -332,7 +337,13 @@ void bench_engine_conclude(struct eb_state *s) {
   uint32_t n = first_nonzero(o->max_tokens, o->n_max_tokens);
   uint32_t d = o->depth[0];
   if (!o->n_threads) return;
-  uint32_t t0 = o->threads[0], t1 = o->threads[o->n_threads - 1];
+  /* The scaling from the fewest threads to the most, whatever the order of
+   * -t; the figures at the most threads are the headline ones. */
+  uint32_t t0 = o->threads[0], t1 = o->threads[0];
+  for (size_t ti = 1; ti < o->n_threads; ti++) {
+    if (o->threads[ti] < t0) t0 = o->threads[ti];
+    if (o->threads[ti] > t1) t1 = o->threads[ti];
+  }
   for (size_t mi = 0; mi < s->n_models; mi++) {
     const char *name = s->models[mi].short_label;
     /* Pages slower than the probe's buffer: the ceiling is out of reach by
@@ -398,9 +409,14 @@ void bench_engine_conclude(struct eb_state *s) {
        * shows instead of claiming memory is the limit. */
       else if (tg1->percent >= 75)
         why = "it is meeting memory";
-      else if (rd >= 0.85 * rbw)
+      /* "Follows the bandwidth" only when decode scaled as the read
+       * bandwidth did, within 15% either way. */
+      else if (rd >= 0.85 * rbw && rd <= 1.15 * rbw)
         why = "it follows the bandwidth, but below the practical range (75-85% of the "
               "ceiling): the kernels leave memory time unused";
+      else if (rd > 1.15 * rbw)
+        why = "it outruns the bandwidth's scaling, so memory did not hold it at the fewer "
+              "threads: the kernels did, and they leave memory time unused";
       else if (rd >= 0.85 * cores)
         why = "it still scales with cores: the kernels, not memory, hold it";
       else
@@ -445,7 +461,7 @@ void bench_engine_conclude(struct eb_state *s) {
     struct ceiling_verdict v;
     char test[32];
     if (r->percent > 100 &&
-        ceiling_verdict_make(r->cfg.kind == ENGINE_BENCH_PP ? "prefill" : "decode", r->tok_s.mean,
+        ceiling_verdict_make(r->cfg.kind == ENGINE_BENCH_PP ? "prefill" : "decode", r->tok_s.median,
                              r->ceiling_tok_s, &v) == 0)
       conclude(s, "%s %s at %u thread%s: %s", s->models[r->model].short_label,
                engine_bench_test_name(&r->cfg, test, sizeof test), r->threads,
@@ -485,7 +501,7 @@ void bench_engine_print(struct eb_state *s, bool probe_cached) {
   print_machine(s, probe_cached);
   printf("method: in-process (tokmeter's engine), one discarded warm-up then %u timed "
          "repetition%s per configuration; random prompt tokens; greedy decode ignoring "
-         "end-of-sequence; rates are mean +- sd\n", s->reps, s->reps == 1 ? "" : "s");
+         "end-of-sequence; rates are median +- sd, %% of ceiling = median / the ceiling\n", s->reps, s->reps == 1 ? "" : "s");
   size_t n_p = 0, n_n = 0;
   for (size_t i = 0; i < o->n_prompt_tokens; i++) n_p += o->prompt_tokens[i] != 0;
   for (size_t i = 0; i < o->n_max_tokens; i++) n_n += o->max_tokens[i] != 0;
@@ -527,6 +543,10 @@ void bench_engine_print_json(struct eb_state *s) {
                   m->cost.weight_bytes_per_token + m->cost.state_bytes, "load_ms",
                   m->info.load_ms, "kernel_path", m->kernel_path, "best_cpu_path", m->best_path,
                   "prefill_compute_path", m->int8 ? "int8" : "f32");
+    /* general.file_type's name ("Q4_K_M"), null when the file has none */
+    if (mo)
+      json_object_set_new(mo, "file_type",
+                          m->file_type[0] ? json_string(m->file_type) : json_null());
     if (mo)
       json_object_set_new(mo, "decode_chunk_bytes",
                           json_integer((json_int_t)m->info.decode_chunk_bytes));

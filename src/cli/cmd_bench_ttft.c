@@ -18,6 +18,7 @@
 #include "cli/bench_cli.h"
 #include "cli/cli.h"
 #include "record/record.h"
+#include "util/units.h"
 
 static const char *const CMD = "bench";
 #define SWEEP_SERVER_MAX 8 /* the runner's workload limit */
@@ -38,6 +39,13 @@ int bench_ttft_prepare(struct bench_opts *o) {
   if (distinct < 2)
     return cli_usage_error(CMD, "--ttft-sweep needs at least 2 distinct prompt lengths in -p "
                                 "(default 32,64,128,256,512,1024)");
+  /* The fit needs 3 timed points (2 leave no standard error): refuse
+   * before running what cannot be fitted (the default -r is 3 or more). */
+  if (o->reps && (uint64_t)o->reps * distinct < 3)
+    return cli_usage_error(CMD, "--ttft-sweep: %zu prompt lengths x %u repetition%s give %llu "
+                                "timed runs; the fit needs at least 3 (more -p lengths or -r)",
+                           distinct, o->reps, o->reps == 1 ? "" : "s",
+                           (unsigned long long)o->reps * distinct);
   if (o->url) {
     if (o->n_prompt_tokens > SWEEP_SERVER_MAX)
       return cli_usage_error(CMD, "--ttft-sweep with --url: at most %d prompt lengths",
@@ -53,9 +61,13 @@ int bench_ttft_prepare(struct bench_opts *o) {
 }
 
 static void print_fit(FILE *out, const char *key, const struct ttft_fit *f) {
+  /* ms below 1 with three significant digits: a tiny model's fit is
+   * 0.06 ms, not "0.0" */
+  char a[32], b[32];
   fprintf(out, "%s\n", key);
-  fprintf(out, "  TTFT = %.1f +- %.1f ms (FX, fixed) + L / (%.0f +- %.0f tok/s) (PF, prefill rate)\n",
-          f->fixed_ms, f->se_fixed_ms, f->prefill_tok_s, f->se_prefill_tok_s);
+  fprintf(out, "  TTFT = %s +- %s ms (FX, fixed) + L / (%.0f +- %.0f tok/s) (PF, prefill rate)\n",
+          tm_fmt_ms_fit(f->fixed_ms, a, sizeof a), tm_fmt_ms_fit(f->se_fixed_ms, b, sizeof b),
+          f->prefill_tok_s, f->se_prefill_tok_s);
   fprintf(out, "  fitted over %zu runs at %zu lengths (%.0f..%.0f tokens), r^2 %.4f\n",
           f->n_points, f->n_lengths, f->min_len, f->max_len, f->r2);
   if (f->fixed_ms < 0)
@@ -72,7 +84,8 @@ static void print_fit(FILE *out, const char *key, const struct ttft_fit *f) {
     }
     char sh[48] = "fixed share unknown";
     if (isfinite(share)) snprintf(sh, sizeof sh, "%.0f%% of it fixed cost", 100 * share);
-    fprintf(out, "  at %5.0f tokens: TTFT %.1f +- %.1f ms, %s%s\n", lens[i], t, se, sh,
+    fprintf(out, "  at %5.0f tokens: TTFT %s +- %s ms, %s%s\n", lens[i],
+            tm_fmt_ms_fit(t, a, sizeof a), tm_fmt_ms_fit(se, b, sizeof b), sh,
             lens[i] > f->max_len ? " (extrapolated)" : "");
   }
 }

@@ -16,7 +16,7 @@
  *   int8_path (null when none), compute_int8_ops (best; null when none),
  *   compute_int8_threads, compute_int8_by_threads [{threads, ops_s}] (empty when
  *   none), machine {cpu, arch, cores, memory_bytes, memory_available_bytes,
- *   llc_bytes, os, flags[]}, thermal {readable, temps [{name, celsius}],
+ *   llc_bytes (null when unknown), os, flags[]}, thermal {readable, temps [{name, celsius}],
  *   freqs_mhz []}. */
 #include <math.h>
 #include <stdio.h>
@@ -97,7 +97,9 @@ void *probe_to_json(const struct machine_probe *p) {
   json_object_set_new(mj, "memory_bytes", json_integer((json_int_t)m->memory_bytes));
   json_object_set_new(mj, "memory_available_bytes",
                       json_integer((json_int_t)m->memory_available_bytes));
-  json_object_set_new(mj, "llc_bytes", json_integer((json_int_t)m->llc_bytes));
+  /* null when unknown, as the identity record says (docs/records.md) */
+  json_object_set_new(mj, "llc_bytes",
+                      m->llc_bytes ? json_integer((json_int_t)m->llc_bytes) : json_null());
   json_object_set_new(mj, "os", json_string(m->os));
   json_t *flags = json_array();
   for (uint32_t i = 0; i < m->n_flags && i < PROBE_MAX_FLAGS; i++)
@@ -238,7 +240,11 @@ int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *er
   info->cpus = (uint32_t)u;
   if (get_u64(m, "machine.", "memory_bytes", UINT64_MAX >> 1, &info->memory_bytes, err) ||
       get_u64(m, "machine.", "memory_available_bytes", UINT64_MAX >> 1,
-              &info->memory_available_bytes, err) ||
+              &info->memory_available_bytes, err))
+    return -1;
+  /* null: unknown (0 in memory; caches written before said 0) */
+  info->llc_bytes = 0;
+  if (!json_is_null(json_object_get(m, "llc_bytes")) &&
       get_u64(m, "machine.", "llc_bytes", UINT64_MAX >> 1, &info->llc_bytes, err))
     return -1;
   json_t *flags = json_object_get(m, "flags");

@@ -181,6 +181,19 @@ char *tm_fmt_rate(double tok_s, char *buf, size_t n) {
   return buf;
 }
 
+char *tm_fmt_ms_fit(double ms, char *buf, size_t n) {
+  double a = fabs(ms);
+  int decimals = 1;
+  if (isfinite(a) && a > 0 && a < 1) {
+    decimals = 2 - (int)floor(log10(a)); /* 0.0612 -> 4 */
+    if (decimals > 12) decimals = 12;
+    /* rounding may carry to the next power of ten (0.09996 -> "0.100") */
+    if (fabs(ms) * pow(10, decimals) >= 999.5 && decimals > 1) decimals--;
+  }
+  snprintf(buf, n, "%.*f", decimals, ms);
+  return buf;
+}
+
 /* Three significant digits: 350, 60.8, 9.50. */
 static void fmt_sig3(double v, const char *unit, char *buf, size_t n) {
   int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;

@@ -41,6 +41,10 @@ char *tm_fmt_count(double count, char *buf, size_t n);          /* "596.0M", "3.
 /* tok/s: "241", "45.0", "0.52"; below 0.01 three significant digits ("2.17e-05"),
  * never a "0.00" for a rate that is not 0. */
 char *tm_fmt_rate(double tok_s, char *buf, size_t n);
+/* ms in a fit (either sign): one decimal from 1 ms up ("190.5", "-3.2"), below
+ * that three significant digits ("0.0612", "-0.00340"), never a "0.0" or
+ * "-0.0" for a value that is not 0; "0.0" for 0, "nan"/"inf" as printf. */
+char *tm_fmt_ms_fit(double ms, char *buf, size_t n);
 
 /* A duration the way people read it: "350 ms", "60.8 s", "2m 5s", "2h 14m",
  * "3d 4h", "12.3 years"; below a millisecond "1.00 µs" / "250 ns" (UTF-8 µ).

@@ -245,4 +245,61 @@ expect_exit 2 "$TOKMETER" bench -m "$model" --workload generate
 expect_exit 2 "$TOKMETER" bench -m "$model" -p 100000 -n 4 -t 1 --out "$dir/x.jsonl"
 grep -q "exceeds" "$dir/err" || fail "too long a run: $(cat "$dir/err")"
 expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -d 4
+
+# The table's rate is the median of the repetitions +- sd and its percentage
+# median / ceiling, as `tokmeter report` shows them (DESIGN rule 1; it printed
+# the mean); the summary's percent_of_ceiling stays the mean's, with
+# percent_of_ceiling_median beside it. Threads given in descending order: the
+# scaling conclusion goes from the fewest to the most ("from 2 to 1" before),
+# and "follows the bandwidth" only when decode scaled within 15% of it.
+if [ "$(nproc)" -ge 2 ]; then
+  expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 24 -t 2,1 -r 3 --out "$dir/med.jsonl"
+  grep -q "rates are median +- sd" "$dir/out" || fail "method line: $(grep method "$dir/out")"
+  python3 - "$dir/med.jsonl" "$dir/out" <<'PY' || fail "median table (see above)"
+import json, re, sys
+sums = [json.loads(l) for l in open(sys.argv[1])]
+sums = {(r["threads"], r["phase"]): r for r in sums if r["record"] == "summary"}
+out = open(sys.argv[2]).read()
+for line in out.splitlines():
+    m = re.match(r"\s+(\d+)\s+([\d.]+) \+- [\d.]+ tok/s\s+\d+\s+(\d+)%\s+([\d.]+) \+- [\d.]+ tok/s\s+\d+\s+(\d+)%", line)
+    if not m:
+        continue
+    t = int(m.group(1))
+    for phase, rate, pct in (("prefill", m.group(2), m.group(3)), ("decode", m.group(4), m.group(5))):
+        s = sums[(t, phase)]
+        med = s["rate_tok_s"]["median"]
+        assert rate == "%.1f" % med, (t, phase, rate, s["rate_tok_s"])
+        want = 100 * med / s["ceiling"]["ceiling_tok_s"]
+        assert abs(s["percent_of_ceiling_median"] - want) < 1e-6 * want, s
+        assert int(pct) == round(want), (pct, want)
+        assert abs(s["percent_of_ceiling"] - 100 * s["rate_tok_s"]["mean"] / s["ceiling"]["ceiling_tok_s"]) < 1e-6 * want
+    sums.pop((t, "prefill")); sums.pop((t, "decode"))
+assert not sums, "rows missing from the table: %s" % list(sums)
+m = re.search(r"from (\d+) to (\d+) threads prefill [\d.]+x, decode ([\d.]+)x \(read bandwidth ([\d.]+)x\)[^:]*: (.*)", out)
+assert m, out
+assert (m.group(1), m.group(2)) == ("1", "2"), m.group(0)
+rd, rbw = float(m.group(3)), float(m.group(4))
+if "follows the bandwidth" in m.group(5):
+    assert 0.85 * rbw <= rd <= 1.15 * rbw, m.group(0)
+if "outruns the bandwidth" in m.group(5):
+    assert rd > 1.15 * rbw, m.group(0)
+PY
+fi
+
+# A Q4_K_M file holds most of its bytes in Q6_K (its embeddings): it is named
+# Q4_K_M, as `tokmeter ceiling --type` names it (general.file_type), not Q6_K.
+expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/kq-llama-Q4_K_M.gguf" -p 8 -n 4 -t 1 \
+  -r 1 --out "$dir/kq.jsonl"
+grep -q "^Q4_K_M at 1 thread: prefill" "$dir/out" || fail "Q4_K_M label: $(cat "$dir/out")"
+grep -q "Q6_K at 1 thread" "$dir/out" && fail "labelled Q6_K: $(cat "$dir/out")"
+grep -q "llama Q4_K_M, most bytes in Q6_K" "$dir/out" || fail "model line: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/kq-llama-Q4_K_M.gguf" -p 8 -n 4 -t 1 \
+  -r 1 --json --out "$dir/kq.jsonl"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["models"][0]
+assert m["file_type"] == "Q4_K_M" and m["type"] == "Q6_K", m
+assert d["conclusions"] and all("Q6_K at" not in c for c in d["conclusions"]), d["conclusions"]
+' "$dir/out" || fail "--json file_type"
 echo "test_bench_engine: ok"

@@ -69,6 +69,8 @@ m = d["machine"]
 for k in ["cpu", "arch", "cores", "memory_bytes", "memory_available_bytes", "llc_bytes", "os", "flags"]:
     need(k in m, "machine." + k)
 need(m["cores"] >= 1 and m["memory_bytes"] > 0, "machine cores/memory positive")
+# unknown LLC: null, as the identity record says (was 0)
+need(m["llc_bytes"] is None or (isinstance(m["llc_bytes"], int) and m["llc_bytes"] > 0), "llc_bytes null or > 0")
 need(isinstance(m["flags"], list), "machine.flags is a list")
 t = d["thermal"]
 need(isinstance(t["readable"], bool) and isinstance(t["temps"], list) and isinstance(t["freqs_mhz"], list), "thermal shape")

@@ -71,4 +71,26 @@ runs = [r for r in recs if r["record"] == "run" and not r["warmup"]]
 assert sorted({r["test"] for r in runs}) == ["pp16", "pp32", "pp64"], {r["test"] for r in runs}
 assert all(r["depth"] == 0 and r["phase"] == "prefill" for r in runs)
 PY
+# sub-millisecond figures keep 3 significant digits (a tiny model's ~0.06 ms
+# printed "TTFT 0.0 ms", its fixed cost "-0.0 +- 0.0")
+python3 - "$dir/out" <<'PY' || fail "sub-ms digits: $(cat "$dir/out")"
+import re, sys
+out = open(sys.argv[1]).read()
+nums = re.findall(r"TTFT = (\S+) \+- (\S+) ms", out) + re.findall(r"TTFT (\S+) \+- (\S+) ms,", out)
+assert nums, out
+for pair in nums:
+    for x in pair:
+        v = abs(float(x))
+        assert x.lstrip("-") not in ("0.0",) or v == 0, x
+        if 0 < v < 1:
+            assert len(x.lstrip("-").lstrip("0.")) >= 3, x
+PY
+# fewer than 3 timed points cannot be fitted: refused up front (exit 0 with
+# "no fit" before)
+expect_exit 2 "$TOKMETER" bench -m "$dir/tiny.gguf" -t 1 -r 1 --ttft-sweep -p 16,32 --out "$dir/f.jsonl"
+grep -q "the fit needs at least 3" "$dir/err" || fail "2 points: $(cat "$dir/err")"
+[ ! -s "$dir/f.jsonl" ] || fail "2 points ran anyway"
+expect_exit 0 "$TOKMETER" bench --help
+grep -q "pp runs at depth 0" "$dir/out" && fail "--help says depth 0 (-d is used)"
+grep -q "pp runs at each -d depth" "$dir/out" || fail "--help: -d"
 echo "test_ttft_sweep: ok"

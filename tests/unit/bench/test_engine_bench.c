@@ -259,6 +259,10 @@ static void test_records(void) {
     json_t *rate = json_object_get(sum, "rate_tok_s");
     CHECK_NEAR(json_real_value(json_object_get(rate, "mean")), r.tok_s.mean, 1e-9);
     CHECK_NEAR(json_real_value(json_object_get(sum, "percent_of_ceiling")), 50.0, 1e-9);
+    /* the table's figure: 100 x the median rate / the ceiling */
+    CHECK(json_is_real(json_object_get(sum, "percent_of_ceiling_median")));
+    CHECK_NEAR(json_real_value(json_object_get(sum, "percent_of_ceiling_median")),
+               100.0 * r.tok_s.median / in.ceiling_tok_s, 1e-9);
     CHECK_NEAR(json_real_value(json_object_get(json_object_get(sum, "model"), "load_ms")), 12.5,
                1e-9);
     CHECK_NEAR(json_real_value(json_object_get(sum, "cpu_steal_share")), 0.025, 1e-12);

@@ -256,6 +256,8 @@ static void test_json_round_trip(void) {
   CHECK(json_is_real(json_object_get(j, "copy_bandwidth_read_plus_write_bytes_s")));
   json_t *m = json_object_get(j, "machine");
   CHECK_EQ_INT(json_integer_value(json_object_get(m, "cores")), 3);
+  /* an unknown LLC is null, as the identity record has it (was 0) */
+  CHECK(json_is_null(json_object_get(m, "llc_bytes")));
   CHECK(json_is_true(json_object_get(json_object_get(j, "thermal"), "readable")));
 
   /* In memory, and through text (as the cache stores it). */

@@ -103,6 +103,14 @@ static void prints_for_people(void) {
   CHECK_STR(tm_fmt_rate(2.17e-05, b, sizeof b), "2.17e-05");
   CHECK_STR(tm_fmt_rate(0.005, b, sizeof b), "0.005");
   CHECK_STR(tm_fmt_rate(0, b, sizeof b), "0.00");
+  /* a TTFT fit on a tiny model: 0.06 ms was "0.0", -0.003 "-0.0" */
+  CHECK_STR(tm_fmt_ms_fit(0.0612, b, sizeof b), "0.0612");
+  CHECK_STR(tm_fmt_ms_fit(-0.0034, b, sizeof b), "-0.00340");
+  CHECK_STR(tm_fmt_ms_fit(0.5, b, sizeof b), "0.500");
+  CHECK_STR(tm_fmt_ms_fit(0.09996, b, sizeof b), "0.100");
+  CHECK_STR(tm_fmt_ms_fit(190.54, b, sizeof b), "190.5");
+  CHECK_STR(tm_fmt_ms_fit(-3.24, b, sizeof b), "-3.2");
+  CHECK_STR(tm_fmt_ms_fit(0, b, sizeof b), "0.0");
 }
 
 void tm_run_tests(void) {
