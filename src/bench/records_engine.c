@@ -164,6 +164,7 @@ void *record_engine_summary_build(const struct record_engine_in *in,
              num(record_percent_of(r->tok_s.n ? r->tok_s.median : NAN, in->ceiling_tok_s)));
   bad |= put(o, "decode_by_segment", segments_json(r->seg, r->n_segments, r->cfg.kind));
   bad |= put(o, "cpu_steal_share", num(in->cpu_steal_share));
+  bad |= put(o, "other_cpus_busy", num(in->other_cpus_busy));
   if (r->cfg.kind == ENGINE_BENCH_TG) {
     bad |= put(o, "read_bandwidth_after_bytes_s", num(in->read_bandwidth_after_bytes_s));
     bad |= put(o, "read_bandwidth_readings_bytes_s",

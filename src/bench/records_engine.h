@@ -42,6 +42,10 @@ struct record_engine_in {
    * hypervisor gave to others (steal) while the configuration ran, warm-up
    * included; NAN when unknown (no steal column in /proc/stat). */
   double cpu_steal_share;
+  /* Summary only: the CPUs other processes of this machine kept busy while
+   * the configuration ran, warm-up included (machine_other_cpus); NAN when
+   * unknown. */
+  double other_cpus_busy;
   /* Summary only, tg: the read bandwidth at these threads right after the
    * last repetition; NAN when not measured. */
   double read_bandwidth_after_bytes_s;

@@ -69,6 +69,7 @@ struct eb_row {
   struct stats_summary tok_s;
   double ceiling_tok_s, percent;
   double steal_share; /* record_engine_in.cpu_steal_share: 0..1, NAN unknown */
+  double other_cpus;  /* record_engine_in.other_cpus_busy; NAN unknown */
   /* Decode: the read bandwidth the ceiling rests on (the mean over the timed
    * repetitions of the readings on either side of each), and the lowest and
    * highest of the readings between the repetitions; NAN when none was read

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/records_engine.h"
 #include "cli/bench_engine.h"
@@ -331,8 +332,32 @@ static void bw_list(const double *bw, uint32_t n, char *out, size_t cap) {
 }
 
 /* The conclusions, from the first -p, -n and -d. */
+/* The most CPUs other processes kept busy during the rows run at t threads;
+ * NAN when none is known. */
+static double other_cpus_at(const struct eb_state *s, uint32_t t) {
+  double worst = NAN;
+  for (size_t i = 0; i < s->n_rows; i++)
+    if (s->rows[i].threads == t && s->rows[i].other_cpus >= 0 &&
+        !(s->rows[i].other_cpus <= worst))
+      worst = s->rows[i].other_cpus;
+  return worst;
+}
+
 void bench_engine_conclude(struct eb_state *s) {
   const struct bench_opts *o = s->o;
+  /* First, since every conclusion below reads rates that other processes
+   * may have slowed: the threads shared the cores with them. */
+  for (size_t ti = 0; ti < o->n_threads; ti++) {
+    const uint32_t t = o->threads[ti];
+    const double busy = other_cpus_at(s, t);
+    if (!(busy >= PROBE_BUSY_WARN_CPUS)) continue;
+    conclude(s,
+             "Other processes kept %.1f of this machine's %ld CPUs busy while the runs at %u "
+             "thread%s ran: the threads shared the cores with them, so those rates are lower "
+             "for it, and what the conclusions below say of memory, pages or scaling may be "
+             "that load instead. Measure on a quiet machine.",
+             busy, sysconf(_SC_NPROCESSORS_ONLN), t, t == 1 ? "" : "s");
+  }
   uint32_t p = first_nonzero(o->prompt_tokens, o->n_prompt_tokens);
   uint32_t n = first_nonzero(o->max_tokens, o->n_max_tokens);
   uint32_t d = o->depth[0];

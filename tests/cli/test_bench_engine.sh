@@ -216,6 +216,25 @@ for dup in "-t 1,1" "-p 8,16,8" "-n 4,4" "-d 0,0"; do
   grep -q "listed twice" "$dir/err" || fail "$dup: $(cat "$dir/err")"
   [ "$(wc -l < "$dir/err")" = 2 ] || fail "$dup: expected the error and the --help hint"
 done
+# other processes busy on the cores while the runs run: measured per
+# configuration (other_cpus_busy in the summaries) and said before the other
+# conclusions (two busy loops keep at least one CPU of any machine busy)
+busy_pids=""
+for _ in 1 2; do (while :; do :; done) & busy_pids="$busy_pids $!"; done
+set +e
+"$TOKMETER" bench -m "$model" -p 32 -n 32 -t 1 -r 2 --out "$dir/busy.jsonl" >"$dir/out" 2>"$dir/err"
+busy_rc=$?
+set -e
+kill $busy_pids 2>/dev/null; wait $busy_pids 2>/dev/null || true
+[ "$busy_rc" = 0 ] || fail "bench beside busy loops exited $busy_rc: $(cat "$dir/err")"
+grep -q "^Other processes kept [0-9.]* of this machine's [0-9]* CPUs busy while the runs at 1 thread ran" \
+  "$dir/out" || fail "no conclusion on the other processes' load: $(cat "$dir/out")"
+python3 - "$dir/busy.jsonl" <<'PY' || fail "other_cpus_busy in the summaries"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l]
+assert s and all(x["other_cpus_busy"] is not None and x["other_cpus_busy"] >= 0.25 for x in s), s
+PY
+
 # too many threads: refused before the model loads with them (no 998 workers
 # started, no blame on the file)
 expect_exit 2 "$TOKMETER" bench -m "$model" -t 999 -p 8 -n 4 --out "$dir/x.jsonl"
