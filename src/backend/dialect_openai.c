@@ -82,11 +82,16 @@ static int read_choice(struct du_reader *rd, json_t *ch, uint64_t t_ns) {
   const char *pfx = delta ? "choices[0].delta" : "choices[0].message";
   if (m) {
     char path[64];
+    /* A server may send one text under both names (Rapid-MLX, mlx-vlm's
+     * alias): the same text in both fields of one delta is one piece. */
+    const char *rc;
+    size_t rn = 0;
     snprintf(path, sizeof path, "%s.reasoning_content", pfx);
-    if ((s = du_str(rd, m, "reasoning_content", path, &n)) && n > 0)
-      if (du_add_text(r, t_ns, CHUNK_REASONING, s, n, 0)) return -1;
+    if ((rc = du_str(rd, m, "reasoning_content", path, &rn)) && rn > 0)
+      if (du_add_text(r, t_ns, CHUNK_REASONING, rc, rn, 0)) return -1;
     snprintf(path, sizeof path, "%s.reasoning", pfx);
-    if ((s = du_str(rd, m, "reasoning", path, &n)) && n > 0)
+    if ((s = du_str(rd, m, "reasoning", path, &n)) && n > 0 &&
+        !(rc && rn == n && memcmp(rc, s, n) == 0))
       if (du_add_text(r, t_ns, CHUNK_REASONING, s, n, 0)) return -1;
     snprintf(path, sizeof path, "%s.content", pfx);
     if ((s = du_str(rd, m, "content", path, &n)) && n > 0)

@@ -302,12 +302,16 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
                     "prompt (usage)", (long long)r->timings_prompt_n, (long long)r->prompt_tokens);
     bad_prompt_count = true;
   }
-  /* The server's generated count against the pieces streamed. */
-  if (m->completion_tokens >= 0 && m->client_chunks > 0) {
+  /* The server's generated count against the pieces streamed: the bytes
+   * rule holds with no piece at all (a count with nothing streamed). Hidden
+   * reasoning (OpenAI's reasoning models: usage.completion_tokens includes
+   * completion_tokens_details.reasoning_tokens, never streamed) is slack. */
+  if (m->completion_tokens >= 0) {
     int64_t pieces = (int64_t)m->client_tokens;
     int64_t extra = tol + (field_reasoning ? REASONING_FIELD_EXTRA_TOLERANCE : 0) +
-                    (r->draft_n_accepted > 0 ? r->draft_n_accepted : 0);
-    if (m->completion_tokens < pieces - tol) {
+                    (r->draft_n_accepted > 0 ? r->draft_n_accepted : 0) +
+                    (r->reasoning_tokens > 0 ? r->reasoning_tokens : 0);
+    if (m->client_chunks > 0 && m->completion_tokens < pieces - tol) {
       inconsistent(m, "the server reports %lld generated tokens but streamed %lld non-empty "
                       "pieces (each is at least one token)", (long long)m->completion_tokens,
                    (long long)pieces);
@@ -345,24 +349,51 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
   }
   if (!bad_decode_timer && have_sd && isfinite(m->last_ms)) {
     double both = sd + (!bad_prompt_timer && have_sp ? sp : 0);
-    if (both > m->last_ms + tol_of(m->last_ms)) {
+    /* One decode step past the last piece: a runtime that counts the end of
+     * generation without streaming it (Ollama; llama.cpp-style timings when
+     * ignore_eos is not honoured) times that step too. A step is the larger
+     * of the median gap and the server's own time per generated token (two
+     * or more: with one, nothing is past the piece). */
+    double step = isfinite(m->median_gap_ms) && m->median_gap_ms > 0 ? m->median_gap_ms : 0;
+    if (m->completion_tokens >= 2 && sd / (double)m->completion_tokens > step)
+      step = sd / (double)m->completion_tokens;
+    if (both > m->last_ms + step + tol_of(m->last_ms)) {
       inconsistent(m, "the server's %s %.1f ms exceeds the client's time to the last token "
-                      "%.1f ms", have_sp && !bad_prompt_timer ? "prompt + generation time"
-                                                             : "generation time",
-                   both, m->last_ms);
+                      "%.1f ms and one decode step (%.1f ms)",
+                   have_sp && !bad_prompt_timer ? "prompt + generation time" : "generation time",
+                   both, m->last_ms, step);
       bad_decode_timer = true;
     }
   }
+  /* A server decode figure no single stream reaches (BUFFERED_APPARENT_TOK_S):
+   * the timer is too short for the tokens, whatever the stream's shape. */
+  if (!bad_decode_timer && !bad_decode_count && isfinite(m->decode_server) &&
+      m->decode_server > BUFFERED_APPARENT_TOK_S) {
+    inconsistent(m, "the server's decode rate %.0f tok/s (%lld tokens in %.3g ms) is above "
+                    "%.0f tok/s, which no single stream reaches",
+                 m->decode_server, (long long)m->completion_tokens, sd, BUFFERED_APPARENT_TOK_S);
+    bad_decode_timer = true;
+  }
   /* Lower bounds: only where the pieces arrived one by one. */
   if (m->stream == STREAM_TOKEN_BY_TOKEN && enough_chunks) {
-    if (!bad_decode_timer && have_sd && m->decode_span_ms > 0 &&
-        sd < METRICS_TIMER_MIN_FRACTION * m->decode_span_ms - tol_of(0)) {
-      inconsistent(m, "the server's generation time %.3g ms is under half the %.1f ms over which "
-                      "the client received its %u pieces one by one",
-                   sd, m->decode_span_ms, m->client_chunks);
+    /* The typical span, median gap x (pieces - 1), not the raw one: a stall
+     * of the client or the network stretches the raw span, not the median.
+     * (For gaps >= 0 the median is at most twice the mean, so this is never
+     * above twice the raw span: it stays sound where the raw span was.) */
+    double typical = m->median_gap_ms * (double)(m->client_chunks - 1);
+    if (!bad_decode_timer && have_sd && typical > 0 &&
+        sd < METRICS_TIMER_MIN_FRACTION * typical - tol_of(0)) {
+      inconsistent(m, "the server's generation time %.3g ms is under half the %.1f ms its %u "
+                      "pieces took at the median gap between them (%.2f ms)",
+                   sd, typical, m->client_chunks, m->median_gap_ms);
       bad_decode_timer = true;
     }
-    if (!bad_prompt_timer && have_sp && m->prompt_processed > 0 && m->median_gap_ms > 0 &&
+    /* Speculation (draft_n / draft_n_accepted reported): a draft + verify
+     * round is longer than a plain step, so the gap says nothing about one
+     * forward pass. */
+    bool speculative = r->draft_n > 0 || r->draft_n_accepted > 0;
+    if (!bad_prompt_timer && !speculative && have_sp && m->prompt_processed > 0 &&
+        m->median_gap_ms > 0 &&
         sp < METRICS_TIMER_MIN_FRACTION * m->median_gap_ms - tol_of(0) / 2) {
       inconsistent(m, "the server's prompt time %.3g ms for %lld tokens is under half a decode "
                       "step (median gap between pieces %.2f ms): reading a prompt is at least one "

@@ -49,21 +49,32 @@
  *     count is below the streamed pieces (each non-empty piece is at least one
  *     token) or above the streamed text's bytes (each token of the answer is
  *     at least one byte; the slack covers accepted speculative drafts
- *     (draft_n_accepted) and a reasoning field's stripped tags). More tokens
+ *     (draft_n_accepted), a reasoning field's stripped tags and reported
+ *     reasoning tokens (OpenAI's reasoning models count reasoning they never
+ *     stream); the bytes rule holds with no piece streamed at all). More tokens
  *     than pieces alone is no contradiction (a server may send several tokens
  *     per event): count_mismatch notes it and the server's count is used;
  *   timers (a server timer is a duration inside the client's wait):
  *     - no timer is negative or non-finite;
  *     - prompt time <= client TTFT (the prompt is read between the request's
  *       arrival and the first token's departure);
- *     - prompt time + generation time <= client time to the last token;
- *     - on a token-by-token stream, generation time >= half the span over
- *       which the client saw the pieces arrive one by one (tokens stream as
- *       they are made; the half is room for the server's output pipeline);
- *     - on a token-by-token stream, prompt time >= half the median gap between
+ *     - prompt time + generation time <= client time to the last token + one
+ *       decode step (a runtime that counts the end of generation without
+ *       streaming it, Ollama or llama.cpp-style timings without ignore_eos,
+ *       times one step past the last piece); the step is the larger of the
+ *       median gap between pieces and generation time / generated count;
+ *     - the server's decode rate <= BUFFERED_APPARENT_TOK_S (20,000 tok/s, a
+ *       rate no single stream reaches), on any stream shape;
+ *     - on a token-by-token stream, generation time >= half of median gap x
+ *       (pieces - 1) (tokens stream as they are made; the half is room for the
+ *       server's output pipeline; the median, not the raw span, so a one-off
+ *       client or network stall does not count; the median is at most twice
+ *       the mean gap, so this never asks more than the raw span did);
+ *     - on a token-by-token stream without speculation reported (draft_n /
+ *       draft_n_accepted > 0), prompt time >= half the median gap between
  *       pieces (reading a prompt is at least one forward pass, which reads
- *       every active weight, as a decode step does; speculation only makes the
- *       gap shorter than a step, so the bound stays sound);
+ *       every active weight, as a decode step does; a draft + verify round is
+ *       longer than a plain step, so the bound is skipped under speculation);
  *     each with METRICS_TIMER_TOL_MS + METRICS_TIMER_TOL_REL of the client
  *     figure of room for clock granularity (timers rounded to the ms). */
 #define METRICS_TIMER_TOL_MS 2.0

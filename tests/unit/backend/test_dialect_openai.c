@@ -304,6 +304,39 @@ static void test_build_requests(void) {
   CHECK(body == NULL);
 }
 
+static void test_reasoning_in_both_fields(void) {
+  /* Rapid-MLX and mlx-vlm's alias send one reasoning text under both names in
+   * one delta: it is one piece, not two (the audit: 40 tokens reported, 60
+   * pieces counted). Different texts in the two fields are both kept. */
+  const char *ev[] = {
+      "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"ab\","
+      "\"reasoning\":\"ab\"},\"finish_reason\":null}]}",
+      "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"cd\","
+      "\"reasoning_content\":\"cd\"},\"finish_reason\":null}]}",
+      "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"x\","
+      "\"reasoning\":\"y\"},\"finish_reason\":null}]}",
+      "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},"
+      "\"finish_reason\":\"stop\"}]}",
+      "{\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":4,"
+      "\"total_tokens\":9}}",
+      " [DONE]\r",
+  };
+  struct run_result r;
+  run_result_init(&r);
+  CHECK_EQ_INT(fx_feed(D, &r, ev, 6), 1);
+  CHECK_EQ_INT(D->finish(&r), 0);
+  CHECK_EQ_U64(r.n_chunks, 5);
+  if (r.n_chunks == 5) {
+    CHECK_STR(fx_chunk_text(&r, 0), "ab");
+    CHECK_STR(fx_chunk_text(&r, 1), "cd");
+    CHECK_STR(fx_chunk_text(&r, 2), "x");
+    CHECK_STR(fx_chunk_text(&r, 3), "y");
+    CHECK_EQ_INT(r.chunks[4].field, CHUNK_CONTENT);
+  }
+  CHECK_EQ_U64(r.text_len, 8);
+  run_result_free(&r);
+}
+
 static void test_vllm_reasoning_and_usage(void) {
   /* Written from vLLM's docs (no capture): reasoning in delta.reasoning (newer)
    * or delta.reasoning_content (older); "usage": null until the final chunk,
@@ -548,6 +581,7 @@ void tm_run_tests(void) {
   TM_RUN(test_http_errors_other_servers);
   TM_RUN(test_build_requests);
   TM_RUN(test_vllm_reasoning_and_usage);
+  TM_RUN(test_reasoning_in_both_fields);
   TM_RUN(test_lmstudio_stats_and_completions_text);
   TM_RUN(test_no_usage);
   TM_RUN(test_malformed_and_wrong_types);

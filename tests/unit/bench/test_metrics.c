@@ -611,6 +611,147 @@ static void test_inconsistent_timers(void) {
   tr_free(&r);
 }
 
+/* --------------------------------------- honest servers the rules once failed */
+
+static void test_eos_step_past_last_piece(void) {
+  /* Ollama without ignore_eos: 5 pieces 30 ms apart (50..170 ms), the end of
+   * generation counted (eval_count 6) and timed (eval_duration 150 ms = 5
+   * steps) but not streamed: prompt 50 + 150 = 200 ms against a last piece at
+   * 170 ms. One step (max(median gap 30, 150 / 6 = 25) = 30 ms) is allowed. */
+  struct run_result r;
+  struct run_metrics m;
+  tr_init(&r);
+  tr_tokens(&r, 5, 50, 30);
+  r.prompt_tokens = 20;
+  r.completion_tokens = 6;
+  r.ollama_prompt_eval_ms = 50;
+  r.ollama_eval_ms = 150;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  /* two steps past: a lie (step max(30, 250 / 6) = 41.7; 300 > 170 + 41.7 + 5.4) */
+  r.ollama_eval_ms = 250;
+  expect_inconsistent(&r, "ollama eval two steps past");
+  tr_free(&r);
+  /* llama.cpp-style timings (OpenAI dialect, ignore_eos not honoured) */
+  tr_init(&r);
+  tr_tokens(&r, 5, 50, 30);
+  r.prompt_tokens = 20;
+  r.completion_tokens = r.timings_predicted_n = 6;
+  r.timings_prompt_n = 20;
+  r.timings_prompt_ms = 50;
+  r.timings_predicted_ms = 150;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  tr_free(&r);
+}
+
+static void test_speculative_prompt_bound(void) {
+  /* Low acceptance: 20 pieces 50 ms apart (a draft + verify round each), the
+   * prompt read in 20 ms: under half the gap, yet honest. */
+  struct run_result r;
+  struct run_metrics m;
+  tr_init(&r);
+  tr_tokens(&r, 20, 21, 50);
+  r.prompt_tokens = r.timings_prompt_n = 20;
+  r.completion_tokens = r.timings_predicted_n = 20;
+  r.timings_prompt_ms = 20;
+  r.timings_predicted_ms = 950;
+  r.draft_n = 60;
+  r.draft_n_accepted = 3;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  /* without speculation reported, the bound holds */
+  r.draft_n = r.draft_n_accepted = -1;
+  expect_inconsistent(&r, "prompt under half a step, no speculation");
+  tr_free(&r);
+}
+
+static void test_stall_generation_bound(void) {
+  /* 20 pieces 10 ms apart with one 320 ms stall in the middle: raw span 500 ms,
+   * median gap 10 ms. The server generated in 190 ms: honest. */
+  struct run_result r;
+  struct run_metrics m;
+  tr_init(&r);
+  tr_tokens(&r, 10, 50, 10);  /* 50..140 */
+  tr_tokens(&r, 10, 460, 10); /* 460..550 */
+  r.prompt_tokens = r.timings_prompt_n = 20;
+  r.completion_tokens = r.timings_predicted_n = 20;
+  r.timings_prompt_ms = 50;
+  r.timings_predicted_ms = 190;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  CHECK_EQ_INT(m.stream, STREAM_TOKEN_BY_TOKEN);
+  /* under half of 10 x 19 = 190 ms: still a lie */
+  r.timings_predicted_ms = 50;
+  expect_inconsistent(&r, "generation time under half the typical span");
+  tr_free(&r);
+}
+
+static void test_hidden_reasoning_tokens(void) {
+  /* An OpenAI reasoning model: 10 answer pieces (20 bytes), 500 generated of
+   * which 480 reasoning tokens were never streamed. */
+  struct run_result r;
+  struct run_metrics m;
+  tr_init(&r);
+  tr_tokens(&r, 10, 400, 20);
+  r.prompt_tokens = 30;
+  r.completion_tokens = 500;
+  r.reasoning_tokens = 480;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  /* more than the hidden reasoning explains */
+  r.completion_tokens = 600;
+  expect_inconsistent(&r, "count past hidden reasoning + bytes");
+  tr_free(&r);
+}
+
+/* ------------------------------------------ lies the rules once let through */
+
+static void test_count_with_nothing_streamed(void) {
+  /* No piece at all, 1000 tokens claimed in 15 ms (a 66,667 tok/s headline). */
+  struct run_result r;
+  struct run_metrics m;
+  tr_init(&r);
+  r.prompt_tokens = r.timings_prompt_n = 30;
+  r.completion_tokens = r.timings_predicted_n = 1000;
+  r.timings_prompt_ms = 30;
+  r.timings_predicted_ms = 15;
+  expect_inconsistent(&r, "1000 tokens, nothing streamed");
+  compute(&r, NULL, &m);
+  CHECK(isnan(m.decode_headline));
+  /* honest: only the end of generation, counted and not streamed */
+  r.completion_tokens = r.timings_predicted_n = 1;
+  r.timings_predicted_ms = 0;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  tr_free(&r);
+}
+
+static void test_impossible_server_rate(void) {
+  /* A buffered reply (one 80-byte piece at 616 ms), 40 tokens in 1.755 ms:
+   * 22,222 tok/s, above BUFFERED_APPARENT_TOK_S. */
+  struct run_result r;
+  struct run_metrics m;
+  tr_init(&r);
+  tr_add(&r, 616, CHUNK_CONTENT,
+         "abababababababababababababababababababababababababababababababababababababababab", 0);
+  r.prompt_tokens = r.timings_prompt_n = 30;
+  r.completion_tokens = r.timings_predicted_n = 40;
+  r.timings_prompt_ms = 30;
+  r.timings_predicted_ms = 1.755;
+  compute(&r, NULL, &m);
+  CHECK_EQ_INT(m.stream, STREAM_BUFFERED);
+  expect_inconsistent(&r, "22,222 tok/s server decode");
+  compute(&r, NULL, &m);
+  CHECK(isnan(m.decode_server));
+  /* honest: 40 tokens in 400 ms */
+  r.timings_predicted_ms = 400;
+  compute(&r, NULL, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  CHECK_NEAR(m.decode_server, 39 / 0.4, 1e-6);
+  tr_free(&r);
+}
+
 /* ----------------------------------------------------------- count mismatch */
 
 static void test_count_mismatch(void) {
@@ -918,6 +1059,12 @@ void tm_run_tests(void) {
   TM_RUN(test_count_mismatch);
   TM_RUN(test_inconsistent_counts);
   TM_RUN(test_inconsistent_timers);
+  TM_RUN(test_eos_step_past_last_piece);
+  TM_RUN(test_speculative_prompt_bound);
+  TM_RUN(test_stall_generation_bound);
+  TM_RUN(test_hidden_reasoning_tokens);
+  TM_RUN(test_count_with_nothing_streamed);
+  TM_RUN(test_impossible_server_rate);
   TM_RUN(test_decode_curve_slowing);
   TM_RUN(test_fixture_generate_400);
   TM_RUN(test_fixture_long_cold_and_cached);
