@@ -258,7 +258,8 @@ static double tol_of(double client_ms) {
   return METRICS_TIMER_TOL_MS + METRICS_TIMER_TOL_REL * (isfinite(client_ms) ? client_ms : 0);
 }
 
-/* The headline again after a figure was blanked. */
+/* The headlines: the runtime's own figure where reported, else the client's
+ * (again after check_consistency blanked one). */
 static void pick_headlines(struct run_metrics *m) {
   m->prefill_headline = m->decode_headline = NAN;
   m->prefill_source = m->decode_source = "";
@@ -563,20 +564,7 @@ void run_metrics_compute(const struct run_result *r, const struct backend_reques
     decode_segments(r, tok_end, opt, m);
 
   /* --- headlines: the runtime's own where reported */
-  if (isfinite(m->prefill_server)) {
-    m->prefill_headline = m->prefill_server;
-    m->prefill_source = "server";
-  } else if (isfinite(m->prefill_client)) {
-    m->prefill_headline = m->prefill_client;
-    m->prefill_source = "client";
-  }
-  if (isfinite(m->decode_server)) {
-    m->decode_headline = m->decode_server;
-    m->decode_source = "server";
-  } else if (isfinite(m->decode_client)) {
-    m->decode_headline = m->decode_client;
-    m->decode_source = "client";
-  }
+  pick_headlines(m);
 
   /* --- the server's figures against each other and the client's (metrics.h) */
   check_consistency(r, m, n >= TOKEN_BY_TOKEN_MIN_CHUNKS, field_reasoning_any(r));
