@@ -34,7 +34,7 @@ static void usage(FILE *out) {
           "generated tokens / the time of their decode steps (greedy, end-of-sequence\n"
           "ignored, so exactly N). Each repetition starts from a fresh KV cache at depth d\n"
           "(d random tokens prefilled first, untimed). One discarded warm-up, then -r timed\n"
-          "repetitions per configuration; mean +- sd; model load time apart; the decode\n"
+          "repetitions per configuration; median +- sd; model load time apart; the decode\n"
           "curve per output segment. Every rate is held against its ceiling at the same\n"
           "thread count: decode = read bandwidth / bytes read per token at the run's depth,\n"
           "prefill = compute (int8 for quantized models where the CPU has it) / FLOPs per\n"
