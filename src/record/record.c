@@ -1,6 +1,7 @@
 /* record: the JSON Lines writer, ids, times, redaction and the identity
  * record. Contracts in record.h; key meanings in docs/records.md. */
 #include "record/record.h"
+#include "util/paths.h"
 #include "util/redact.h"
 
 #include <ctype.h>
@@ -62,11 +63,7 @@ int record_check_writable(const char *path, struct tm_err *err) {
   if (errno != ENOENT) return tm_errf(err, "records: cannot use %s: %s", path, strerror(errno));
   /* A new file: its directory must exist and take new entries. */
   char dir[4096];
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == path) snprintf(dir, sizeof dir, "/");
-  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+  if (!tm_parent_dir_exists(path, dir, sizeof dir))
     return tm_errf(err, "records: cannot create %s: no directory %s", path, dir);
   if (access(dir, W_OK | X_OK) != 0)
     return tm_errf(err, "records: cannot create %s in %s: %s", path, dir, strerror(errno));

@@ -140,11 +140,7 @@ static int check_target(const char *path, bool force, const char *when, struct t
     /* Nothing there: the directory must exist to take the file (a mistyped
      * -o is the user's input, said before the work, not an I/O failure). */
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (!tm_parent_dir_exists(path, dir, sizeof dir))
       return tm_errf(err, "cannot create %s: no directory %s", path, dir);
     return 0; /* unwritable: the create says so */
   }

@@ -71,3 +71,12 @@ int tm_write_file_atomic(const char *path, const void *data, size_t len, struct 
   }
   return 0;
 }
+
+bool tm_parent_dir_exists(const char *path, char *dir, size_t n) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, n, ".");
+  else if (slash == path) snprintf(dir, n, "/");
+  else snprintf(dir, n, "%.*s", (int)(slash - path), path);
+  struct stat st;
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}

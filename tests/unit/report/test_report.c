@@ -206,11 +206,8 @@ static void test_html_plots(void) {
   results_free(&r);
 }
 
-/* "% of ceiling" is held against the mean of the runs' ceilings, and marked
- * when they spread by more than 5% (series.h); the marked cells are listed
- * under the table in every format. */
-static void test_ceiling_marker(void) {
-  static double v[] = {45, 40, 50};
+/* A hand-made decode series of n values (no ceiling) for the cell tests. */
+static struct series decode_series(double *v, size_t n) {
   struct series s;
   memset(&s, 0, sizeof s);
   snprintf(s.key, sizeof s.key, "engine | m | tg16 | t1 | d0");
@@ -218,7 +215,16 @@ static void test_ceiling_marker(void) {
   snprintf(s.quantity, sizeof s.quantity, "DC");
   snprintf(s.unit, sizeof s.unit, "tok/s");
   s.values = v;
-  s.n = 3;
+  s.n = n;
+  return s;
+}
+
+/* "% of ceiling" is held against the mean of the runs' ceilings, and marked
+ * when they spread by more than 5% (series.h); the marked cells are listed
+ * under the table in every format. */
+static void test_ceiling_marker(void) {
+  static double v[] = {45, 40, 50};
+  struct series s = decode_series(v, 3);
   s.ceiling = 112.5;
   s.ceiling_n = 3;
   s.ceiling_min = s.ceiling_max = 112.5;
@@ -272,14 +278,7 @@ static void test_table_control_chars(void) {
   CHECK_STR(sbuf_str(&o), "a?b?[31mc??d");
   sbuf_free(&o);
   static double v[] = {45, 40, 50};
-  struct series s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.key, sizeof s.key, "engine | m | tg16 | t1 | d0");
-  snprintf(s.metric, sizeof s.metric, "decode_tok_s");
-  snprintf(s.quantity, sizeof s.quantity, "DC");
-  snprintf(s.unit, sizeof s.unit, "tok/s");
-  s.values = v;
-  s.n = 3;
+  struct series s = decode_series(v, 3);
   struct report_row row = {.key = s.key, .threads = 1, .depth = 0, .decode = &s};
   snprintf(row.group, sizeof row.group, "engine | m\n\x1b]0;title\x07 | Q4_0");
   snprintf(row.test, sizeof row.test, "tg\n16");
