@@ -5,6 +5,7 @@
  * C program): ~6.6 px per character at 12 px sans-serif, generous on purpose. */
 #include "report/svg.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,11 +44,13 @@ size_t svg_nice_ticks(double lo, double hi, size_t max, double *ticks) {
     lo -= d;
     hi += d;
   }
+  if (!isfinite(hi - lo)) return 0; /* the span itself passes DBL_MAX */
   size_t want = max < 6 ? max : 6;
   double step = nice_step((hi - lo) / (double)(want > 1 ? want - 1 : 1));
   double start = floor(lo / step + 1e-9) * step;
   size_t n = 0;
   for (double t = start; n < max; t += step) {
+    if (!isfinite(t)) return 0; /* a round tick past DBL_MAX */
     ticks[n++] = fabs(t) < step * 1e-9 ? 0 : t;
     if (t >= hi - step * 1e-9) break;
   }
@@ -86,26 +89,38 @@ static void range_add(double v, bool log, double *lo, double *hi) {
   if (t > *hi) *hi = t;
 }
 
-static void axis_setup(struct axis *a, double lo, double hi, bool log, bool zero) {
+/* 0, or -1 when the range has no finite ticks: values so near DBL_MAX that the
+ * headroom above them or the next round tick overflows (the caller refuses the
+ * chart). */
+static int axis_setup(struct axis *a, double lo, double hi, bool log, bool zero) {
   a->log = log;
   if (!(lo <= hi)) lo = hi = log ? 0 : 0;
   if (log) {
     a->lo = floor(lo);
     a->hi = ceil(hi);
     if (a->hi == a->lo) a->hi = a->lo + 1;
+    if (a->hi > DBL_MAX_10_EXP) return -1; /* the top tick, 10^hi, would be inf */
     a->n_ticks = 0;
     for (double e = a->lo; e <= a->hi + 1e-9 && a->n_ticks < 32; e += 1)
       a->ticks[a->n_ticks++] = pow(10, e);
-    return;
+    return 0;
   }
   if (zero) {
     if (lo > 0) lo = 0;
     if (hi < 0) hi = 0;
   }
   a->n_ticks = svg_nice_ticks(lo, hi, 32, a->ticks);
+  if (a->n_ticks == 0) return -1;
   a->lo = a->ticks[0];
   a->hi = a->ticks[a->n_ticks - 1];
   if (a->hi <= a->lo) a->hi = a->lo + 1;
+  return 0;
+}
+
+static int too_large(const struct svg_chart *c, const char *axis, double lo, double hi,
+                     struct tm_err *err) {
+  return tm_errf(err, "svg: chart %s: values from %g to %g are too large to draw on the %s axis",
+                 c->id, lo, hi, axis);
 }
 
 static void put_axis_title(struct sbuf *o, const char *label, const char *unit) {
@@ -325,7 +340,8 @@ static int render_xy(const struct svg_chart *c, struct sbuf *o, struct tm_err *e
   double total_h = h + legend_h + 6;
 
   struct axis ax, ay;
-  axis_setup(&ax, xlo, xhi, c->x_log, c->x_zero);
+  if (axis_setup(&ax, xlo, xhi, c->x_log, c->x_zero) != 0)
+    return too_large(c, "x", c->x_log ? pow(10, xlo) : xlo, c->x_log ? pow(10, xhi) : xhi, err);
   if (c->x_integer && !c->x_log) {
     /* keep whole-number ticks only (1, 2 threads: never "1.5 threads") */
     size_t k = 0;
@@ -334,7 +350,8 @@ static int render_xy(const struct svg_chart *c, struct sbuf *o, struct tm_err *e
     ax.n_ticks = k;
   }
   /* headroom above the highest point so marks are not cut by the frame */
-  axis_setup(&ay, ylo, yhi + (yhi - ylo) * 0.04, false, c->y_zero);
+  if (axis_setup(&ay, ylo, yhi + (yhi - ylo) * 0.04, false, c->y_zero) != 0)
+    return too_large(c, "y", ylo, yhi, err);
   double pl = left, pr = w - right, pt = top, pb = h - bottom_axis;
   ax.px0 = pl + 8;
   ax.px1 = pr - 8;
@@ -442,7 +459,7 @@ static int render_bars(const struct svg_chart *c, struct sbuf *o, struct tm_err 
   double legend_h = legend(NULL, items, n_items, left, 0, w - left - right, false);
 
   struct axis ax, ay = {0};
-  axis_setup(&ax, xlo, xhi * 1.02, false, true);
+  if (axis_setup(&ax, xlo, xhi * 1.02, false, true) != 0) return too_large(c, "x", xlo, xhi, err);
   ax.px0 = left;
   ax.px1 = w - right;
   ay.px0 = pt;

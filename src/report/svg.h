@@ -88,7 +88,8 @@ size_t svg_count_marks(const struct svg_chart *c);
 const char *svg_color(int i);
 
 /* "Nice" axis ticks covering [lo, hi] (1-2-5 steps): up to max ticks into
- * ticks; returns the count. Exposed for tests. */
+ * ticks; returns the count, 0 when lo or hi is not finite or a tick would
+ * overflow (values near DBL_MAX). Exposed for tests. */
 size_t svg_nice_ticks(double lo, double hi, size_t max, double *ticks);
 /* Tick label: 3 significant digits, k/M/G suffixes from 10,000 up ("25k", "1M"). */
 char *svg_fmt_tick(double v, char *buf, size_t n);

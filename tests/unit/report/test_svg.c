@@ -145,6 +145,55 @@ static void test_refusals(void) {
   sbuf_free(&o);
 }
 
+/* A finite value near DBL_MAX: the headroom above it (x 1.02 for bars, + 4%
+ * of the range for y) or the next round tick overflows to infinity. The chart
+ * is refused with a message; it used to index ticks[-1] (n_ticks 0, found by
+ * the clang static analyzer) or draw at "nan" coordinates. A large value that
+ * still fits is drawn with finite coordinates. */
+static void test_huge_values(void) {
+  struct sbuf o;
+  struct tm_err err = {{0}};
+  const double huge[] = {1.79e308, 1.6e308};
+  for (size_t k = 0; k < 2; k++) {
+    struct svg_bar bars[] = {{"a", 1, 0}, {"b", huge[k], 0}};
+    struct svg_chart c = {.kind = SVG_HBARS, .id = "big", .x_label = "rate", .x_unit = "tok/s",
+                          .bars = bars, .n_bars = 2};
+    sbuf_init(&o);
+    CHECK_EQ_INT(svg_render(&c, &o, &err), -1);
+    CHECK_CONTAINS(err.msg, "too large");
+    sbuf_free(&o);
+    double x[] = {1, 2}, y[] = {0, huge[k]};
+    struct svg_series s = {.name = "s", .x = x, .y = y, .n = 2, .shape = SVG_CIRCLE};
+    struct svg_chart xy = {.kind = SVG_XY, .id = "bigxy", .x_label = "x", .x_unit = "threads",
+                           .y_label = "y", .y_unit = "tok/s", .series = &s, .n_series = 1};
+    sbuf_init(&o);
+    err.msg[0] = 0;
+    CHECK_EQ_INT(svg_render(&xy, &o, &err), -1);
+    CHECK_CONTAINS(err.msg, "too large");
+    sbuf_free(&o);
+  }
+  double lx[] = {1, 1.5e308}, ly[] = {1, 2}; /* 10^309, the log axis' top tick, is inf */
+  struct svg_series ls = {.name = "s", .x = lx, .y = ly, .n = 2, .shape = SVG_CIRCLE};
+  struct svg_chart lc = {.kind = SVG_XY, .id = "biglog", .x_label = "x", .x_unit = "tok/s",
+                         .y_label = "y", .y_unit = "s", .x_log = true, .series = &ls,
+                         .n_series = 1};
+  sbuf_init(&o);
+  err.msg[0] = 0;
+  CHECK_EQ_INT(svg_render(&lc, &o, &err), -1);
+  CHECK_CONTAINS(err.msg, "x axis");
+  sbuf_free(&o);
+  double t[32];
+  CHECK_EQ_INT(svg_nice_ticks(0, 1.6e308, 32, t), 0);
+  CHECK_EQ_INT(svg_nice_ticks(-1e308, 1e308, 32, t), 0);
+  struct svg_bar bars[] = {{"a", 1, 0}, {"b", 1e300, 0}};
+  struct svg_chart c = {.kind = SVG_HBARS, .id = "large", .x_label = "rate", .x_unit = "tok/s",
+                        .bars = bars, .n_bars = 2};
+  sbuf_init(&o);
+  CHECK_EQ_INT(svg_render(&c, &o, &err), 0);
+  CHECK(!strstr(sbuf_str(&o), "nan") && !strstr(sbuf_str(&o), "inf"));
+  sbuf_free(&o);
+}
+
 static void test_sbuf_escapes(void) {
   struct sbuf b;
   sbuf_init(&b);
@@ -166,5 +215,6 @@ void tm_run_tests(void) {
   TM_RUN(test_log_axis);
   TM_RUN(test_bars);
   TM_RUN(test_refusals);
+  TM_RUN(test_huge_values);
   TM_RUN(test_sbuf_escapes);
 }
