@@ -520,7 +520,8 @@ int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, v
               struct tm_err *err) {
   if (err) err->msg[0] = 0;
   bool quick = probe_quick_from_env();
-  char note[600] = "";
+  /* err->msg's size: each reason is cut to 240 bytes so both fit. */
+  char note[sizeof err->msg] = "";
   if (!rerun) {
     struct tm_err lerr = {{0}};
     int r = probe_load_cached(p, &lerr);
@@ -529,14 +530,14 @@ int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, v
     if (r == 1 && !probe_covers_machine(p))
       snprintf(note, sizeof note, "the cached probe measured 1..%u threads of this machine's %u: "
                "measured again", p->max_threads, machine_default_threads(&p->info));
-    if (r < 0) snprintf(note, sizeof note, "ignored %s", lerr.msg);
+    if (r < 0) snprintf(note, sizeof note, "ignored %.240s", lerr.msg);
   }
   struct probe_options o = {0, quick};
   if (probe_run_opts(p, &o, progress, ctx, err) != 0) return -1;
   struct tm_err serr = {{0}};
   if (probe_save_cached(p, &serr) != 0) {
     size_t used = strlen(note);
-    snprintf(note + used, sizeof note - used, "%snot saved: %s", used ? "; " : "", serr.msg);
+    snprintf(note + used, sizeof note - used, "%snot saved: %.240s", used ? "; " : "", serr.msg);
   }
   if (err) snprintf(err->msg, sizeof err->msg, "%s", note);
   return 0;

@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "machine/kernels.h"
 #include "machine/probe.h"
@@ -441,6 +443,37 @@ static void test_cache_other_read_loop(void) {
   remove(path);
 }
 
+/* probe_get's message holds both of its reasons, the ignored cache file and
+ * the failed save, even in a long cache directory: the note was built in 600
+ * bytes and copied into err.msg's 512 (gcc: -Wformat-truncation), so a first
+ * reason near 512 bytes pushed the second one out. Here the cache file is a
+ * directory holding a file: it can be neither read nor replaced. */
+static void test_cache_note_long_path(void) {
+  const struct machine_probe *q = get_quick();
+  if (!have_quick) return;
+  char old[1024], dir[2048], path[4200], inside[4300];
+  snprintf(old, sizeof old, "%s", getenv("TOKMETER_CACHE_DIR"));
+  char part[201];
+  memset(part, 'd', 200);
+  part[200] = 0;
+  snprintf(dir, sizeof dir, "%s/%s/%s", old, part, part);
+  setenv("TOKMETER_CACHE_DIR", dir, 1);
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(probe_cache_path(&q->info, path, sizeof path, &err), 0); /* makes dir */
+  CHECK_EQ_INT(mkdir(path, 0755), 0);
+  snprintf(inside, sizeof inside, "%s/x", path);
+  write_text(inside, "x");
+  setenv("TOKMETER_PROBE_QUICK", "1", 1);
+  struct machine_probe b;
+  CHECK_EQ_INT(probe_get(&b, false, NULL, NULL, &err), 0);
+  CHECK_CONTAINS(err.msg, "ignored corrupt probe cache");
+  CHECK_CONTAINS(err.msg, "; not saved: ");
+  unsetenv("TOKMETER_PROBE_QUICK");
+  setenv("TOKMETER_CACHE_DIR", old, 1);
+  remove(inside);
+  rmdir(path);
+}
+
 void tm_run_tests(void) {
   TM_RUN(test_read_loop_reads_every_word);
   TM_RUN(test_quick_probe_figures);
@@ -453,4 +486,5 @@ void tm_run_tests(void) {
   TM_RUN(test_cache_save_load);
   TM_RUN(test_cache_corrupt);
   TM_RUN(test_cache_other_read_loop);
+  TM_RUN(test_cache_note_long_path);
 }
