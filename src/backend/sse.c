@@ -46,12 +46,8 @@ static int dispatch(struct sse_parser *p, stream_event_fn fn, void *ctx) {
   p->has_data = false;
   size_t len = p->data_len;
   p->data_len = 0;
-  if (!p->data) { /* "data:" with an empty value and no buffer yet */
-    if (grow(&p->data, &p->data_cap, 0, 0) != 0) {
-      snprintf(p->err, sizeof p->err, "out of memory for an SSE event");
-      return FRAME_ERR;
-    }
-  }
+  /* p->data is allocated: has_data is set only after on_line's grow, which
+   * allocates even for an empty "data:" (room for the NUL). */
   p->data[len] = 0;
   int rc = fn(ctx, p->data, len);
   if (rc > 0) return FRAME_STOP;

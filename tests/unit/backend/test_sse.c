@@ -178,6 +178,21 @@ static void test_fields_and_comments(void) {
   CHECK(memcmp(c.buf, want, sizeof want - 1) == 0);
 }
 
+/* An empty "data:" as the first event of a fresh parser (no data buffer yet)
+ * is dispatched as an empty event, at a blank line and at the end of the
+ * stream: on_line allocates the buffer even for an empty value. */
+static void test_empty_first_event(void) {
+  struct coll c;
+  coll_init(&c);
+  CHECK_EQ_INT(feed_all("data:\n\n", &c, 0), FRAME_OK);
+  CHECK_EQ_INT(c.n, 1);
+  CHECK(c.len == 1 && c.buf[0] == '\x1e');
+  coll_init(&c);
+  CHECK_EQ_INT(feed_all("data\n", &c, 0), FRAME_OK);
+  CHECK_EQ_INT(c.n, 1);
+  CHECK(c.len == 1 && c.buf[0] == '\x1e');
+}
+
 static void test_end_of_stream(void) {
   struct coll c;
   coll_init(&c);
@@ -265,6 +280,7 @@ void tm_run_tests(void) {
   TM_RUN(test_every_split_point);
   TM_RUN(test_crlf);
   TM_RUN(test_fields_and_comments);
+  TM_RUN(test_empty_first_event);
   TM_RUN(test_end_of_stream);
   TM_RUN(test_oversized);
   TM_RUN(test_callback_codes);
