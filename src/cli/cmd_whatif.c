@@ -365,6 +365,8 @@ done:
 
 /* -------------------------------------------------------------- the sweep */
 
+/* o->n_rates >= 1: cmd_whatif runs the sweep only after a --rate that parsed, and
+ * whatif_parse_rates refuses an empty list (rows[0] is the first rate's). */
 static int run_sweep(struct whatif_opts *o) {
   struct tm_err err;
   struct whatif_row rows[WHATIF_MAX_RATES], base;
