@@ -7,8 +7,8 @@
  * path starts from a copy of the narrower one and overwrites the entries it
  * specialises, so a type without a SIMD kernel on some path runs the scalar
  * (or AVX2) function there. What each path specialises is listed in the
- * header comment of its file (kernels_avx2.c, kernels_avx512.c with the
- * parts kernels_avx512.h lists, kernels_neon.c). */
+ * header comment of its file (kernels_avx2.c and kernels_avx512.c, with the
+ * parts kernels_avx2.h and kernels_avx512.h list, kernels_neon.c). */
 #include <pthread.h>
 #include <string.h>
 

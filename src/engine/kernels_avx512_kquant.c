@@ -12,7 +12,7 @@
 
 /* ---- K-quants, 512-bit maddubs ------------------------------------------ */
 
-/* Same unpacking as kernels_avx2.c's (sc in bytes 0..7, m in 8..15). */
+/* Same unpacking as kernels_avx2_kquant.c's (sc in bytes 0..7, m in 8..15). */
 AVX512_INLINE void k4_scales(const uint8_t *s, uint8_t out[16]) {
   uint32_t u[4];
   memcpy(u, s, 12);
