@@ -6,8 +6,10 @@
  * column with exit 0. The checks cover what the analysis reads (series, TTFT
  * fit, report plots); every line tokmeter itself writes passes them (null
  * wherever the writers put null: record_json_num writes null for a
- * non-finite figure). */
+ * non-finite figure). A run whose figures pass is then held against itself
+ * (results_agree.c: each rate against the time and count it divides). */
 #include "analysis/results.h"
+#include "analysis/results_agree.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -254,8 +256,10 @@ static int check_server_run(const struct where *w, json_t *run) {
   static const char *const rate_keys[] = {
       "rates.prefill_tok_s.server", "rates.prefill_tok_s.client", "rates.prefill_tok_s.headline",
       "rates.decode_tok_s.server",  "rates.decode_tok_s.client",  "rates.decode_tok_s.headline"};
-  static const char *const count_keys[] = {"tokens.prompt", "tokens.processed",
-                                           "tokens.completion"};
+  static const char *const count_keys[] = {"tokens.prompt",      "tokens.processed",
+                                           "tokens.completion",  "tokens.cached",
+                                           "tokens.client_chunks", "server.prompt_n",
+                                           "server.predicted_n"};
   for (size_t i = 0; i < sizeof ms_keys / sizeof ms_keys[0]; i++)
     if (check_num(w, run, ms_keys[i], NUM_MS)) return -1;
   for (size_t i = 0; i < sizeof rate_keys / sizeof rate_keys[0]; i++)
@@ -312,7 +316,12 @@ static int check_record(const struct where *w, const char *kind, json_t *line) {
       check_str(w, line, "backend"))
     return -1;
   const char *backend = json_string_value(json_object_get(line, "backend"));
-  return is_inprocess(line, backend) ? check_inprocess_run(w, line) : check_server_run(w, line);
+  bool in_process = is_inprocess(line, backend);
+  if (in_process ? check_inprocess_run(w, line) : check_server_run(w, line)) return -1;
+  /* Types first: the identities compute with numbers already in range. */
+  char msg[360];
+  if (results_run_agrees(line, in_process, msg, sizeof msg)) return bad(w, "%s", msg);
+  return 0;
 }
 
 /* ----------------------------------------------------------- loading --- */

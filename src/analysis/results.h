@@ -21,6 +21,11 @@
  *    present, threads a positive integer, depth a non-negative integer (both
  *    required); warmup / ok / cold / calibration booleans when present.
  *    Every line tokmeter writes passes (its blanks are null).
+ *  - Then every run's figures are checked against each other
+ *    (results_agree.h: rate x time = tokens, the processed count, the
+ *    headline's source); a run that contradicts itself is an error
+ *    "FILE:LINE: <rate key> R tok/s x <time key> T ms is X tokens, but
+ *    <count> is N: ..." naming the keys.
  *  - Lines are grouped by identity id ("id" of the identity line, "identity"
  *    of the others), in the order their identity first appears across the
  *    files given. Every run/summary/end must carry a non-empty identity id,

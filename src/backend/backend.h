@@ -185,8 +185,22 @@ struct server_info {
   char model[256];          /* the model it serves / was asked for */
   char system_info[512];    /* llama.cpp CPU features string when exposed */
   uint32_t n_ctx;           /* context size when exposed, else 0 */
-  bool has_tokenize;        /* POST /tokenize exists (llama.cpp, vLLM) */
+  bool has_tokenize;        /* POST /tokenize answered a token count when asked
+                               (probed, not assumed from the kind: a llama.cpp
+                               behind a proxy may not pass it) */
+  bool tokenize_missing;    /* it has none: HTTP 404 / 405 / 501, or Ollama's API,
+                               which has no tokenizer endpoint (normal for an
+                               OpenAI-compatible server) */
+  int tokenize_status;      /* HTTP status of the probe's answer; 0 when none came
+                               (a timeout, a cut connection) or none was sent */
+  char tokenize_error[224]; /* why has_tokenize is false, one line ("HTTP 404: the
+                               server has no /tokenize endpoint", a timeout, an
+                               error body; scrubbed of the API key); "" when it
+                               answered, or when the probe was not reached */
 };
+/* Fills out; when the server identified itself (0), POST /tokenize is also
+ * probed once with a short text (bounded like every informational request:
+ * a tokenizer that hangs costs one timeout here, never a failed call). */
 int backend_server_info(struct backend *b, struct server_info *out, struct tm_err *err);
 
 /* Model listing (/v1/models, /api/tags, LM Studio /api/v0/models): writes up to

@@ -18,7 +18,9 @@
  * Token counts: llama.cpp's /tokenize adds no BOS by default (add_special
  * false) while vLLM's adds special tokens; both count the text as given, with
  * no chat template: the caller calibrates the template's share from a run's
- * reported prompt_tokens. */
+ * reported prompt_tokens. Whether /tokenize answers is probed, not assumed
+ * from the kind: a llama.cpp behind a proxy, or an OpenAI-compatible server,
+ * may answer 404, and the identity says so (server_info.has_tokenize). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,7 +196,6 @@ static int ollama_info(struct backend *b, struct server_info *out, struct tm_err
     if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
   }
   json_decref(o);
-  out->has_tokenize = false;
   return 0;
 }
 
@@ -207,11 +208,13 @@ static void llamacpp_props(json_t *o, struct server_info *out) {
   int64_t ctx = int_of(json_object_get(o, "default_generation_settings"), "n_ctx");
   if (ctx <= 0) ctx = int_of(o, "n_ctx");
   if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
-  out->has_tokenize = true;
 }
 
-int backend_server_info(struct backend *b, struct server_info *out, struct tm_err *err) {
-  memset(out, 0, sizeof *out);
+static void probe_tokenize(struct backend *b, struct server_info *out);
+
+/* Who the server is (kind, build, model, context); backend_server_info adds
+ * the /tokenize probe. */
+static int server_identity(struct backend *b, struct server_info *out, struct tm_err *err) {
   if (backend_api(b) == API_OLLAMA) return ollama_info(b, out, err);
 
   int status;
@@ -259,7 +262,6 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
       snprintf(out->kind, sizeof out->kind, "vllm");
       int64_t ctx = int_of(m0, "max_model_len");
       if (ctx > 0 && ctx <= UINT32_MAX) out->n_ctx = (uint32_t)ctx;
-      out->has_tokenize = true;
       json_t *v = get_json(b, "GET", "/version", NULL, info_timeout(b), &status, &no_resp, NULL,
                            0, err);
       set_str(out->build, sizeof out->build, str_of(v, "version"));
@@ -286,6 +288,13 @@ int backend_server_info(struct backend *b, struct server_info *out, struct tm_er
     if (err) transport_scrub_secret(b, err->msg, sizeof err->msg);
     return -1;
   }
+  return 0;
+}
+
+int backend_server_info(struct backend *b, struct server_info *out, struct tm_err *err) {
+  memset(out, 0, sizeof *out);
+  if (server_identity(b, out, err) != 0) return -1;
+  probe_tokenize(b, out);
   return 0;
 }
 
@@ -352,8 +361,11 @@ static int64_t token_count_of(json_t *o) {
   return -1;
 }
 
-int64_t backend_count_tokens(struct backend *b, const char *model, const char *text,
-                             struct tm_err *err) {
+/* backend_count_tokens, with the HTTP status of the answer in *status (0: no
+ * request was sent, or no answer came). */
+static int64_t count_tokens(struct backend *b, const char *model, const char *text,
+                            int *status, struct tm_err *err) {
+  *status = 0;
   if (backend_api(b) == API_OLLAMA) {
     tm_errf(err, "Ollama has no tokenizer endpoint");
     return -1;
@@ -371,22 +383,51 @@ int64_t backend_count_tokens(struct backend *b, const char *model, const char *t
     tm_errf(err, "cannot build the /tokenize request (out of memory, or text not UTF-8)");
     return -1;
   }
-  int status;
   bool no_resp;
   char etext[200];
   /* Bounded like every other informational request (--timeout, at most 10
    * s): a tokenizer that hangs must not stall the benchmark. */
-  json_t *o = get_json(b, "POST", "/tokenize", body, info_timeout(b), &status, &no_resp,
+  json_t *o = get_json(b, "POST", "/tokenize", body, info_timeout(b), status, &no_resp,
                        etext, sizeof etext, err);
   free(body);
   if (no_resp) return -1;
   int64_t n = token_count_of(o);
   json_decref(o);
   if (n >= 0) return n;
-  if (status == 404)
+  if (*status == 404)
     tm_errf(err, "the server has no /tokenize endpoint (HTTP 404)");
   else
-    tm_errf(err, "POST /tokenize gave no token count (HTTP %d%s%s)", status,
+    tm_errf(err, "POST /tokenize gave no token count (HTTP %d%s%s)", *status,
             etext[0] ? ": " : "", etext);
   return -1;
+}
+
+int64_t backend_count_tokens(struct backend *b, const char *model, const char *text,
+                             struct tm_err *err) {
+  int status;
+  return count_tokens(b, model, text, &status, err);
+}
+
+/* A text of a few tokens for every tokenizer: a count of 0 for it is no count. */
+#define TOKENIZE_PROBE_TEXT "tokmeter counts the tokens of this sentence."
+
+/* One POST /tokenize (none for Ollama's own API): has_tokenize when it answers
+ * a count; otherwise why not, and whether the endpoint is simply missing (404,
+ * 405, 501: normal for an OpenAI-compatible server) rather than failing. The
+ * model asked about is the one the server listed (vLLM reads it). */
+static void probe_tokenize(struct backend *b, struct server_info *out) {
+  struct tm_err err = {{0}};
+  int status = 0;
+  int64_t n = count_tokens(b, out->model, TOKENIZE_PROBE_TEXT, &status, &err);
+  out->has_tokenize = n > 0;
+  if (out->has_tokenize) return;
+  if (n == 0)
+    tm_errf(&err, "POST /tokenize counted 0 tokens for a %zu-byte text: not a token count",
+            sizeof TOKENIZE_PROBE_TEXT - 1);
+  out->tokenize_status = status;
+  out->tokenize_missing = backend_api(b) == API_OLLAMA || status == 404 || status == 405 ||
+                          status == 501;
+  snprintf(out->tokenize_error, sizeof out->tokenize_error, "%.*s",
+           (int)sizeof out->tokenize_error - 1, err.msg); /* cut: one line */
+  transport_scrub_secret(b, out->tokenize_error, sizeof out->tokenize_error);
 }

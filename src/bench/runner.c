@@ -109,6 +109,15 @@ void runner_nonce(char out[16]) {
 
 /* -------------------------------------------------------------- runner --- */
 
+const char *runner_prompt_sizing_name(enum runner_prompt_sizing s) {
+  switch (s) {
+  case SIZING_TOKENIZE: return "tokenize";
+  case SIZING_PROMPT_FILE: return "prompt-file";
+  case SIZING_TOKENS_PER_WORD: break;
+  }
+  return "tokens-per-word";
+}
+
 void runner_options_init(struct runner_options *o) {
   memset(o, 0, sizeof *o);
   o->reps = 3;
@@ -217,11 +226,14 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
              i == 0 ? ", first request (cold)" : "");
     char *prompt = NULL;
     int rc = one_request(c, NULL, "custom", words[i], 2, false, false, &ev, &r, &m, &prompt);
-    if (i == 1 && rc == 0 && r.prompt_tokens > 0 && prompt) {
+    if (i == 1 && rc == 0 && r.prompt_tokens > 0 && prompt && !c->opt->skip_tokenize) {
       /* With a server tokenizer, the template's share is exact: reported
        * prompt tokens minus the tokens of the text we sent. */
       struct tm_err terr;
       int64_t counted = backend_count_tokens(c->opt->backend, c->opt->model, prompt, &terr);
+      if (counted < 0)
+        snprintf(c->res->tokenizer_error, sizeof c->res->tokenizer_error, "%.*s",
+                 (int)sizeof c->res->tokenizer_error - 1, terr.msg);
       if (counted < 0 && c->res->tokenizer_note[0] == 0 && strstr(terr.msg, "within"))
         snprintf(c->res->tokenizer_note, sizeof c->res->tokenizer_note,
                  "the server's tokenizer did not answer (%.120s): prompt lengths come from "
@@ -230,6 +242,13 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
         c->have_tokenizer = true;
         c->res->tokenizer_endpoint = true;
         c->res->template_tokens = r.prompt_tokens - counted;
+      } else if (counted > r.prompt_tokens && c->res->tokenizer_note[0] == 0) {
+        /* More tokens in the text than the server says the whole prompt
+         * held: that tokenizer is not the one that read the prompt. */
+        snprintf(c->res->tokenizer_note, sizeof c->res->tokenizer_note,
+                 "the server's tokenizer counted %lld tokens in a prompt the server reported "
+                 "as %lld: not used; prompt lengths come from the calibrated tokens per word "
+                 "instead", (long long)counted, (long long)r.prompt_tokens);
       }
     }
     free(prompt);
@@ -320,6 +339,11 @@ static int run_workload(struct run_ctx *c, size_t wi) {
   out->cpu_steal_share = NAN; /* until its timed runs have run */
   uint32_t n_words = words_for(c, w->prompt_tokens);
   if (c->have_tokenizer && !w->prompt_text) n_words = words_by_tokenizer(c, w, n_words);
+  /* words_by_tokenizer drops the tokenizer when it fails: then the warm-up's
+   * count corrects the calibrated line, as without one. */
+  out->prompt_sizing = w->prompt_text     ? SIZING_PROMPT_FILE
+                       : c->have_tokenizer ? SIZING_TOKENIZE
+                                           : SIZING_TOKENS_PER_WORD;
   struct run_metrics *ms = calloc(c->opt->reps ? c->opt->reps : 1, sizeof *ms);
   if (!ms) return -1;
   int failed = 0;
@@ -412,7 +436,7 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
   if (opt->reps == 0 || opt->reps > RUNNER_MAX_REPS)
     return tm_errf(err, "runner: repetitions must be 1..%d", RUNNER_MAX_REPS);
 
-  struct run_ctx c = {.opt = opt, .res = res, .tokens_per_word = 1.3, .overhead_tokens = 10};
+  struct run_ctx c = {.opt = opt, .res = res, .tokens_per_word = RUNNER_ASSUMED_TOKENS_PER_WORD, .overhead_tokens = 10};
   metrics_options_init(&c.mopt);
   if (calibrate(&c, err) != 0) {
     if (backend_interrupted()) {

@@ -8,6 +8,14 @@
  * computed by metrics.h and handed to the caller's sink as soon as it ends, so
  * results already measured reach the disk before the next request.
  *
+ * Prompt lengths (the runner aims each synthesized prompt at its target in
+ * the server's tokens; the prompt tokens reported are always the server's own
+ * count, rule 3): with the server's tokenizer (POST /tokenize) when it counts,
+ * else with tokens per word measured from the two calibration requests'
+ * reported prompt counts, corrected by the warm-up's count. Which one sized a
+ * workload is in its result (prompt_sizing); a tokenizer that answered but
+ * was not used says why in tokenizer_note.
+ *
  * The very first request to the server is the cold one (the model may be
  * loading): it is reported apart, never in the warm figures. With cold_series
  * (Ollama: keep_alive 0), every timed run of the cold series follows an unload;
@@ -29,6 +37,9 @@
 
 #define RUNNER_MAX_WORKLOADS 8
 #define RUNNER_MAX_REPS 1000
+/* Prompt tokens per word of the synthesized text before calibration measures
+ * it (English text in BPE vocabularies), and when the server reports none. */
+#define RUNNER_ASSUMED_TOKENS_PER_WORD 1.3
 
 struct workload {
   char name[32];          /* "classify", "extract", "generate", "custom" */
@@ -78,6 +89,8 @@ struct runner_options {
   bool allow_cache;               /* keep cache-hit runs in prefill figures, labelled */
   bool exact_length;              /* ask for exactly max_tokens (default on) */
   bool cold_series;               /* --cold: measure the load cost (Ollama only) */
+  bool skip_tokenize;             /* the server's /tokenize is known not to count
+                                     (backend_server_info's probe): never asked */
   double idle_timeout_s, total_timeout_s;
   uint32_t seed;
   runner_sink_fn sink;
@@ -86,10 +99,23 @@ struct runner_options {
 };
 void runner_options_init(struct runner_options *o);
 
+/* How a workload's prompt length was aimed at its target. */
+enum runner_prompt_sizing {
+  SIZING_TOKENS_PER_WORD = 0, /* tokens per word from the server's reported
+                                 prompt counts (calibration, then the warm-up's);
+                                 runner_result.tokens_per_word, or
+                                 RUNNER_ASSUMED_TOKENS_PER_WORD when the server
+                                 reported none */
+  SIZING_TOKENIZE,            /* the server's /tokenize counted the prompt text */
+  SIZING_PROMPT_FILE,         /* the text given (--prompt-file): not sized */
+};
+const char *runner_prompt_sizing_name(enum runner_prompt_sizing s); /* "tokenize"... */
+
 struct runner_workload_result {
   struct workload workload;
   struct bench_summary summary;
   uint32_t n_words;               /* prompt words used for the timed runs */
+  enum runner_prompt_sizing prompt_sizing;
   double cpu_steal_share;         /* steal while its timed runs ran: the share
                                      of this machine's busy CPU time the host
                                      gave to other work, 0..1; NAN unknown */
@@ -113,8 +139,12 @@ struct runner_result {
                                      series' runs included */
   uint32_t failed_by_kind[RUN_ERR_COUNT];
   uint32_t cold_runs, cold_failed;/* the --cold series alone (also in runs, failed) */
-  char tokenizer_note[256];       /* why the server's /tokenize was given up
-                                     (it timed out or failed mid-run); "" */
+  char tokenizer_error[224];      /* the calibration asked /tokenize and got no
+                                     count: why (HTTP 404...); "" otherwise */
+  char tokenizer_note[256];       /* why the server's /tokenize, asked, was not
+                                     used or given up (it timed out, failed
+                                     mid-run, or counted more than the server
+                                     reported); "" */
   bool interrupted;
 };
 

@@ -261,6 +261,61 @@ static void print_steal(const struct runner_result *res, double overall) {
     printf("%s (its timed runs): %s\n", worst->workload.name, note);
 }
 
+/* ------------------------------------------------------ prompt sizing --- */
+
+/* The workloads sized one way, by name ("classify, extract"). */
+static void names_sized(const struct runner_result *res, enum runner_prompt_sizing how,
+                        char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < res->n_workloads && used < n; i++)
+    if (res->workloads[i].prompt_sizing == how)
+      used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "",
+                               res->workloads[i].workload.name);
+}
+
+/* How the synthesized prompts were aimed at their target lengths, and, when
+ * not with the server's tokenizer, why not and what stood in. A missing
+ * /tokenize is normal (OpenAI-compatible servers): a note, not a warning. The
+ * prompt tokens the table shows are the server's own count either way. */
+static void print_prompt_sizing(const struct server_info *si, const struct runner_result *res) {
+  size_t n_tok = 0, n_tpw = 0;
+  for (size_t i = 0; i < res->n_workloads; i++) {
+    n_tok += res->workloads[i].prompt_sizing == SIZING_TOKENIZE;
+    n_tpw += res->workloads[i].prompt_sizing == SIZING_TOKENS_PER_WORD;
+  }
+  if (!n_tok && !n_tpw) return; /* every prompt from --prompt-file: nothing sized */
+  bool mixed = n_tok && n_tpw;
+  char names[256];
+  printf("prompt lengths: ");
+  if (n_tok) {
+    names_sized(res, SIZING_TOKENIZE, names, sizeof names);
+    printf("aimed with the server's tokenizer (POST /tokenize)%s%s", mixed ? " for " : "",
+           mixed ? names : "");
+  }
+  if (n_tpw) {
+    names_sized(res, SIZING_TOKENS_PER_WORD, names, sizeof names);
+    if (n_tok) printf("; for %s, ", names);
+    if (si->tokenize_error[0])
+      printf("%s", si->tokenize_error);
+    else if (res->tokenizer_error[0]) /* no probe: the server said nothing about itself */
+      printf("%s", res->tokenizer_error);
+    else if (res->tokenizer_note[0])
+      printf("the server's tokenizer was given up (see the warning above)");
+    else
+      printf("the server's tokenizer was not used (the calibration gave no prompt count to "
+             "check it against)");
+    if (isfinite(res->tokens_per_word))
+      printf(", so prompts were aimed with %.2f tokens per word measured from the server's "
+             "reported prompt counts", res->tokens_per_word);
+    else
+      printf(", so prompts were aimed with an assumed %.1f tokens per word (the calibration "
+             "requests reported no usable prompt counts)", RUNNER_ASSUMED_TOKENS_PER_WORD);
+    printf(", corrected by each warm-up's reported count");
+  }
+  printf(". The prompt tokens shown are the server's own count.\n");
+}
+
 /* ---------------------------------------------------------------- sink --- */
 
 struct sink_ctx {
@@ -472,6 +527,9 @@ int bench_server(const struct bench_opts *o) {
   ro.reps = o->reps ? o->reps : 3;
   ro.allow_cache = o->allow_cache;
   ro.cold_series = o->cold;
+  /* The probe in backend_server_info said /tokenize gives no count: asking
+   * again would cost a request (a timeout, for one that hangs) for nothing. */
+  ro.skip_tokenize = !si.has_tokenize && si.tokenize_error[0];
   ro.idle_timeout_s = o->idle_timeout_s;
   ro.total_timeout_s = o->timeout_s;
   ro.sink = sink;
@@ -494,6 +552,12 @@ int bench_server(const struct bench_opts *o) {
     rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
     goto out_file;
   }
+  /* A tokenizer that is there but failed is worth a warning; one that is
+   * missing is said in the notes under the table (print_prompt_sizing). */
+  if (si.tokenize_error[0] && !si.tokenize_missing)
+    cli_warn(CMD, "the server's tokenizer %s (%s): prompt lengths come from the calibrated "
+                  "tokens per word instead",
+             si.tokenize_status ? "failed" : "did not answer", si.tokenize_error);
   if (res->tokenizer_note[0]) cli_warn(CMD, "%s", res->tokenizer_note);
 
   /* Summaries: records, then the table. */
@@ -502,10 +566,14 @@ int bench_server(const struct bench_opts *o) {
   for (size_t i = 0; i < res->n_workloads; i++) {
     summaries[i] = res->workloads[i].summary;
     ceilings[i] = ceiling_for(&model, &summaries[i], res->workloads[i].workload.max_tokens);
-    json_t *ws = json_pack("{s:i, s:i, s:i}", "prompt_tokens_target",
-                           res->workloads[i].workload.prompt_tokens, "max_tokens",
-                           res->workloads[i].workload.max_tokens, "prompt_words",
-                           res->workloads[i].n_words);
+    const struct runner_workload_result *wr = &res->workloads[i];
+    json_t *ws = json_pack("{s:i, s:i, s:i, s:s, s:o}", "prompt_tokens_target",
+                           wr->workload.prompt_tokens, "max_tokens", wr->workload.max_tokens,
+                           "prompt_words", wr->n_words, "prompt_sizing",
+                           runner_prompt_sizing_name(wr->prompt_sizing), "tokens_per_word",
+                           wr->prompt_sizing == SIZING_TOKENS_PER_WORD
+                               ? record_json_num(res->tokens_per_word)
+                               : json_null());
     json_t *sum = record_summary_build(sc.identity, &summaries[i], ws,
                                        model.have ? &ceilings[i] : NULL,
                                        res->workloads[i].cpu_steal_share);
@@ -555,6 +623,7 @@ int bench_server(const struct bench_opts *o) {
              res->cold_failed, res->cold_runs,
              res->cold_failed < res->cold_runs ? " (the others reported no load time)" : "");
     }
+    print_prompt_sizing(&si, res);
     print_steal(res, steal);
     printf("records: %s (%llu lines this run)\n", out_path,
            (unsigned long long)record_lines_written(sc.file));

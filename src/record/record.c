@@ -324,6 +324,7 @@ static json_t *server_json(const struct server_info *s) {
   bad |= put(o, "system_info", str_or_null(s->system_info));
   bad |= put(o, "n_ctx", s->n_ctx ? json_integer(s->n_ctx) : json_null());
   bad |= put(o, "has_tokenize", json_boolean(s->has_tokenize));
+  bad |= put(o, "tokenize_error", str_or_null(s->tokenize_error));
   if (bad) {
     json_decref(o);
     return NULL;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # test_bench_server_robust: `tokmeter bench --url` against hostile fake servers
-# (tests/server/, --echo-key, --tokenize-hang, --fail-unload): an API key echoed
+# (tests/server/, --echo-key, --tokenize-hang, --tokenize-404, --fail-unload): an API key echoed
 # by the server (whole, or cut by a truncation) never reaches stdout, stderr or
 # the records; URL passwords are not shown or recorded; a results file that
 # cannot take a whole line keeps whole lines and the command exits 1; failed
-# --cold runs are counted; a hung /tokenize does not stall the run; bad input
+# --cold runs are counted; a hung /tokenize does not stall the run, and one
+# that answers 404 is said in the notes and the records; bad input
 # is refused (exit 2) before anything is sent; HTTP errors name the request.
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}"
@@ -120,6 +121,54 @@ expect_exit 0 timeout 40 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w cla
 t1=$(date +%s)
 [ $((t1 - t0)) -le 15 ] || fail "hung /tokenize stalled the run for $((t1 - t0)) s"
 grep -q "tokenizer did not answer" "$dir/err" || fail "hung /tokenize not said: $(cat "$dir/err")"
+python3 - "$dir/t.jsonl" <<'PY' || fail "hung /tokenize: records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+srv = recs[0]["server"]
+assert srv["has_tokenize"] is False and "no complete answer within" in srv["tokenize_error"], srv
+assert all(r["settings"]["prompt_sizing"] == "tokens-per-word"
+           for r in recs if r["record"] == "summary"), recs
+PY
+
+# --- 5b. a /tokenize that answers 404 (a proxy in front of llama.cpp, or any
+# OpenAI-compatible server without it): not a failure, not a warning; the
+# notes and the records say so, and what sized the prompts instead --------------
+start_server tok404 --mode paced --flavor llamacpp --tokenize-404 --a 1 --b 0 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify,extract -r 1 \
+  --out "$dir/t404.jsonl"
+grep -qF "prompt lengths: the server has no /tokenize endpoint (HTTP 404), so prompts were aimed with 1.00 tokens per word measured from the server's reported prompt counts, corrected by each warm-up's reported count. The prompt tokens shown are the server's own count." "$dir/out" ||
+  fail "404 /tokenize: the note: $(cat "$dir/out")"
+grep -qi "tokeniz" "$dir/err" && fail "404 /tokenize warned: $(cat "$dir/err")"
+python3 - "$dir/t404.jsonl" <<'PY' || fail "404 /tokenize: records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+srv = recs[0]["server"]
+assert srv["kind"] == "llama.cpp", srv
+assert srv["has_tokenize"] is False, srv   # it was true by kind before the probe
+assert srv["tokenize_error"] == "the server has no /tokenize endpoint (HTTP 404)", srv
+sums = [r for r in recs if r["record"] == "summary"]
+assert len(sums) == 2, sums
+for r in sums:
+    st = r["settings"]
+    assert st["prompt_sizing"] == "tokens-per-word" and st["tokens_per_word"] == 1.0, st
+# the prompts still reached their targets through the server's own counts
+timed = {r["workload"]: r for r in recs if r["record"] == "run" and not r["warmup"]
+         and not r["calibration"]}
+assert abs(timed["extract"]["tokens"]["prompt"] - 1700) <= 17, timed["extract"]["tokens"]
+PY
+# the same server with /tokenize: the probe finds it and the prompts use it
+start_server tokok --mode paced --flavor llamacpp --a 1 --b 0 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 1 --out "$dir/tok.jsonl"
+grep -qF "prompt lengths: aimed with the server's tokenizer (POST /tokenize). The prompt tokens shown are the server's own count." "$dir/out" ||
+  fail "working /tokenize: the note: $(cat "$dir/out")"
+python3 - "$dir/tok.jsonl" <<'PY' || fail "working /tokenize: records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+srv = recs[0]["server"]
+assert srv["has_tokenize"] is True and srv["tokenize_error"] is None, srv
+s = [r for r in recs if r["record"] == "summary"][0]["settings"]
+assert s["prompt_sizing"] == "tokenize" and s["tokens_per_word"] is None, s
+PY
 
 # --- 6. bad input, refused before anything is sent --------------------------------
 printf 'caf\xe9 au lait\n' >"$dir/latin1.txt"

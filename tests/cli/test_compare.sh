@@ -22,9 +22,10 @@ expect_exit() { # expected_code, then the command
 }
 
 # run ID TEST MODEL TYPE MS RATE [BYTES_PER_TOKEN]: one timed in-process run line
+# (tokens: the N of TEST; MS x RATE must make N, as the reader checks)
 run() {
-  printf '{"record":"run","schema":1,"identity":"%s","backend":"engine","target":"in-process","model":{"name":"%s","type":"%s"},"test":"%s","phase":"%s","threads":2,"depth":0,"warmup":false,"ok":true,"tokens":128,"ms":%s,"rate_tok_s":%s,"ceiling":{"ceiling_tok_s":90,"read_bandwidth_bytes_s":3e10,"bytes_per_token":%s}}\n' \
-    "$1" "$3" "$4" "$2" "$( [[ $2 == pp* ]] && echo prefill || echo decode )" "$5" "$6" "${7:-1e9}"
+  printf '{"record":"run","schema":1,"identity":"%s","backend":"engine","target":"in-process","model":{"name":"%s","type":"%s"},"test":"%s","phase":"%s","threads":2,"depth":0,"warmup":false,"ok":true,"tokens":%s,"ms":%s,"rate_tok_s":%s,"ceiling":{"ceiling_tok_s":90,"read_bandwidth_bytes_s":3e10,"bytes_per_token":%s}}\n' \
+    "$1" "$3" "$4" "$2" "$( [[ $2 == pp* ]] && echo prefill || echo decode )" "${2#??}" "$5" "$6" "${7:-1e9}"
 }
 
 {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_records_invalid: report, compare and decide --results refuse a results
-# file whose records break docs/records.md's types (exit 2, one line naming
-# the file, the line and the field), and still read the file tokmeter wrote
-# (exit 0). The inputs are made here: one real `tokmeter bench` run, then one
+# file whose records break docs/records.md's types, or whose run figures
+# contradict each other (rate x time = tokens) (exit 2, one line naming the
+# file, the line and the field), and still read the files tokmeter wrote
+# (exit 0), in-process and from a (fake) server. The inputs are made here: one real `tokmeter bench` run, then one
 # field of every run record changed with python3. Also import: llama-bench
 # output whose samples disagree, and -o onto a file that is not JSON Lines.
 set -euo pipefail
@@ -134,6 +135,129 @@ while IFS=$'\t' read -r name line msg; do
 done <"$dir/expect.txt"
 [ "$n" = 19 ] || fail "expected 19 invalid files, ran $n"
 
+# --- figures that contradict each other (src/analysis/results_agree.c) ---------
+# Each rate is a count over a time the same record carries: rate x ms / 1000
+# = tokens. Honest records from both writers (the in-process run above, and
+# a server run against the fake llama.cpp server) are read; one figure of one
+# run edited by more than 2% is refused, naming file:line and the keys; an
+# edit within 1% (rounding) is read.
+start_fake() { # NAME ARGS...: sets PORT
+  local name=$1; shift
+  rm -f "$dir/$name.port"
+  "$TOKMETER_FAKESERVER" --port-file "$dir/$name.port" "$@" >/dev/null 2>"$dir/$name.log" &
+  fake_pids+=($!)
+  for _ in $(seq 100); do [ -s "$dir/$name.port" ] && break; sleep 0.05; done
+  PORT=$(cat "$dir/$name.port") || fail "fake server $name did not start"
+}
+fake_pids=()
+trap 'for p in "${fake_pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
+start_fake llama --mode paced --flavor llamacpp --template-tokens 14 --prompt-cache \
+  --a 5 --b 0.02 --c 1
+srv="$dir/srv.jsonl"
+NO_PROXY='*' "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w generate -r 2 --out "$srv" \
+  >/dev/null 2>"$dir/err" || fail "bench --url for real server records: $(cat "$dir/err")"
+"$TOKMETER" report "$srv" >/dev/null 2>"$dir/err" || fail "report srv.jsonl: $(cat "$dir/err")"
+"$TOKMETER" compare "$srv" "$srv" >/dev/null 2>"$dir/err" || fail "compare srv: $(cat "$dir/err")"
+"$TOKMETER" decide -p 8 -n 4 "${api[@]}" --results "$srv" >/dev/null 2>"$dir/err" ||
+  fail "decide srv: $(cat "$dir/err")"
+
+python3 - "$good" "$srv" "$dir" <<'PY' || fail "making the contradicting files"
+import json, sys
+good, srv, out = sys.argv[1], sys.argv[2], sys.argv[3]
+def load(f): return [json.loads(l) for l in open(f) if l.strip()]
+expect = open(f"{out}/agree_expect.txt", "w")
+def write(name, lines, idx, edit, msg):
+    lines = [dict(l) for l in lines]
+    lines[idx] = json.loads(json.dumps(lines[idx]))  # a deep copy to edit
+    edit(lines[idx])
+    with open(f"{out}/{name}.jsonl", "w") as f:
+        for l in lines:
+            f.write(json.dumps(l) + "\n")
+    expect.write(f"{name}\t{idx + 1}\t{msg}\n")
+def prod(rate, rk, ms, mk, name, n):
+    return (f"{rk} {rate:g} tok/s x {mk} {ms:g} ms is {rate * ms / 1000:.6g} tokens, "
+            f"but {name} is {n}: the figures contradict each other (more than 2% apart)")
+
+# in-process: the first tg run (its decode curve carries per-segment times)
+eng = load(good)
+i = next(k for k, l in enumerate(eng) if l["record"] == "run" and l["test"].startswith("tg"))
+r = eng[i]
+write("eng_rate", eng, i, lambda l: l.update(rate_tok_s=r["rate_tok_s"] * 1.1),
+      prod(r["rate_tok_s"] * 1.1, "rate_tok_s", r["ms"], "ms", "tokens", r["tokens"]))
+write("eng_ms", eng, i, lambda l: l.update(ms=r["ms"] * 0.9),
+      prod(r["rate_tok_s"], "rate_tok_s", r["ms"] * 0.9, "ms", "tokens", r["tokens"]))
+n = r["tokens"]
+write("eng_tokens", eng, i, lambda l: l.update(tokens=n * 2, ms=r["ms"] * 2),
+      f'tokens {n * 2} is not the {n} tokens test "{r["test"]}" names')
+seg = r["decode_by_segment"][0]
+def seg_edit(l): l["decode_by_segment"][0]["tok_s"] = seg["tok_s"] * 1.5
+write("eng_segment", eng, i, seg_edit,
+      prod(seg["tok_s"] * 1.5, "decode_by_segment[0].tok_s", seg["ms"], "decode_by_segment[0].ms",
+           "decode_by_segment[0] to - from + 1", seg["to"] - seg["from"] + 1))
+
+# server: the first timed run (llama.cpp timings, client and server rates)
+sl = load(srv)
+j = next(k for k, l in enumerate(sl) if l["record"] == "run" and not l["warmup"]
+         and not l["calibration"])
+s = sl[j]
+t, c, sv, rt = s["tokens"], s["client"], s["server"], s["rates"]
+assert rt["prefill_tok_s"]["server"] and rt["prefill_tok_s"]["client"], rt
+assert rt["decode_tok_s"]["server"] and rt["decode_tok_s"]["client"], rt
+assert t["cached"] and t["cached"] > 0, t   # processed = prompt - cached is exercised
+pf, dc = rt["prefill_tok_s"], rt["decode_tok_s"]
+def set_rate(phase, who, v):
+    def f(l):
+        l["rates"][phase][who] = v
+        if l["rates"][phase]["source"] == who:
+            l["rates"][phase]["headline"] = v   # the edit keeps its headline in step
+    return f
+write("srv_prefill_server", sl, j, set_rate("prefill_tok_s", "server", pf["server"] * 1.05),
+      prod(pf["server"] * 1.05, "rates.prefill_tok_s.server", sv["prompt_ms"], "server.prompt_ms",
+           "tokens.processed", t["processed"]))
+def ttft_edit(l): l["client"]["ttft_ms"] = c["ttft_ms"] / 2
+write("srv_ttft", sl, j, ttft_edit,
+      prod(pf["client"], "rates.prefill_tok_s.client", c["ttft_ms"] / 2, "client.ttft_ms",
+           "tokens.processed", t["processed"]))
+write("srv_decode_server", sl, j, set_rate("decode_tok_s", "server", dc["server"] * 1.2),
+      prod(dc["server"] * 1.2, "rates.decode_tok_s.server", sv["predicted_ms"],
+           "server.predicted_ms", "server.predicted_n - 1", sv["predicted_n"] - 1))
+write("srv_decode_client", sl, j, set_rate("decode_tok_s", "client", dc["client"] * 0.8),
+      prod(dc["client"] * 0.8, "rates.decode_tok_s.client", c["decode_span_ms"],
+           "client.decode_span_ms", "tokens.completion - 1", t["completion"] - 1))
+def proc_edit(l): l["server"]["prompt_n"] = None; l["tokens"]["processed"] = t["prompt"]
+write("srv_processed", sl, j, proc_edit,
+      f'tokens.processed {t["prompt"]} is not tokens.prompt {t["prompt"]} - tokens.cached {t["cached"]}')
+def head_edit(l): l["rates"]["prefill_tok_s"]["headline"] = pf["server"] * 3
+write("srv_headline", sl, j, head_edit,
+      f'rates.prefill_tok_s.headline {pf["server"] * 3:g} is not rates.prefill_tok_s.server '
+      f'{pf["server"]:g}, the source it names (more than 2% apart)')
+
+# within the tolerance: figures rounded by hand stay readable
+def round_edit(l):
+    l["rates"]["prefill_tok_s"]["server"] = pf["server"] * 1.01
+    l["rates"]["prefill_tok_s"]["headline"] = pf["server"] * 1.01
+    l["rates"]["decode_tok_s"]["client"] = round(dc["client"] * 0.99, 1)
+with open(f"{out}/srv_rounded.jsonl", "w") as f:
+    for k, l in enumerate(sl):
+        l = json.loads(json.dumps(l))
+        if k == j: round_edit(l)
+        f.write(json.dumps(l) + "\n")
+PY
+
+n_agree=0
+while IFS=$'\t' read -r name line msg; do
+  f="$dir/$name.jsonl"
+  case $name in eng_*) other=$good ;; *) other=$srv ;; esac
+  expect_refused "report $name" "$f" "$line" "$msg" "$TOKMETER" report "$f"
+  expect_refused "compare $name" "$f" "$line" "$msg" "$TOKMETER" compare "$other" "$f"
+  expect_refused "decide $name" "$f" "$line" "$msg" \
+    "$TOKMETER" decide -p 8 -n 4 "${api[@]}" --results "$f"
+  n_agree=$((n_agree + 1))
+done <"$dir/agree_expect.txt"
+[ "$n_agree" = 10 ] || fail "expected 10 contradicting files, ran $n_agree"
+"$TOKMETER" report "$dir/srv_rounded.jsonl" >/dev/null 2>"$dir/err" ||
+  fail "figures within 2% refused: $(cat "$dir/err")"
+
 # null rates are blanks: read, the decode column blank, prefill still there
 "$TOKMETER" report "$dir/rate_null.jsonl" >"$dir/out" 2>"$dir/err" ||
   fail "report rate_null: $(cat "$dir/err")"
@@ -205,4 +329,4 @@ set -e
 grep -q "binary.jsonl: not a tokmeter results file" "$dir/err" || fail "binary -o: $(cat "$dir/err")"
 cmp -s "$dir/binary.jsonl" "$dir/binary.bak" || fail "binary -o: the file was changed"
 
-echo "ok: $n invalid files refused by report, compare (A and B), decide; import checks"
+echo "ok: $n invalid files refused by report, compare (A and B), decide; $n_agree contradicting files refused; import checks"

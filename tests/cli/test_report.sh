@@ -19,14 +19,14 @@ expect_exit() { # expected_code, then the command
   [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
 }
 
-run() { # test threads index warmup rate ms ceiling
+run() { # test threads index warmup rate ms ceiling (16 tokens: rate x ms / 1000 must make 16)
   printf '{"record":"run","schema":1,"identity":"e1","backend":"engine","target":"in-process","model":{"name":"m.gguf","type":"Q8_0"},"test":"%s","phase":"%s","threads":%s,"depth":0,"index":%s,"warmup":%s,"ok":true,"tokens":16,"ms":%s,"rate_tok_s":%s,"ceiling":{"ceiling_tok_s":%s},"decode_by_segment":%s}\n' \
     "$1" "$([ "${1:0:2}" = pp ] && echo prefill || echo decode)" "$2" "$3" "$4" "$6" "$5" "$7" \
     "$([ "${1:0:2}" = tg ] && echo '[{"from":1,"to":8,"tok_s":'"$5"'},{"from":9,"to":16,"tok_s":'"$5"'}]' || echo null)"
 }
 {
   echo '{"record":"identity","schema":1,"id":"e1","backend":"engine","target":"in-process","command":"tokmeter bench -m m.gguf"}'
-  run pp16 1 null true 9999 1 2000
+  run pp16 1 null true 9999 1.6 2000
   run pp16 1 0 false 1000 16 2000
   run pp16 1 1 false 1200 13.3 2000
   run pp16 1 2 false 1100 14.5 2000

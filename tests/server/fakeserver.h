@@ -138,6 +138,8 @@ struct fs_config {
   } echo_key;
   uint32_t echo_pad;
   bool tokenize_hang; /* POST /tokenize: silence until the client gives up */
+  bool tokenize_404;  /* POST /tokenize: HTTP 404, as a server without the
+                         endpoint (or a proxy that does not pass it) answers */
   bool fail_unload;   /* a generation request with keep_alive 0 (Ollama's
                          unload): HTTP 500 */
 };

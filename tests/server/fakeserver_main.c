@@ -39,6 +39,7 @@ static void usage(FILE *f) {
           "  --echo-key 401|model  hostile: every request 401 quoting the bearer key after\n"
           "                        --echo-pad N x's; or /v1/models lists \"m <key>\"\n"
           "  --tokenize-hang       hostile: POST /tokenize never answers\n"
+          "  --tokenize-404        hostile: POST /tokenize answers HTTP 404\n"
           "  --fail-unload         hostile: a generation with keep_alive 0 gets HTTP 500\n"
           "  --port-file F         also write the port number to F (default none)\n"
           "  --help                this text\n");
@@ -160,6 +161,8 @@ int main(int argc, char **argv) {
       cfg.echo_pad = (uint32_t)x;
     } else if (strcmp(a, "--tokenize-hang") == 0) {
       cfg.tokenize_hang = true;
+    } else if (strcmp(a, "--tokenize-404") == 0) {
+      cfg.tokenize_404 = true;
     } else if (strcmp(a, "--fail-unload") == 0) {
       cfg.fail_unload = true;
     } else if (strcmp(a, "--port-file") == 0) {

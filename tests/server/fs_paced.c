@@ -688,7 +688,7 @@ static void bearer_of(const struct fs_request *req, char *out, size_t n) {
   }
 }
 
-/* The hostile behaviours of fs_config (echo_key, tokenize_hang, fail_unload);
+/* The hostile behaviours of fs_config (echo_key, tokenize_hang, tokenize_404, fail_unload);
  * -2 when none applies to this request. */
 static int hostile(struct fakeserver *s, int fd, const struct fs_request *req, const char *path,
                    enum ep ep) {
@@ -715,6 +715,8 @@ static int hostile(struct fakeserver *s, int fd, const struct fs_request *req, c
     fs_wait_silent(s, fd);
     return -1;
   }
+  if (s->cfg.tokenize_404 && strcmp(path, "/tokenize") == 0)
+    return send_error(s, fd, req, 404, "not_found_error", "File Not Found");
   if (s->cfg.fail_unload && ep != EP_NONE) {
     json_t *ka = json_object_get(req->json, "keep_alive");
     if (ka && json_is_number(ka) && json_number_value(ka) == 0)

@@ -32,23 +32,23 @@ static int load(const char *text, struct results *r, struct series_set *set) {
   return 0;
 }
 
-#define ENG_RUN(id, test, phase, idx, warm, ms, rate)                                        \
+#define ENG_RUN(id, test, toks, phase, idx, warm, ms, rate)                                  \
   "{\"record\":\"run\",\"schema\":1,\"identity\":\"" id "\",\"backend\":\"engine\","        \
   "\"target\":\"in-process\",\"model\":{\"name\":\"m.gguf\",\"file\":\"m.gguf\","          \
   "\"arch\":\"qwen3\",\"type\":\"Q8_0\"},\"test\":\"" test "\",\"phase\":\"" phase "\","   \
   "\"threads\":2,\"depth\":0,\"index\":" idx ",\"warmup\":" warm ",\"ok\":true,"           \
-  "\"tokens\":32,\"ms\":" ms ",\"rate_tok_s\":" rate ","                                    \
+  "\"tokens\":" toks ",\"ms\":" ms ",\"rate_tok_s\":" rate ","                              \
   "\"ceiling\":{\"ceiling_tok_s\":100.0,\"read_bandwidth_bytes_s\":1e10,"                  \
   "\"bytes_per_token\":1e8}}\n"
 
 static const char *engine_text =
     "{\"record\":\"identity\",\"schema\":1,\"id\":\"A1\",\"backend\":\"engine\"}\n"
-    ENG_RUN("A1", "tg32", "decode", "null", "true", "900", "35.5")
-    ENG_RUN("A1", "tg32", "decode", "0", "false", "800", "40")
-    ENG_RUN("A1", "tg32", "decode", "1", "false", "820", "39")
-    ENG_RUN("A1", "pp16", "prefill", "0", "false", "100", "160")
+    ENG_RUN("A1", "tg32", "32", "decode", "null", "true", "900", "35.5")
+    ENG_RUN("A1", "tg32", "32", "decode", "0", "false", "800", "40")
+    ENG_RUN("A1", "tg32", "32", "decode", "1", "false", "820", "39")
+    ENG_RUN("A1", "pp16", "16", "prefill", "0", "false", "100", "160")
     "{\"record\":\"identity\",\"schema\":1,\"id\":\"A2\",\"backend\":\"engine\"}\n"
-    ENG_RUN("A2", "tg32", "decode", "0", "false", "840", "38")
+    ENG_RUN("A2", "tg32", "32", "decode", "0", "false", "840", "38")
     "{\"record\":\"end\",\"schema\":1,\"identity\":\"A2\"}\n";
 
 static void test_engine_series(void) {
@@ -192,11 +192,16 @@ static void test_server_series(void) {
 }
 
 /* One decode run of configuration "m.gguf tg32 t2" with its own ceiling,
- * as the engine writes them (bandwidth read around each run). */
+ * as the engine writes them (bandwidth read around each run); its time is
+ * what 32 tokens take at that rate (the reader holds them to agree). */
+#define MS_AT_70 "457.142857143"
+#define MS_AT_71 "450.704225352"
+#define MS_AT_69 "463.768115942"
+#define MS_AT_72 "444.444444444"
 #define CEIL_RUN(id, rate, ceil, bw, bpt)                                                  \
   "{\"record\":\"run\",\"schema\":1,\"identity\":\"" id "\",\"backend\":\"engine\","        \
   "\"model\":{\"name\":\"m.gguf\",\"type\":\"Q8_0\"},\"test\":\"tg32\",\"threads\":2,"      \
-  "\"depth\":0,\"warmup\":false,\"ok\":true,\"ms\":800,\"rate_tok_s\":" rate ","            \
+  "\"depth\":0,\"warmup\":false,\"ok\":true,\"ms\":" MS_AT_##rate ",\"rate_tok_s\":" #rate "," \
   "\"ceiling\":{\"ceiling_tok_s\":" ceil ",\"read_bandwidth_bytes_s\":" bw ","                  \
   "\"bytes_per_token\":" bpt "}}\n"
 #define CEIL_ID(id, cpu)                                                                    \
@@ -207,10 +212,10 @@ static void test_server_series(void) {
  * order of the files (it was the first run's: `report i1 i2` said 92%,
  * `report i2 i1` 73%), with the spread and mixed machines or models said. */
 static void test_ceiling_over_all_runs(void) {
-  const char *one = CEIL_ID("I1", "CPU X") CEIL_RUN("I1", "70", "76", "7.6e9", "1e8")
-      CEIL_RUN("I1", "71", "76", "7.6e9", "1e8");
-  const char *two = CEIL_ID("I2", "CPU X") CEIL_RUN("I2", "69", "96", "9.6e9", "1e8")
-      CEIL_RUN("I2", "70", "96", "9.6e9", "1e8");
+  const char *one = CEIL_ID("I1", "CPU X") CEIL_RUN("I1", 70, "76", "7.6e9", "1e8")
+      CEIL_RUN("I1", 71, "76", "7.6e9", "1e8");
+  const char *two = CEIL_ID("I2", "CPU X") CEIL_RUN("I2", 69, "96", "9.6e9", "1e8")
+      CEIL_RUN("I2", 70, "96", "9.6e9", "1e8");
   const char *key = "engine | m.gguf | Q8_0 | tg32 | t2 | d0";
   for (int order = 0; order < 2; order++) {
     const char *p1 = write_file(order ? "b.jsonl" : "a.jsonl", order ? two : one);
@@ -246,8 +251,8 @@ static void test_ceiling_over_all_runs(void) {
   /* within 5%, one machine, one model: nothing to say */
   struct results r;
   struct series_set set;
-  if (load(CEIL_ID("I1", "CPU X") CEIL_RUN("I1", "70", "76", "7.6e9", "1e8")
-               CEIL_RUN("I1", "71", "79", "7.9e9", "1e8"), &r, &set)) {
+  if (load(CEIL_ID("I1", "CPU X") CEIL_RUN("I1", 70, "76", "7.6e9", "1e8")
+               CEIL_RUN("I1", 71, "79", "7.9e9", "1e8"), &r, &set)) {
     CHECK(0);
     return;
   }
@@ -258,12 +263,12 @@ static void test_ceiling_over_all_runs(void) {
   series_set_free(&set);
   results_free(&r);
   /* another machine, another model file, a run without a ceiling: each said */
-  if (load(CEIL_ID("I1", "CPU X") CEIL_RUN("I1", "70", "76", "7.6e9", "1e8")
-               CEIL_ID("I2", "CPU Y") CEIL_RUN("I2", "71", "77", "7.7e9", "1e8")
-               CEIL_RUN("I2", "72", "76", "9.12e9", "1.2e8")
+  if (load(CEIL_ID("I1", "CPU X") CEIL_RUN("I1", 70, "76", "7.6e9", "1e8")
+               CEIL_ID("I2", "CPU Y") CEIL_RUN("I2", 71, "77", "7.7e9", "1e8")
+               CEIL_RUN("I2", 72, "76", "9.12e9", "1.2e8")
                "{\"record\":\"run\",\"schema\":1,\"identity\":\"I2\",\"backend\":\"engine\","
                "\"model\":{\"name\":\"m.gguf\",\"type\":\"Q8_0\"},\"test\":\"tg32\","
-               "\"threads\":2,\"depth\":0,\"warmup\":false,\"ok\":true,\"ms\":800,"
+               "\"threads\":2,\"depth\":0,\"warmup\":false,\"ok\":true,\"ms\":438.356164384,"
                "\"rate_tok_s\":73,\"ceiling\":null}\n",
            &r, &set)) {
     CHECK(0);

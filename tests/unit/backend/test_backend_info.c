@@ -62,6 +62,8 @@ static void test_llamacpp_flavor(void) {
     CHECK_STR(si.model, "models/fake-Q4_0.gguf");
     CHECK_EQ_INT(si.n_ctx, 4096);
     CHECK(si.has_tokenize);
+    CHECK_STR(si.tokenize_error, "");
+    CHECK_CONTAINS(fs_last_request_line(s.fs), "POST /tokenize"); /* probed, not assumed */
     CHECK_EQ_INT(backend_count_tokens(b, NULL, "one two three four five", &err), 5);
     CHECK_CONTAINS(fs_last_request_line(s.fs), "POST /tokenize");
     CHECK_CONTAINS(fs_last_request_body(s.fs), "\"content\":\"one two three four five\"");
@@ -141,6 +143,8 @@ static void test_ollama_flavor(void) {
     CHECK_STR(si.build, "0.6.8");
     CHECK_STR(si.model, "fake:latest");
     CHECK(!si.has_tokenize);
+    CHECK(si.tokenize_missing);
+    CHECK_STR(si.tokenize_error, "Ollama has no tokenizer endpoint");
     CHECK_EQ_INT(backend_count_tokens(b, "fake:latest", "a b", &err), -1);
     CHECK_CONTAINS(err.msg, "Ollama has no tokenizer");
     char names[2][256];
@@ -174,6 +178,9 @@ static void test_lmstudio_flavor(void) {
     CHECK_STR(si.kind, "lmstudio");
     CHECK_STR(si.model, "fake-model");
     CHECK(!si.has_tokenize);
+    CHECK(si.tokenize_missing);
+    CHECK_EQ_INT(si.tokenize_status, 404);
+    CHECK_STR(si.tokenize_error, "the server has no /tokenize endpoint (HTTP 404)");
     CHECK_EQ_INT(backend_count_tokens(b, "fake-model", "a b", &err), -1);
     CHECK_CONTAINS(err.msg, "404");
     char names[2][256];
@@ -216,7 +223,49 @@ static void test_unknown_and_unreachable(void) {
   }
 }
 
+/* has_tokenize is what POST /tokenize answered, not the kind's habit: a
+ * llama.cpp whose /tokenize answers 404 (a proxy in front of it) has none,
+ * said as missing; one that never answers has none, said as a failure. */
+static void test_tokenize_probe(void) {
+  for (int hang = 0; hang < 2; hang++) {
+    struct fs_config cfg;
+    fs_config_init(&cfg);
+    cfg.mode = FS_PACED;
+    cfg.flavor = FS_FLAVOR_LLAMACPP;
+    cfg.tokenize_404 = !hang;
+    cfg.tokenize_hang = hang;
+    int port = 0;
+    struct fakeserver *fs = fs_start(&cfg, &port);
+    CHECK_MSG(fs != NULL, "fakeserver did not start");
+    if (!fs) return;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    struct backend_config bc = {.base_url = url, .api = API_OPENAI, .connect_timeout_s = 1};
+    struct tm_err err = {{0}};
+    struct backend *b = backend_new(&bc, &err);
+    CHECK_MSG(b != NULL, "backend_new: %s", err.msg);
+    if (b) {
+      struct server_info si;
+      CHECK_EQ_INT(backend_server_info(b, &si, &err), 0);
+      CHECK_STR(si.kind, "llama.cpp");
+      CHECK(!si.has_tokenize);
+      if (!hang) {
+        CHECK(si.tokenize_missing);
+        CHECK_EQ_INT(si.tokenize_status, 404);
+        CHECK_STR(si.tokenize_error, "the server has no /tokenize endpoint (HTTP 404)");
+      } else {
+        CHECK(!si.tokenize_missing);
+        CHECK_EQ_INT(si.tokenize_status, 0);
+        CHECK_CONTAINS(si.tokenize_error, "POST /tokenize: no complete answer within 1.0 s");
+      }
+      backend_free(b);
+    }
+    fs_stop(fs);
+  }
+}
+
 void tm_run_tests(void) {
+  TM_RUN(test_tokenize_probe);
   TM_RUN(test_llamacpp_flavor);
   TM_RUN(test_props_fixture_replay);
   TM_RUN(test_vllm_flavor);

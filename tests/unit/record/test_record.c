@@ -283,6 +283,7 @@ static void test_identity(void) {
   CHECK(json_is_null(json_object_get(sj, "system_info")));
   CHECK_EQ_INT(json_integer_value(json_object_get(sj, "n_ctx")), 4096);
   CHECK(json_is_true(json_object_get(sj, "has_tokenize")));
+  CHECK(json_is_null(json_object_get(sj, "tokenize_error"))); /* "" when it answered */
   json_t *mach = json_object_get(j, "machine");
   CHECK_STR(json_string_value(json_object_get(mach, "cpu")), "AMD EPYC 7B13");
   CHECK_EQ_INT(json_integer_value(json_object_get(mach, "cores")), 2);
