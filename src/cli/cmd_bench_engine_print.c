@@ -2,7 +2,10 @@
  * a table (every rate with its ceiling at the same thread count and the
  * percentage), the decode curve, and conclusions computed from the numbers
  * (how each phase scaled with cores and why; what fewer bytes per token
- * bought). --json prints the same as one document. */
+ * bought). --json prints the same as one document. Rule 5: a decode of fewer
+ * than METRICS_MIN_DECODE_TOKENS tokens has no rate (engine_bench.h): its
+ * cell and percentage are blank with the server table's footnote, its
+ * ceiling stays, and no conclusion uses a rate it does not have. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -51,6 +54,13 @@ static const char *rate_pm(const struct stats_summary *t, char *buf, size_t n) {
  * and nothing concluded after the table uses them. */
 static bool blank_by_rule(const struct eb_row *r) {
   return r && r->cfg.kind == ENGINE_BENCH_TG && r->cfg.tokens < METRICS_MIN_DECODE_TOKENS;
+}
+
+/* What a conclusion says in place of a decode rate blank by rule 5. */
+static const char *no_rate_text(uint32_t n, char *buf, size_t cap) {
+  snprintf(buf, cap, "decode has no rate (tg%u: fewer than %d generated tokens)", n,
+           METRICS_MIN_DECODE_TOKENS);
+  return buf;
 }
 
 /* The footnote of a rate blank by rule 5 (the server table's words). */
@@ -446,9 +456,8 @@ void bench_engine_conclude(struct eb_state *s) {
     const struct eb_row *pp1 = p ? find_row(s, mi, t1, ENGINE_BENCH_PP, p, d) : NULL;
     const struct eb_row *tg0 = n ? find_row(s, mi, t0, ENGINE_BENCH_TG, n, d) : NULL;
     const struct eb_row *tg1 = n ? find_row(s, mi, t1, ENGINE_BENCH_TG, n, d) : NULL;
-    char no_rate[96]; /* what replaces the decode figures blank by rule 5 */
-    snprintf(no_rate, sizeof no_rate, "decode has no rate (tg%u: fewer than %d generated tokens)",
-             n, METRICS_MIN_DECODE_TOKENS);
+    char no_rate[96];
+    no_rate_text(n, no_rate, sizeof no_rate);
     if (t1 != t0 && pp0 && tg0 && (blank_by_rule(tg0) || blank_by_rule(tg1))) {
       conclude(s, "%s: from %u to %u threads prefill %.2fx; %s.", name, t0, t1,
                ratio(pp0, pp1), no_rate);
@@ -544,9 +553,7 @@ void bench_engine_conclude(struct eb_state *s) {
      * blank by rule 5 (or a phase not run, -p 0 / -n 0) says so instead. */
     char dec[128], pre[48];
     if (isfinite(rd)) snprintf(dec, sizeof dec, "decode %+.0f%%", 100.0 * (rd - 1));
-    else if (blank_by_rule(ta) || blank_by_rule(tb))
-      snprintf(dec, sizeof dec, "decode has no rate (tg%u: fewer than %d generated tokens)", n,
-               METRICS_MIN_DECODE_TOKENS);
+    else if (blank_by_rule(ta) || blank_by_rule(tb)) no_rate_text(n, dec, sizeof dec);
     else snprintf(dec, sizeof dec, "decode not measured");
     if (isfinite(rp)) snprintf(pre, sizeof pre, "prefill %+.0f%%", 100.0 * (rp - 1));
     else snprintf(pre, sizeof pre, "prefill not measured");
