@@ -8,6 +8,10 @@
  *
  * In-process runs are recognised by a "test" string (pp<L> / tg<N>), whatever
  * the backend ("engine", "llama-bench"); every other run is a server run.
+ * Rule 5 holds whatever a file says: a tg<N> of fewer than
+ * METRICS_MIN_DECODE_TOKENS tokens gives no decode rate (records written
+ * since carry null; older ones and llama-bench imports carry a number), only
+ * its time.
  * Values stay in file order across invocations: drift detection and the decode
  * curve depend on that order. */
 #include "analysis/series.h"
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS (header-only use) */
 #include "stats/stats.h"
 
 /* Running sums of a series' ceiling and its parts, whose means become the
@@ -265,6 +270,7 @@ static int engine_run(struct builder *b, const struct results_invocation *inv, j
     if (add_value(b, &p, "prefill_tok_s", "PF", "tok/s", rate, ceiling, NAN)) return -1;
     if (add_value(b, &p, "prefill_ms", "FX", "ms", ms, NAN, NAN)) return -1;
   } else {
+    if (len < METRICS_MIN_DECODE_TOKENS) rate = NAN; /* rule 5: blank, not a number */
     if (add_value(b, &p, "decode_tok_s", "DC", "tok/s", rate, ceiling, NAN)) return -1;
     if (add_value(b, &p, "decode_ms", "FX", "ms", ms, NAN, NAN)) return -1;
   }

@@ -11,24 +11,18 @@
 #include "util/rng.h"
 
 size_t engine_bench_segments(uint32_t n, struct engine_bench_segment *out) {
-  size_t k = 0;
-  if (n == 0) return 0;
+  /* Candidate ends 32, 64, 128, ... below n (at most 27 below 2^32). */
+  uint32_t cand[32], ends[ENGINE_BENCH_MAX_SEGMENTS];
+  size_t n_cand = 0;
+  for (uint64_t e = 32; e < n && n_cand < sizeof cand / sizeof cand[0]; e *= 2)
+    cand[n_cand++] = (uint32_t)e;
+  size_t k = metrics_segment_ends(cand, n_cand, n, METRICS_MIN_DECODE_TOKENS, ends,
+                                  ENGINE_BENCH_MAX_SEGMENTS);
   memset(out, 0, sizeof *out * ENGINE_BENCH_MAX_SEGMENTS);
-  if (n < 4) {
-    out[k++] = (struct engine_bench_segment){.from = 1, .to = n};
-    return k;
-  }
-  if (n <= 32) {
-    out[k++] = (struct engine_bench_segment){.from = 1, .to = n / 2};
-    out[k++] = (struct engine_bench_segment){.from = n / 2 + 1, .to = n};
-    return k;
-  }
-  uint32_t from = 1, to = 32;
-  while (from <= n) {
-    if (to > n || k == ENGINE_BENCH_MAX_SEGMENTS - 1) to = n;
-    out[k++] = (struct engine_bench_segment){.from = from, .to = to};
-    from = to + 1;
-    to = to > UINT32_MAX / 2 ? n : to * 2;
+  uint32_t from = 1;
+  for (size_t i = 0; i < k; i++) {
+    out[i] = (struct engine_bench_segment){.from = from, .to = ends[i]};
+    from = ends[i] + 1;
   }
   return k;
 }
@@ -98,7 +92,9 @@ static int run_rep(struct engine *e, const struct engine_bench_config *cfg, uint
       rep->seg[s].tok_s = ms > 0 ? (rep->seg[s].to - rep->seg[s].from + 1) * 1000.0 / ms : NAN;
     }
   }
-  rep->tok_s = rep->ms > 0 ? rep->tokens * 1000.0 / rep->ms : NAN;
+  /* Rule 5: a decode of a handful of tokens gives no rate (its time stays). */
+  bool blank = cfg->kind == ENGINE_BENCH_TG && cfg->tokens < METRICS_MIN_DECODE_TOKENS;
+  rep->tok_s = rep->ms > 0 && !blank ? rep->tokens * 1000.0 / rep->ms : NAN;
   return 0;
 }
 

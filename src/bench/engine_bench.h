@@ -11,6 +11,9 @@
  *     (there is no stop), so exactly N tokens; rate = N / time of the N steps.
  *     Every step is timed on its own: the decode curve (rate per output
  *     segment, e.g. tokens 1-32, 33-64, 65-128) comes from those step times.
+ *     Rule 5, as the server bench applies it (metrics.h): below
+ *     METRICS_MIN_DECODE_TOKENS (24) steps the rate is blank (NAN; the times
+ *     stay: they are measurements), and no segment of the curve is shorter.
  *
  * One warm-up repetition per configuration (at least one; never in the
  * statistics), then `reps` timed ones. Token ids are random (seeded: the same
@@ -23,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS (rule 5) */
 #include "stats/stats.h"
 #include "util/err.h"
 
@@ -43,7 +47,8 @@ struct engine_bench_config {
   uint64_t seed;       /* token ids */
 };
 
-/* Output tokens [from, to] (1-based, inclusive) of a tg run. */
+/* Output tokens [from, to] (1-based, inclusive) of a tg run: at least
+ * METRICS_MIN_DECODE_TOKENS of them (engine_bench_segments). */
 struct engine_bench_segment {
   uint32_t from, to;
   double ms;           /* sum of those steps' times */
@@ -55,7 +60,8 @@ struct engine_bench_rep {
   bool warmup;
   uint32_t tokens;     /* tokens timed: exactly cfg.tokens */
   double ms;           /* the timed pass (pp) or the sum of the steps (tg) */
-  double tok_s;        /* tokens / ms */
+  double tok_s;        /* tokens / ms; NAN for a tg of fewer than
+                          METRICS_MIN_DECODE_TOKENS tokens (rule 5: blank) */
   size_t n_segments;   /* tg only; 0 for pp */
   struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
 };
@@ -66,7 +72,9 @@ struct engine_bench_result {
   size_t n_reps;                   /* timed repetitions done (= cfg.reps) */
   struct engine_bench_rep *reps;   /* n_reps timed ones (malloc'd) */
   struct engine_bench_rep warmup;  /* the last warm-up repetition */
-  struct stats_summary tok_s, ms;  /* over the timed repetitions */
+  struct stats_summary tok_s, ms;  /* over the timed repetitions; tok_s has
+                                      n = 0 (every figure NAN) when the rate is
+                                      blank by rule 5, ms keeps the times */
   /* Decode curve over the timed repetitions: per segment, the mean of the
    * reps' segment rates (tg only). */
   size_t n_segments;
@@ -81,10 +89,13 @@ typedef void (*engine_bench_progress_fn)(const struct engine_bench_config *cfg,
                                          const struct engine_bench_rep *rep, void *ctx);
 
 /* The segments of an n-token decode run: 1-32, 33-64, 65-128, 129-256, ...
- * (doubling), the last one ending at n; for n <= 32: halves (1-n/2, n/2+1-n)
- * or one segment when n < 4. Returns the count (<= ENGINE_BENCH_MAX_SEGMENTS;
- * the last segment absorbs the rest when doubling would exceed it). The ms
- * and tok_s fields are zeroed. */
+ * (doubling), the last one ending at n, each of at least
+ * METRICS_MIN_DECODE_TOKENS tokens (rule 5, cut as the server's curve is:
+ * metrics_segment_ends): a remainder shorter than that joins the segment
+ * before it (n = 140: 1-32, 33-64, 65-140), so n < 56 is one segment 1-n and
+ * n < 24 none. Returns the count (<= ENGINE_BENCH_MAX_SEGMENTS; the last
+ * segment absorbs the rest when doubling would exceed it). The ms and tok_s
+ * fields are zeroed. */
 size_t engine_bench_segments(uint32_t n, struct engine_bench_segment *out);
 
 /* "pp512" / "tg128" into buf. */

@@ -161,23 +161,41 @@ void metrics_classify_chunks(const struct run_result *r, bool *out_reasoning) {
 
 static double ns_to_ms(uint64_t ns) { return (double)ns / 1e6; }
 
+size_t metrics_segment_ends(const uint32_t *candidates, size_t n_candidates, uint32_t total,
+                            uint32_t min_tokens, uint32_t *ends, size_t cap) {
+  if (cap == 0 || total == 0 || total < min_tokens) return 0;
+  size_t n = 0;
+  uint32_t from = 1; /* first token of the segment being cut */
+  for (size_t i = 0; i < n_candidates && n + 1 < cap; i++) {
+    uint32_t e = candidates[i];
+    if (e < from) continue;   /* not increasing: skip the bad one */
+    if (e >= total) break;    /* the last segment ends at total anyway */
+    if (e - from + 1 < min_tokens) continue; /* too short: on to the next end */
+    if (total - e < min_tokens) break;       /* the rest would be too short: joins */
+    ends[n++] = e;
+    from = e + 1;
+  }
+  ends[n++] = total;
+  return n;
+}
+
 /* tok_end[k] = generated-token index (1-based) of chunk k's last token. */
 static void decode_segments(const struct run_result *r, const uint32_t *tok_end,
-                            const struct metrics_options *opt, struct run_metrics *m) {
+                            const struct metrics_options *opt, uint32_t min_decode,
+                            struct run_metrics *m) {
   static const uint32_t default_bounds[] = {50, 200};
   const uint32_t *bounds = opt->n_bounds ? opt->segment_bounds : default_bounds;
   size_t n_bounds = opt->n_bounds ? opt->n_bounds : 2;
   if (n_bounds > METRICS_MAX_SEGMENTS) n_bounds = METRICS_MAX_SEGMENTS;
   uint32_t total = r->n_chunks ? tok_end[r->n_chunks - 1] : 0;
+  uint32_t ends[METRICS_MAX_SEGMENTS];
+  size_t n_ends = metrics_segment_ends(bounds, n_bounds, total, min_decode, ends,
+                                       METRICS_MAX_SEGMENTS);
 
   uint32_t from = 1;
   size_t k = 0; /* first chunk not yet used */
-  for (size_t s = 0; s <= n_bounds && m->n_segments < METRICS_MAX_SEGMENTS; s++) {
-    /* s == n_bounds: the tail after the last bound, to the end. */
-    uint32_t to = (s < n_bounds) ? bounds[s] : UINT32_MAX;
-    if (to < from) continue; /* bounds not increasing: skip the bad one */
-    if (from > total) break; /* beyond what was generated */
-    if (to > total) to = total;
+  for (size_t s = 0; s < n_ends; s++) {
+    uint32_t to = ends[s];
     /* Points: the last chunk before the segment (its end is the segment's
      * start, so consecutive segments partition the decode span), then every
      * chunk whose last token falls inside it. */
@@ -198,7 +216,6 @@ static void decode_segments(const struct run_result *r, const uint32_t *tok_end,
       }
     }
     k = last_pt;
-    if (to == UINT32_MAX || to >= total) break;
     from = to + 1;
   }
 }
@@ -561,7 +578,7 @@ void run_metrics_compute(const struct run_result *r, const struct backend_reques
   if (inter_token_ok && m->generated_tokens >= (int64_t)min_decode && m->decode_span_ms > 0)
     m->decode_client = (double)(m->generated_tokens - 1) / (m->decode_span_ms / 1e3);
   if (inter_token_ok && m->generated_tokens >= (int64_t)min_decode && tok_end)
-    decode_segments(r, tok_end, opt, m);
+    decode_segments(r, tok_end, opt, min_decode, m);
 
   /* --- headlines: the runtime's own where reported */
   pick_headlines(m);

@@ -21,8 +21,11 @@
  *   headline = the runtime's own where reported, the client's otherwise.
  * Token counts come from the server (rule 3); the client's chunk count is kept
  * beside them and a disagreement is flagged. Decode rates are blank (NAN) below
- * METRICS_MIN_DECODE_TOKENS generated tokens (rule 5), and inter-token figures
- * are withheld when the stream is buffered (rule 6). */
+ * METRICS_MIN_DECODE_TOKENS generated tokens (rule 5), and so is every
+ * segment of the decode curve: a segment holds at least that many tokens
+ * (metrics_segment_ends); inter-token figures are withheld when the stream is
+ * buffered (rule 6). The in-process bench (engine_bench.h) follows the same
+ * minimum and cuts its curve with the same function. */
 #ifndef TM_METRICS_H
 #define TM_METRICS_H
 
@@ -32,7 +35,16 @@
 
 #include "backend/backend.h"
 
+/* DESIGN rule 5: no decode rate from fewer generated tokens. The one
+ * constant the server bench, the in-process bench and the report's reader
+ * (src/analysis/series.c) use. */
 #define METRICS_MIN_DECODE_TOKENS 24
+#define METRICS_STR_(x) #x
+#define METRICS_STR(x) METRICS_STR_(x)
+/* The footnote every table puts under a decode cell blank by rule 5. */
+#define METRICS_FEW_TOKENS_NOTE                                                   \
+  "decode blank by rule: < " METRICS_STR(METRICS_MIN_DECODE_TOKENS)               \
+  " generated tokens say nothing reliable about the decode rate"
 #define METRICS_MAX_SEGMENTS 8
 /* Server tokens vs client tokens: llama.cpp streamed exactly one non-empty delta
  * per token in every fixture (64/64, 32/32, 400/400, 48/48); 1 leaves room for
@@ -112,9 +124,11 @@ struct metrics_options {
   /* Segment boundaries (last token of each segment), e.g. {50, 200, 400};
    * n_bounds 0 = the default {1-50, 51-200, 201-...}. Tokens past the last
    * bound form a tail segment to the end; segments stop at the generated
-   * count. A segment's rate runs from the last chunk before it (the first
-   * chunk, for 1-...) to its last chunk, so segments partition the decode span;
-   * it needs 2 such arrivals. Only on token-by-token streams with at least
+   * count, and each holds at least min_decode_tokens (metrics_segment_ends: a
+   * shorter one joins the next, a short remainder the one before it). A
+   * segment's rate runs from the last chunk before it (the first chunk, for
+   * 1-...) to its last chunk, so segments partition the decode span; it needs
+   * 2 such arrivals. Only on token-by-token streams with at least
    * min_decode_tokens generated. */
   uint32_t segment_bounds[METRICS_MAX_SEGMENTS];
   size_t n_bounds;
@@ -177,6 +191,17 @@ struct run_metrics {
   enum cache_verdict cache;
   bool prefill_excluded;       /* CACHE_HIT: not to be used in prefill figures */
 };
+
+/* The decode curve's cut (rule 5 applied to each segment): the last token of
+ * each segment of a decode of `total` tokens, from candidate ends (increasing;
+ * one not above the previous kept end is skipped, ends at or past total are
+ * ignored), so that every segment holds at least min_tokens: a segment that
+ * would be shorter runs on to the next candidate end, and a remainder that
+ * would be shorter joins the segment before it. The last end is always total.
+ * At most cap ends (the last segment absorbs the rest). Returns the count, 0
+ * when total < min_tokens (no curve: no rate at all) or cap is 0. */
+size_t metrics_segment_ends(const uint32_t *candidates, size_t n_candidates, uint32_t total,
+                            uint32_t min_tokens, uint32_t *ends, size_t cap);
 
 /* req may be NULL (then max_tokens is unknown and the budget warning is off).
  * Never fails: missing inputs give NAN/-1 fields and UNKNOWN verdicts. */

@@ -7,7 +7,10 @@
  * ceiling_tok_s, percent_of_ceiling, decode_by_segment.
  *
  * Builders return a json_t * (as void *) for record_write, or NULL when out of
- * memory. Absent figures (NAN) are null. */
+ * memory. Absent figures (NAN) are null: so a tg of fewer than
+ * METRICS_MIN_DECODE_TOKENS tokens, whose rate is blank by rule 5
+ * (engine_bench.h), has rate_tok_s and the percentages null and its tokens,
+ * ms and ceiling kept, and an empty decode_by_segment. */
 #ifndef TM_RECORDS_ENGINE_H
 #define TM_RECORDS_ENGINE_H
 

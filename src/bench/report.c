@@ -8,8 +8,6 @@
 #include "util/units.h"
 
 #define PM "\xc2\xb1" /* ± */
-#define XSTR_(x) #x
-#define XSTR(x) XSTR_(x)
 
 /* ------------------------------------------------------------ numbers --- */
 
@@ -89,8 +87,7 @@ enum note {
 };
 
 static const char *const note_text[NOTE_COUNT] = {
-    [NOTE_FEW_TOKENS] = "decode blank by rule: < " XSTR(METRICS_MIN_DECODE_TOKENS)
-                        " generated tokens say nothing reliable about the decode rate",
+    [NOTE_FEW_TOKENS] = METRICS_FEW_TOKENS_NOTE, /* the in-process table's words too */
     [NOTE_BUFFERED] = "decode blank: buffered stream (the server or a proxy sent many tokens "
                       "per chunk), inter-token figures withheld",
     [NOTE_NO_DECODE] = "decode blank: no run reported a decode figure",

@@ -220,11 +220,14 @@ static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32
     snprintf(rc->write_err, sizeof rc->write_err, "%s", err.msg);
   }
   if (!rep->warmup) rc->s->runs++;
-  char msg[200], test[32];
-  snprintf(msg, sizeof msg, "%s %s d=%u, %u thread%s: %s %u/%u: %.1f tok/s%s", rc->model_short,
+  char msg[200], test[32], fig[64];
+  /* a decode too short for a rate (rule 5) shows its time instead */
+  if (isfinite(rep->tok_s)) snprintf(fig, sizeof fig, "%.1f tok/s", rep->tok_s);
+  else snprintf(fig, sizeof fig, "%.1f ms (no rate below %d tokens)", rep->ms,
+                METRICS_MIN_DECODE_TOKENS);
+  snprintf(msg, sizeof msg, "%s %s d=%u, %u thread%s: %s %u/%u: %s%s", rc->model_short,
            engine_bench_test_name(cfg, test, sizeof test), cfg->depth, rc->t,
-           rc->t == 1 ? "" : "s", rep->warmup ? "warm-up" : "rep", index + 1, total,
-           rep->tok_s,
+           rc->t == 1 ? "" : "s", rep->warmup ? "warm-up" : "rep", index + 1, total, fig,
            cfg->depth > 0 && index + 1 < total ? "; filling the context for the next" : "");
   cli_progress(msg, (void *)CMD);
 }

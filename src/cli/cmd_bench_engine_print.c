@@ -2,7 +2,10 @@
  * a table (every rate with its ceiling at the same thread count and the
  * percentage), the decode curve, and conclusions computed from the numbers
  * (how each phase scaled with cores and why; what fewer bytes per token
- * bought). --json prints the same as one document. */
+ * bought). --json prints the same as one document. Rule 5: a decode of fewer
+ * than METRICS_MIN_DECODE_TOKENS tokens has no rate (engine_bench.h): its
+ * cell and percentage are blank with the server table's footnote, its
+ * ceiling stays, and no conclusion uses a rate it does not have. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -43,6 +46,36 @@ static const char *rate_pm(const struct stats_summary *t, char *buf, size_t n) {
   if (!t->n) snprintf(buf, n, "-");
   else if (isfinite(t->sd)) snprintf(buf, n, "%.1f +- %.1f", t->median, t->sd);
   else snprintf(buf, n, "%.1f", t->median);
+  return buf;
+}
+
+/* A decode row whose rate is blank by rule 5 (engine_bench.h): too few
+ * generated tokens. Its ceiling is still shown; rate and percentage are not,
+ * and nothing concluded after the table uses them. */
+static bool blank_by_rule(const struct eb_row *r) {
+  return r && r->cfg.kind == ENGINE_BENCH_TG && r->cfg.tokens < METRICS_MIN_DECODE_TOKENS;
+}
+
+/* What a conclusion says in place of a decode rate blank by rule 5. */
+static const char *no_rate_text(uint32_t n, char *buf, size_t cap) {
+  snprintf(buf, cap, "decode has no rate (tg%u: fewer than %d generated tokens)", n,
+           METRICS_MIN_DECODE_TOKENS);
+  return buf;
+}
+
+/* The footnote of a rate blank by rule 5 (the server table's words). */
+#define NOTE_MARK "(a)"
+static void print_few_tokens_note(void) { printf(NOTE_MARK " " METRICS_FEW_TOKENS_NOTE "\n"); }
+
+/* The table's rate cell: "122.4 +- 3.1 tok/s", "- (a)" when blank by rule 5
+ * (the footnote is printed under the table), "-" when there is none. */
+static const char *rate_cell(const struct eb_row *r, char *buf, size_t n) {
+  if (blank_by_rule(r)) snprintf(buf, n, "- " NOTE_MARK);
+  else if (!r->tok_s.n) snprintf(buf, n, "-");
+  else {
+    rate_pm(&r->tok_s, buf, n);
+    strncat(buf, " tok/s", n - strlen(buf) - 1);
+  }
   return buf;
 }
 
@@ -159,22 +192,22 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
   if (n) snprintf(h2, sizeof h2, "decode tg%u", n);
   if (d) printf("context depth: %u tokens before each run (untimed)\n", d);
   printf("threads  %-20s %9s %6s    %-20s %9s %6s\n", h1, "ceiling", "%", h2, "ceiling", "%");
+  bool few = false; /* a decode cell blank by rule 5: its footnote follows */
   for (size_t ti = 0; ti < o->n_threads; ti++) {
     uint32_t t = o->threads[ti];
     const struct eb_row *pp = p ? find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
     const struct eb_row *tg = n ? find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
     char a[48] = "", b[16] = "", c[8] = "", x[48] = "", y[16] = "", z[8] = "";
     if (pp) {
-      rate_pm(&pp->tok_s, a, sizeof a);
-      strncat(a, " tok/s", sizeof a - strlen(a) - 1);
+      rate_cell(pp, a, sizeof a);
       ceil_str(pp->ceiling_tok_s, b, sizeof b);
       pct(pp->percent, c, sizeof c);
     }
     if (tg) {
-      rate_pm(&tg->tok_s, x, sizeof x);
-      strncat(x, " tok/s", sizeof x - strlen(x) - 1);
+      rate_cell(tg, x, sizeof x);
       ceil_str(tg->ceiling_tok_s, y, sizeof y);
       pct(tg->percent, z, sizeof z);
+      few |= blank_by_rule(tg);
     }
     printf("%7u  %-20s %9s %6s    %-20s %9s %6s\n", t, a, b, c, x, y, z);
   }
@@ -195,20 +228,25 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
          "repetition (the faster of the probe's buffer and the weights in place), / bytes read "
          "per token)\n",
          s->models[mi].int8 ? "int8" : "f32");
+  if (few) print_few_tokens_note();
 }
 
 /* One row per configuration: for lists of -p / -n / -d. */
 static void print_rows(const struct eb_state *s, size_t mi) {
   printf("threads  test      depth  %-22s %12s %6s\n", "rate (tok/s)", "ceiling", "%");
+  bool few = false; /* a decode cell blank by rule 5: its footnote follows */
   for (size_t i = 0; i < s->n_rows; i++) {
     const struct eb_row *r = &s->rows[i];
     if (r->model != mi) continue;
     char test[32], a[48], b[16], c[8];
+    if (blank_by_rule(r)) snprintf(a, sizeof a, "- " NOTE_MARK);
+    else rate_pm(&r->tok_s, a, sizeof a);
+    few |= blank_by_rule(r);
     printf("%7u  %-8s %6u  %-22s %12s %6s\n", r->threads,
-           engine_bench_test_name(&r->cfg, test, sizeof test), r->cfg.depth,
-           rate_pm(&r->tok_s, a, sizeof a), ceil_str(r->ceiling_tok_s, b, sizeof b),
-           pct(r->percent, c, sizeof c));
+           engine_bench_test_name(&r->cfg, test, sizeof test), r->cfg.depth, a,
+           ceil_str(r->ceiling_tok_s, b, sizeof b), pct(r->percent, c, sizeof c));
   }
+  if (few) print_few_tokens_note();
 }
 
 /* The second reading of the ceiling's bandwidth, beside the probe's. */
@@ -418,7 +456,12 @@ void bench_engine_conclude(struct eb_state *s) {
     const struct eb_row *pp1 = p ? find_row(s, mi, t1, ENGINE_BENCH_PP, p, d) : NULL;
     const struct eb_row *tg0 = n ? find_row(s, mi, t0, ENGINE_BENCH_TG, n, d) : NULL;
     const struct eb_row *tg1 = n ? find_row(s, mi, t1, ENGINE_BENCH_TG, n, d) : NULL;
-    if (t1 != t0 && pp0 && tg0) {
+    char no_rate[96];
+    no_rate_text(n, no_rate, sizeof no_rate);
+    if (t1 != t0 && pp0 && tg0 && (blank_by_rule(tg0) || blank_by_rule(tg1))) {
+      conclude(s, "%s: from %u to %u threads prefill %.2fx; %s.", name, t0, t1,
+               ratio(pp0, pp1), no_rate);
+    } else if (t1 != t0 && pp0 && tg0) {
       double rp = ratio(pp0, pp1), rd = ratio(tg0, tg1);
       double rbw = row_bw(s, tg1) / row_bw(s, tg0);
       double cores = (double)t1 / t0;
@@ -451,7 +494,10 @@ void bench_engine_conclude(struct eb_state *s) {
                "decode at %.0f%% of its memory ceiling: %s.",
                name, t0, t1, rp, rd, rbw, tg1->percent, why);
     }
-    if (pp1 && tg1)
+    if (pp1 && tg1 && blank_by_rule(tg1))
+      conclude(s, "%s at %u thread%s: prefill at %.0f%% of the compute ceiling; %s.", name, t1,
+               t1 == 1 ? "" : "s", pp1->percent, no_rate);
+    else if (pp1 && tg1)
       conclude(s, "%s at %u thread%s: prefill at %.0f%% of the compute ceiling, decode at "
                "%.0f%% of the memory ceiling.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
                tg1->percent);
@@ -464,15 +510,18 @@ void bench_engine_conclude(struct eb_state *s) {
   for (size_t i = 0; i < (s->probe->quick ? 0 : s->n_rows); i++) {
     const struct eb_row *r = &s->rows[i];
     if (!(r->bw_lo > 0 && r->bw_hi > 0) || r->bw_hi / r->bw_lo - 1 <= 0.05) continue;
-    char test[32];
+    char test[32], what[64];
+    /* a rate blank by rule 5 has no percentage: its ceiling is what moved */
+    if (isfinite(r->percent)) snprintf(what, sizeof what, "its %.0f%% of the ceiling", r->percent);
+    else snprintf(what, sizeof what, "its ceiling");
     conclude(s,
              "%s %s at %u thread%s: memory read %.1f-%.1f GB/s between its repetitions "
              "(%.0f%% apart): the machine's bandwidth moved while it ran; each repetition is "
-             "held against the readings on either side of it, and its %.0f%% of the ceiling "
-             "is uncertain by up to about that much.",
+             "held against the readings on either side of it, and %s is uncertain by up to "
+             "about that much.",
              s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
              r->threads, r->threads == 1 ? "" : "s", r->bw_lo / 1e9, r->bw_hi / 1e9,
-             100.0 * (r->bw_hi / r->bw_lo - 1), r->percent);
+             100.0 * (r->bw_hi / r->bw_lo - 1), what);
   }
   /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */
   for (size_t ti = 0; ti < s->o->n_threads; ti++) {
@@ -500,17 +549,25 @@ void bench_engine_conclude(struct eb_state *s) {
     const struct eb_row *ta = n ? find_row(s, 0, t1, ENGINE_BENCH_TG, n, d) : NULL;
     const struct eb_row *tb = n ? find_row(s, 1, t1, ENGINE_BENCH_TG, n, d) : NULL;
     double rd = ratio(tb, ta), rp = ratio(pb, pa);
+    /* Each phase's change only where both models have its rate: a decode
+     * blank by rule 5 (or a phase not run, -p 0 / -n 0) says so instead. */
+    char dec[128], pre[48];
+    if (isfinite(rd)) snprintf(dec, sizeof dec, "decode %+.0f%%", 100.0 * (rd - 1));
+    else if (blank_by_rule(ta) || blank_by_rule(tb)) no_rate_text(n, dec, sizeof dec);
+    else snprintf(dec, sizeof dec, "decode not measured");
+    if (isfinite(rp)) snprintf(pre, sizeof pre, "prefill %+.0f%%", 100.0 * (rp - 1));
+    else snprintf(pre, sizeof pre, "prefill not measured");
     if (ba > 0 && bb > 0)
       conclude(s,
-               "%s reads %.0f%% fewer bytes per token than %s: decode %+.0f%%, prefill %+.0f%% "
+               "%s reads %.0f%% fewer bytes per token than %s: %s, %s "
                "(at %u thread%s; bytes alone would give decode %+.0f%%).",
-               a->short_label, 100.0 * (1 - ba / bb), b->short_label, 100.0 * (rd - 1),
-               100.0 * (rp - 1), t1, t1 == 1 ? "" : "s", 100.0 * (bb / ba - 1));
+               a->short_label, 100.0 * (1 - ba / bb), b->short_label, dec, pre, t1,
+               t1 == 1 ? "" : "s", 100.0 * (bb / ba - 1));
     /* The two decodes ran minutes apart: when the machine's bandwidth moved
      * between them, the raw ratio mixes the bytes with the machine, and the
      * shares of each one's own ceiling are the comparison that holds. */
     if (ba > 0 && bb > 0 && ta && tb && ta->bw > 0 && tb->bw > 0 &&
-        fabs(ta->bw / tb->bw - 1) > 0.10)
+        isfinite(ta->percent) && isfinite(tb->percent) && fabs(ta->bw / tb->bw - 1) > 0.10)
       conclude(s,
                "%s's and %s's decodes at %u thread%s ran while memory read %.1f and %.1f GB/s: "
                "part of that difference is the machine's; against their own ceilings they "

@@ -19,7 +19,9 @@
  * The HTML plots and what each mark is (docs/report.md):
  *  - decode rate over output length, one plot per configuration with a decode
  *    curve: one mark per segment of every timed run (rates.decode_by_segment /
- *    decode_by_segment), the median per segment as a derived line;
+ *    decode_by_segment) of at least METRICS_MIN_DECODE_TOKENS tokens (rule 5;
+ *    older records hold shorter ones), the median per segment as a derived
+ *    line;
  *  - time to first token against prompt length, one plot per TTFT group
  *    (analysis/ttft.h): one mark per point, the fitted line (derived);
  *  - prefill and decode against threads (in-process runs): one mark per timed

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS (header-only use) */
 #include "report/report_internal.h"
 #include "report/svg.h"
 #include "stats/stats.h"
@@ -120,6 +121,21 @@ static void curve_label(const struct results_invocation *inv, json_t *run, char 
   }
 }
 
+/* Rule 5 on the curve: a segment of fewer than METRICS_MIN_DECODE_TOKENS
+ * tokens gives no mark. Records written since hold none; older ones (8-token
+ * halves of an in-process tg16, a server's 51-60) do. */
+static bool segment_long_enough(json_t *seg) {
+  double from = json_path_num(seg, "from"), to = json_path_num(seg, "to");
+  return to - from + 1 >= METRICS_MIN_DECODE_TOKENS;
+}
+
+static size_t curve_points(json_t *segs) {
+  size_t n = 0;
+  for (size_t k = 0; k < json_array_size(segs); k++)
+    n += segment_long_enough(json_array_get(segs, k));
+  return n;
+}
+
 static int section_decode_curves(const struct report *rep, struct sbuf *o, struct pool *pl,
                                  struct tm_err *err) {
   const struct results *r = rep->results;
@@ -132,7 +148,7 @@ static int section_decode_curves(const struct report *rep, struct sbuf *o, struc
       if (!timed_ok(run)) continue;
       json_t *seg = json_path(run, json_path_str(run, "test") ? "decode_by_segment"
                                                               : "rates.decode_by_segment");
-      if (!json_is_array(seg) || json_array_size(seg) == 0) continue;
+      if (!json_is_array(seg) || curve_points(seg) == 0) continue;
       char label[320];
       curve_label(inv, run, label, sizeof label);
       struct curve_group *g = NULL;
@@ -167,6 +183,7 @@ static int section_decode_curves(const struct report *rep, struct sbuf *o, struc
       cr->index = json_path_int(run, "index", (long long)g->n_runs - 1);
       for (size_t k = 0; k < ns; k++) {
         json_t *s = json_array_get(seg, k);
+        if (!segment_long_enough(s)) continue;
         double from = json_path_num(s, "from"), to = json_path_num(s, "to");
         /* x = the segment's middle output token: a segment is a span, its
          * rate belongs to the middle of it */

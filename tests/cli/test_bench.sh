@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # test_bench: the main job, `tokmeter bench` with no target, kept fast with
-# `-r 1 -p 16 -n 8` (the flags override the defaults of the embedded pair) and
+# `-r 1 -p 16 -n 24` (the flags override the defaults of the embedded pair;
+# 24 generated tokens are the fewest with a decode rate, DESIGN rule 5) and
 # a quick probe in a fresh cache: synthesizes the Qwen3-0.6B-shaped Q4_0/Q8_0
 # pair once (cached), measures pp/tg in-process per thread count against the
 # ceilings, prints conclusions computed from the numbers, appends records
 # (default file in the current directory). Checks the figures against each
-# other, the cache reuse, -m on a fixture, and bad input.
+# other, the cache reuse, -m on a fixture, and bad input. The later runs use
+# `-n 8`: no decode rate, and the pair's conclusions must say so instead of
+# using one.
 set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
 : "${TOKMETER_FIXTURES:?}"
@@ -14,6 +17,7 @@ trap 'rm -rf "$dir"' EXIT
 export TOKMETER_CACHE_DIR="$dir/cache"
 export TOKMETER_PROBE_QUICK=1
 fail() { echo "test_bench: FAIL: $*" >&2; exit 1; }
+RATED=(-r 1 -p 16 -n 24)
 FAST=(-r 1 -p 16 -n 8)
 
 expect_exit() { # expected_code, then the command
@@ -26,7 +30,7 @@ expect_exit() { # expected_code, then the command
 }
 
 mkdir "$dir/cwd"
-(cd "$dir/cwd" && expect_exit 0 "$TOKMETER" bench "${FAST[@]}" -t 1 --json)
+(cd "$dir/cwd" && expect_exit 0 "$TOKMETER" bench "${RATED[@]}" -t 1 --json)
 [ -s "$dir/cwd/tokmeter-results.jsonl" ] || fail "no records in the default file"
 cp "$dir/out" "$dir/first.json"
 python3 - "$dir/first.json" "$dir/cwd/tokmeter-results.jsonl" "$TOKMETER_CACHE_DIR" "$dir/err" <<'PY' || fail "JSON checks (see above)"
@@ -46,7 +50,7 @@ assert 370e6 < q4["bytes_per_token"] < 380e6, q4["bytes_per_token"]
 assert 625e6 < q8["bytes_per_token"] < 640e6, q8["bytes_per_token"]
 s = r["summaries"]
 assert sorted((x["model"]["type"], x["test"], x["threads"]) for x in s) == \
-    [("Q4_0", "pp16", 1), ("Q4_0", "tg8", 1), ("Q8_0", "pp16", 1), ("Q8_0", "tg8", 1)], s
+    [("Q4_0", "pp16", 1), ("Q4_0", "tg24", 1), ("Q8_0", "pp16", 1), ("Q8_0", "tg24", 1)], s
 by = {(x["model"]["type"], x["test"]): x for x in s}
 for x in s:
     assert x["n"] == 1 and x["rate_tok_s"]["mean"] > 0, x
@@ -54,8 +58,8 @@ for x in s:
     assert abs(x["percent_of_ceiling"] - 100 * x["rate_tok_s"]["mean"] / c) < 1e-6, x
 # decode ceilings: each its own reading of the bandwidth just before it, so
 # ceiling / bandwidth is 1 / bytes per token, whose ratio is the bytes ratio
-# (depths 0..7)
-d4, d8 = by[("Q4_0", "tg8")]["ceiling"], by[("Q8_0", "tg8")]["ceiling"]
+# (depths 0..23)
+d4, d8 = by[("Q4_0", "tg24")]["ceiling"], by[("Q8_0", "tg24")]["ceiling"]
 for d in (d4, d8):
     assert d["read_bandwidth_bytes_s"] > 0, d
     assert abs(d["ceiling_tok_s"] * d["bytes_per_token"] / d["read_bandwidth_bytes_s"] - 1) < 1e-9, d
@@ -71,7 +75,7 @@ assert any("Q4_0 reads 41% fewer bytes per token than Q8_0" in c for c in cs), c
 # the two decodes ran at different moments: when the bandwidth under their
 # ceilings differed by more than 10%, a conclusion says so and gives each
 # one's share of its own ceiling; otherwise it stays silent
-t4, t8 = by[("Q4_0", "tg8")], by[("Q8_0", "tg8")]
+t4, t8 = by[("Q4_0", "tg24")], by[("Q8_0", "tg24")]
 moved = [c for c in cs if "part of that difference is the machine's" in c]
 if t4.get("read_bandwidth_readings_bytes_s") and t8.get("read_bandwidth_readings_bytes_s"):
     b4, b8 = d4["read_bandwidth_bytes_s"], d8["read_bandwidth_bytes_s"]
@@ -147,10 +151,19 @@ grep -q "decode tg8" "$dir/out" || fail "no decode column"
 ncpu=$(nproc)
 for t in $(seq 1 "$ncpu"); do
   [ "$(grep -c "^ \{6\}$t " "$dir/out")" = 2 ] || fail "expected a row for $t threads per model"
+  # tg8: no decode rate (rule 5), nor a percentage; the ceiling stays
+  [ "$(grep -cE "^ {6}$t  .* tok/s +[0-9]+ +[0-9]+%    - \(a\) +[0-9]+ +-$" "$dir/out")" = 2 ] ||
+    fail "tg8 at $t threads: blank decode cells expected: $(cat "$dir/out")"
 done
-grep -q "reads 41% fewer bytes per token" "$dir/out" || fail "no Q4_0/Q8_0 conclusion"
+[ "$(grep -c "^(a) decode blank by rule: < 24 generated tokens" "$dir/out")" = 2 ] ||
+  fail "a footnote under each model's table: $(cat "$dir/out")"
+# the pair's conclusions without the withheld decode rates
+grep -qE "^Q4_0 reads 41% fewer bytes per token than Q8_0: decode has no rate \(tg8: fewer than 24 generated tokens\), prefill [+-][0-9]+% \(at $ncpu threads?; bytes alone would give decode \+[0-9]+%\)\.$" \
+  "$dir/out" || fail "no Q4_0/Q8_0 conclusion without the decode rate: $(cat "$dir/out")"
+grep -qE "decode [+-][0-9]+%,|decode at|nan%|nanx" "$dir/out" && fail "a withheld rate used: $(cat "$dir/out")"
 if [ "$ncpu" -ge 2 ]; then
-  grep -q "from 1 to $ncpu threads prefill" "$dir/out" || fail "no scaling conclusion"
+  grep -qE "^Q[48]_0: from 1 to $ncpu threads prefill [0-9.]+x; decode has no rate" "$dir/out" ||
+    fail "no scaling conclusion: $(cat "$dir/out")"
 fi
 grep -q "records: $dir/r2.jsonl" "$dir/out" || fail "records file not named"
 grep -q "read now, before the runs (the cached probe's:" "$dir/out" ||

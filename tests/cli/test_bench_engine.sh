@@ -26,12 +26,15 @@ expect_exit() { # expected_code, then the command
   [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
 }
 
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 32 -t 1 -r 2 --out "$dir/r.jsonl"
+# -n 64: a curve of two segments (1-32, 33-64; none shorter than 24 tokens)
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 64 -t 1 -r 2 --out "$dir/r.jsonl"
 grep -q "prefill pp32" "$dir/out" || fail "no pp32 column: $(cat "$dir/out")"
-grep -q "decode tg32" "$dir/out" || fail "no tg32 column"
+grep -q "decode tg64" "$dir/out" || fail "no tg64 column"
 grep -q "^      1 " "$dir/out" || fail "no row for 1 thread"
 grep -q "loaded in" "$dir/out" || fail "load time not reported"
-grep -q "decode curve" "$dir/out" || fail "no decode curve"
+grep -qE "^ +decode curve \(tok/s\): 1-32 [0-9.]+, 33-64 [0-9.]+$" "$dir/out" ||
+  fail "no decode curve 1-32, 33-64: $(cat "$dir/out")"
+grep -q "(a)" "$dir/out" && fail "a footnote mark with a rate for every cell: $(cat "$dir/out")"
 # the ceiling's bandwidth read again after the runs, held against the probe's
 grep -qE "^memory read after the runs .*: [0-9.]+ GB/s \(1 thread, [+-][0-9]+% vs the probe\)$" \
   "$dir/out" || fail "no second bandwidth reading: $(cat "$dir/out")"
@@ -56,22 +59,22 @@ for r in runs:
         assert k in r, (k, r)
     assert r["decode_chunk_bytes"] in (262144, 2097152), r["decode_chunk_bytes"]
     assert r["backend"] == "engine" and r["threads"] == 1 and r["depth"] == 0
-    assert r["tokens"] == 32, r
-    assert r["test"] in ("pp32", "tg32"), r["test"]
+    assert r["test"] in ("pp32", "tg64"), r["test"]
+    assert r["tokens"] == int(r["test"][2:]), r
     assert r["ms"] > 0 and r["rate_tok_s"] > 0
-    assert abs(r["rate_tok_s"] - 32000.0 / r["ms"]) <= 1e-3 * r["rate_tok_s"], r
+    assert abs(r["rate_tok_s"] - r["tokens"] * 1000.0 / r["ms"]) <= 1e-3 * r["rate_tok_s"], r
     c = r["ceiling"]["ceiling_tok_s"]
     assert abs(r["percent_of_ceiling"] - 100 * r["rate_tok_s"] / c) < 1e-6, r
-    if r["test"] == "tg32":
+    if r["test"] == "tg64":
         want = r["ceiling"]["read_bandwidth_bytes_s"] / r["ceiling"]["bytes_per_token"]
         assert abs(c - want) < 1e-6 * want, (c, want)
         seg = r["decode_by_segment"]
-        assert seg[0]["from"] == 1 and seg[-1]["to"] == 32, seg
+        assert [(x["from"], x["to"]) for x in seg] == [(1, 32), (33, 64)], seg
         assert abs(sum(s["ms"] for s in seg) - r["ms"]) < 0.01, (seg, r["ms"])
     else:
         assert r["decode_by_segment"] is None
         assert r["ceiling"]["compute_path"] in ("int8", "f32"), r["ceiling"]
-for test in ("pp32", "tg32"):
+for test in ("pp32", "tg64"):
     rs = [r for r in runs if r["test"] == test]
     assert [r["warmup"] for r in rs] == [True, False, False], rs
     assert [r["index"] for r in rs] == [None, 0, 1]
@@ -80,7 +83,7 @@ for test in ("pp32", "tg32"):
     assert s["n"] == 2 and s["rate_tok_s"]["n"] == 2, s
     assert abs(s["rate_tok_s"]["mean"] - sum(timed) / 2) < 1e-6 * s["rate_tok_s"]["mean"], s
     assert s["model"]["load_ms"] >= 0, s["model"]
-    if test == "tg32":
+    if test == "tg64":
         # a reading after the warm-up and after each repetition: the
         # warm-up's record rests on the first, timed repetition i on the
         # mean of readings i and i + 1, the summary on the mean of those;
@@ -109,6 +112,76 @@ for test in ("pp32", "tg32"):
 assert lines[-1]["runs"] == 4, lines[-1]
 PY
 
+# Rule 5 (DESIGN.md): no decode rate from a handful of tokens. Below 24
+# generated tokens the decode cell is blank with a footnote saying why (the
+# server table's words), its percentage too, its ceiling stays; the records
+# carry null for the rate and the percentages and keep tokens and times; no
+# conclusion uses the withheld rate; report and compare leave it blank.
+threads_few=1
+[ "$(nproc)" -ge 2 ] && threads_few=1,2
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 16 -t "$threads_few" -r 2 --out "$dir/few.jsonl"
+grep -qE "^ +1  [0-9.]+ \+- [0-9.]+ tok/s +[0-9]+ +[0-9]+%    - \(a\) +[0-9]+ +-$" "$dir/out" ||
+  fail "tg16 at 1 thread: decode cell and % blank, ceiling shown: $(cat "$dir/out")"
+grep -qx "(a) decode blank by rule: < 24 generated tokens say nothing reliable about the decode rate" \
+  "$dir/out" || fail "no footnote for the blank decode cell: $(cat "$dir/out")"
+[ "$(grep -c '^(a) ' "$dir/out")" = 1 ] || fail "one footnote per table: $(cat "$dir/out")"
+grep -q "decode curve" "$dir/out" && fail "a decode curve from 16 tokens: $(cat "$dir/out")"
+grep -q "decode at\|of the memory ceiling" "$dir/out" && fail "a conclusion used the blank rate: $(cat "$dir/out")"
+grep -qE "^Q8_0 at [12] threads?: prefill at [0-9]+% of the compute ceiling; decode has no rate \(tg16: fewer than 24 generated tokens\)\.$" \
+  "$dir/out" || fail "the ceiling conclusion must say decode has no rate: $(cat "$dir/out")"
+if [ "$threads_few" = 1,2 ]; then
+  grep -qE "^[^ ]+: from 1 to 2 threads prefill [0-9.]+x; decode has no rate \(tg16: fewer than 24 generated tokens\)\.$" \
+    "$dir/out" || fail "the scaling conclusion must leave decode out: $(cat "$dir/out")"
+fi
+python3 - "$dir/few.jsonl" <<'PY' || fail "rule 5 in the records (see above)"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+runs = [l for l in lines if l["record"] == "run" and l["test"] == "tg16"]
+sums = [l for l in lines if l["record"] == "summary" and l["test"] == "tg16"]
+assert runs and sums, lines
+for r in runs:
+    # the rate and its percentage withheld, the measurements kept
+    assert r["rate_tok_s"] is None and r["percent_of_ceiling"] is None, r
+    assert r["tokens"] == 16 and r["ms"] > 0, r
+    assert r["ceiling"]["ceiling_tok_s"] > 0, r
+    assert r["decode_by_segment"] == [], r["decode_by_segment"]
+for s in sums:
+    assert s["rate_tok_s"] == {"n": 0, "median": None, "mean": None, "sd": None, "min": None,
+                               "max": None}, s["rate_tok_s"]
+    assert s["percent_of_ceiling"] is None and s["percent_of_ceiling_median"] is None, s
+    assert s["ms"]["n"] == 2 and s["ms"]["median"] > 0, s["ms"]
+    assert s["tokens"] == 16 and s["ceiling"]["ceiling_tok_s"] > 0, s
+    assert s["decode_by_segment"] == [], s
+# prefill keeps its rate
+pp = [l for l in lines if l["record"] == "summary" and l["test"] == "pp8"]
+assert pp and all(s["rate_tok_s"]["n"] == 2 and s["percent_of_ceiling_median"] is not None
+                  for s in pp), pp
+PY
+"$TOKMETER" report "$dir/few.jsonl" >"$dir/rep.out" 2>"$dir/err" || fail "report: $(cat "$dir/err")"
+grep -qE "^  tg16 +1 +0 *$" "$dir/rep.out" || fail "report: tg16 must be blank: $(cat "$dir/rep.out")"
+grep -qF "DC decode (tok/s)" "$dir/rep.out" && fail "report: a decode column: $(cat "$dir/rep.out")"
+"$TOKMETER" compare "$dir/few.jsonl" "$dir/few.jsonl" >"$dir/cmp.out" 2>"$dir/err" ||
+  fail "compare: $(cat "$dir/err")"
+grep -q "decode_tok_s" "$dir/cmp.out" && fail "compare: a decode rate from tg16: $(cat "$dir/cmp.out")"
+# --json: the summaries and the conclusions the same
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 16 -t 1 -r 1 --json --out "$dir/few.jsonl"
+python3 - "$dir/out" <<'PY' || fail "rule 5 in --json (see above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+tg = [s for s in d["summaries"] if s["test"] == "tg16"]
+assert len(tg) == 1 and tg[0]["rate_tok_s"]["median"] is None, tg
+assert tg[0]["percent_of_ceiling_median"] is None and tg[0]["percent_of_ceiling"] is None, tg
+assert not any("decode at" in c for c in d["conclusions"]), d["conclusions"]
+assert any("decode has no rate (tg16: fewer than 24 generated tokens)" in c
+           for c in d["conclusions"]), d["conclusions"]
+PY
+# lists: the blank cell's footnote under the rows, the 24-token run rated
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 0 -n 16,24 -t 1 -r 1 --out "$dir/few.jsonl"
+grep -qE "^ +1  tg16 +0  - \(a\) +[0-9]+ +-$" "$dir/out" || fail "list row tg16: $(cat "$dir/out")"
+grep -qE "^ +1  tg24 +0  [0-9.]+ +[0-9]+ +[0-9]+%$" "$dir/out" || fail "list row tg24: $(cat "$dir/out")"
+grep -qx "(a) decode blank by rule: < 24 generated tokens say nothing reliable about the decode rate" \
+  "$dir/out" || fail "no footnote under the list: $(cat "$dir/out")"
+
 # lists: one table row and one summary per combination (threads x depth x test)
 # --hugepages: the weights copied into huge pages, said in the table
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 8 -t 1 -r 1 --hugepages --out "$dir/h.jsonl"
@@ -126,8 +199,10 @@ if command -v script >/dev/null; then
     "$dir/tty" >/dev/null
   grep -q "tg4 d=16, 1 thread: filling 16 tokens of context (untimed)" "$dir/tty" ||
     fail "no fill progress at depth: $(tr '\r' '\n' <"$dir/tty")"
-  grep -q "tg4 d=16, 1 thread: warm-up 1/2: .* tok/s; filling the context for the next" "$dir/tty" ||
-    fail "no refill progress after the warm-up"
+  # (tg4 has no rate, rule 5: the progress gives its time)
+  grep -q "tg4 d=16, 1 thread: warm-up 1/2: [0-9.]* ms (no rate below 24 tokens); filling the context for the next" "$dir/tty" ||
+    fail "no refill progress after the warm-up: $(tr '\r' '\n' <"$dir/tty")"
+  grep -q "tg4 .* tok/s" "$dir/tty" && fail "a decode rate of 4 tokens in the progress"
   ! grep -q "d=0, 1 thread: filling" "$dir/tty" || fail "fill progress at depth 0"
 fi
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 4,8 -t 1 -d 0,4 -r 1 --json --out "$dir/j.jsonl"

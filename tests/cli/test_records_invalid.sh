@@ -14,12 +14,14 @@ export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 good="$dir/good.jsonl"
-"$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-qwen3-Q8_0.gguf" -p 8 -n 4 -t 1 -r 2 \
+# -n 24: the fewest generated tokens that give a decode rate (rule 5), which
+# decide --results needs
+"$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-qwen3-Q8_0.gguf" -p 8 -n 24 -t 1 -r 2 \
   --out "$good" >/dev/null 2>"$dir/err" || fail "bench for real records: $(cat "$dir/err")"
 
 api=(--api-ttft 1s --api-decode 50)
 "$TOKMETER" report "$good" >"$dir/out" 2>"$dir/err" || fail "report good.jsonl: $(cat "$dir/err")"
-grep -q "pp8" "$dir/out" && grep -q "tg4" "$dir/out" || fail "report good.jsonl rows: $(cat "$dir/out")"
+grep -q "pp8" "$dir/out" && grep -q "tg24" "$dir/out" || fail "report good.jsonl rows: $(cat "$dir/out")"
 "$TOKMETER" compare "$good" "$good" >/dev/null 2>"$dir/err" || fail "compare good: $(cat "$dir/err")"
 # one invocation split over two files (the second without its identity line):
 # valid together, and report shows the same rows as from the whole file
@@ -27,7 +29,7 @@ head -n 3 "$good" >"$dir/part1.jsonl"
 tail -n +4 "$good" >"$dir/part2.jsonl"
 "$TOKMETER" report "$dir/part1.jsonl" "$dir/part2.jsonl" >"$dir/split.out" 2>"$dir/err" ||
   fail "report of a split file: $(cat "$dir/err")"
-grep -q "pp8" "$dir/split.out" && grep -q "tg4" "$dir/split.out" ||
+grep -q "pp8" "$dir/split.out" && grep -q "tg24" "$dir/split.out" ||
   fail "report of a split file: rows missing: $(cat "$dir/split.out")"
 "$TOKMETER" decide -p 8 -n 4 "${api[@]}" --results "$good" >/dev/null 2>"$dir/err" ||
   fail "decide good: $(cat "$dir/err")"

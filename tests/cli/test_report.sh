@@ -19,10 +19,11 @@ expect_exit() { # expected_code, then the command
   [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
 }
 
-run() { # test threads index warmup rate ms ceiling (16 tokens: rate x ms / 1000 must make 16)
-  printf '{"record":"run","schema":1,"identity":"e1","backend":"engine","target":"in-process","model":{"name":"m.gguf","type":"Q8_0"},"test":"%s","phase":"%s","threads":%s,"depth":0,"index":%s,"warmup":%s,"ok":true,"tokens":16,"ms":%s,"rate_tok_s":%s,"ceiling":{"ceiling_tok_s":%s},"decode_by_segment":%s}\n' \
-    "$1" "$([ "${1:0:2}" = pp ] && echo prefill || echo decode)" "$2" "$3" "$4" "$6" "$5" "$7" \
-    "$([ "${1:0:2}" = tg ] && echo '[{"from":1,"to":8,"tok_s":'"$5"'},{"from":9,"to":16,"tok_s":'"$5"'}]' || echo null)"
+run() { # test threads index warmup rate ms ceiling; tg: a curve of two halves
+  local n=${1:2}
+  printf '{"record":"run","schema":1,"identity":"e1","backend":"engine","target":"in-process","model":{"name":"m.gguf","type":"Q8_0"},"test":"%s","phase":"%s","threads":%s,"depth":0,"index":%s,"warmup":%s,"ok":true,"tokens":%s,"ms":%s,"rate_tok_s":%s,"ceiling":{"ceiling_tok_s":%s},"decode_by_segment":%s}\n' \
+    "$1" "$([ "${1:0:2}" = pp ] && echo prefill || echo decode)" "$2" "$3" "$4" "$n" "$6" "$5" "$7" \
+    "$([ "${1:0:2}" = tg ] && echo '[{"from":1,"to":'$((n / 2))',"tok_s":'"$5"'},{"from":'$((n / 2 + 1))',"to":'"$n"',"tok_s":'"$5"'}]' || echo null)"
 }
 {
   echo '{"record":"identity","schema":1,"id":"e1","backend":"engine","target":"in-process","command":"tokmeter bench -m m.gguf"}'
@@ -30,9 +31,9 @@ run() { # test threads index warmup rate ms ceiling (16 tokens: rate x ms / 1000
   run pp16 1 0 false 1000 16 2000
   run pp16 1 1 false 1200 13.3 2000
   run pp16 1 2 false 1100 14.5 2000
-  run tg16 1 0 false 50 320 100
-  run tg16 1 1 false 40 400 100
-  run tg16 1 2 false 45 355 100
+  run tg48 1 0 false 50 960 100
+  run tg48 1 1 false 40 1200 100
+  run tg48 1 2 false 45 1067 100
   echo '{"record":"end","schema":1,"identity":"e1","runs":6,"n_failed":0}'
 } >"$dir/a.jsonl"
 
@@ -44,8 +45,8 @@ grep -q 'PF prefill (tok/s)' "$dir/out" && grep -q 'DC decode (tok/s)' "$dir/out
   fail "column heads must name the quantity: $(head -3 "$dir/out")"
 grep -E '^  pp16 +1 +0 +16 +3 +1100 ± 100 +55%' "$dir/out" >/dev/null ||
   fail "pp16 row (median 1100 ± 100 tok/s, 55% of 2000): $(cat "$dir/out")"
-grep -E '^  tg16 +1 +0 +3 +45.0 ± 5.0 +45%' "$dir/out" >/dev/null ||
-  fail "tg16 row (median 45 ± 5 tok/s, 45% of 100): $(cat "$dir/out")"
+grep -E '^  tg48 +1 +0 +3 +45.0 ± 5.0 +45%' "$dir/out" >/dev/null ||
+  fail "tg48 row (median 45 ± 5 tok/s, 45% of 100): $(cat "$dir/out")"
 grep -q 9999 "$dir/out" && fail "the warm-up entered a figure"
 
 # --- markdown, csv to -o, html -------------------------------------------------
@@ -80,9 +81,9 @@ sed 's/"ceiling_tok_s":100}/"ceiling_tok_s":125}/' "$dir/b.jsonl" >"$dir/c.jsonl
 for order in "$dir/a.jsonl $dir/c.jsonl" "$dir/c.jsonl $dir/a.jsonl"; do
   # shellcheck disable=SC2086
   expect_exit 0 "$TOKMETER" report $order
-  grep -E '^  tg16 +1 +0 +6 +45.0 ± 4.5 +40%\*' "$dir/out" >/dev/null ||
-    fail "tg16 over two ceilings ($order): 45 / 112.5 = 40%, marked: $(cat "$dir/out")"
-  grep -q "tg16 | t1 | d0, DC: the runs' ceilings spread 25% (100 to 125 tok/s)" "$dir/out" ||
+  grep -E '^  tg48 +1 +0 +6 +45.0 ± 4.5 +40%\*' "$dir/out" >/dev/null ||
+    fail "tg48 over two ceilings ($order): 45 / 112.5 = 40%, marked: $(cat "$dir/out")"
+  grep -q "tg48 | t1 | d0, DC: the runs' ceilings spread 25% (100 to 125 tok/s)" "$dir/out" ||
     fail "the spread is said ($order): $(cat "$dir/out")"
   # shellcheck disable=SC2086
   expect_exit 0 "$TOKMETER" report --format csv $order
@@ -93,6 +94,30 @@ for order in "$dir/a.jsonl $dir/c.jsonl" "$dir/c.jsonl $dir/a.jsonl"; do
   grep -q '40%\*</td>' "$dir/out" && grep -q "spread 25% (100 to 125 tok/s)</li>" "$dir/out" ||
     fail "html over two ceilings ($order)"
 done
+
+# rule 5 on reading: a tg of fewer than 24 tokens gives no decode rate, even
+# from a record that carries one (written before the in-process bench applied
+# the rule, or a llama-bench import): its row has no decode figure, the CSV no
+# decode_tok_s line, the HTML no curve from its 8-token halves; the time stays
+{
+  echo '{"record":"identity","schema":1,"id":"e3","backend":"engine","target":"in-process","command":"tokmeter bench -m m.gguf -n 16"}'
+  run pp16 1 0 false 1000 16 2000
+  run tg16 1 0 false 50 320 100
+  run tg16 1 1 false 40 400 100
+  echo '{"record":"end","schema":1,"identity":"e3","runs":4,"n_failed":0}'
+} | sed 's/"e1"/"e3"/g' >"$dir/few.jsonl"
+expect_exit 0 "$TOKMETER" report "$dir/few.jsonl"
+grep -E '^  tg16 +1 +0 *$' "$dir/out" >/dev/null || fail "tg16 row must be blank: $(cat "$dir/out")"
+grep -qF 'DC decode (tok/s)' "$dir/out" && fail "a decode column from tg16: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" report --format csv "$dir/few.jsonl"
+grep -q ',decode_tok_s,' "$dir/out" && fail "csv decode line from tg16: $(cat "$dir/out")"
+grep -q 'tg16,1,0,,16,decode_ms,FX,ms,2,360,' "$dir/out" || fail "csv: tg16's time must stay: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" report --format html "$dir/few.jsonl"
+grep -q 'data-plot="decode-curve' "$dir/out" && fail "html: a decode curve from 8-token segments"
+grep -q 'No decode curve in these records' "$dir/out" || fail "html: no word on the missing curve"
+expect_exit 0 "$TOKMETER" compare "$dir/few.jsonl" "$dir/few.jsonl"
+grep -q 'decode_tok_s' "$dir/out" && fail "compare: a decode rate from tg16: $(cat "$dir/out")"
+grep -q 'decode_ms' "$dir/out" || fail "compare: tg16's time must stay: $(cat "$dir/out")"
 
 # markdown: what markdown or HTML would interpret in a name is escaped
 sed 's/"m.gguf"/"<b>my_model<\/b> [x]"/' "$dir/a.jsonl" >"$dir/md.jsonl"

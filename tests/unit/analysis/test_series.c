@@ -98,6 +98,34 @@ static void test_engine_series(void) {
   results_free(&r);
 }
 
+/* Rule 5 on reading: an in-process tg of fewer than 24 tokens gives no decode
+ * rate even when its record carries one (written before the in-process bench
+ * applied the rule, or a llama-bench import); its time stays. tg24 keeps its
+ * rate: 24 is the first count with one. */
+static void test_few_tokens_blank(void) {
+  struct results r;
+  struct series_set set;
+  const char *text =
+      "{\"record\":\"identity\",\"schema\":1,\"id\":\"F\",\"backend\":\"engine\"}\n"
+      ENG_RUN("F", "tg16", "decode", "0", "false", "100", "160")
+      ENG_RUN("F", "tg23", "decode", "0", "false", "100", "230")
+      ENG_RUN("F", "tg24", "decode", "0", "false", "100", "240");
+  if (load(text, &r, &set)) {
+    CHECK(0);
+    return;
+  }
+  CHECK(series_find(&set, "engine | m.gguf | Q8_0 | tg16 | t2 | d0", "decode_tok_s") == NULL);
+  CHECK(series_find(&set, "engine | m.gguf | Q8_0 | tg23 | t2 | d0", "decode_tok_s") == NULL);
+  const struct series *ms =
+      series_find(&set, "engine | m.gguf | Q8_0 | tg16 | t2 | d0", "decode_ms");
+  CHECK(ms && ms->n == 1 && ms->values[0] == 100);
+  const struct series *dc =
+      series_find(&set, "engine | m.gguf | Q8_0 | tg24 | t2 | d0", "decode_tok_s");
+  CHECK(dc && dc->n == 1 && dc->values[0] == 240);
+  series_set_free(&set);
+  results_free(&r);
+}
+
 /* The default pair's label already names the type: the key does not repeat it. */
 static void test_type_in_label(void) {
   struct results r;
@@ -300,6 +328,7 @@ static void test_empty(void) {
 
 void tm_run_tests(void) {
   TM_RUN(test_engine_series);
+  TM_RUN(test_few_tokens_blank);
   TM_RUN(test_type_in_label);
   TM_RUN(test_server_series);
   TM_RUN(test_ceiling_over_all_runs);

@@ -1,11 +1,15 @@
 /* test_engine_bench: the in-process method (engine_bench.h) on the tiny Qwen3
  * fixture, and its records (records_engine.h): token counts exact, warm-up
  * excluded, rates equal to tokens / measured time, the decode curve covering
- * the run, depth prefilled before the timed part, capacity checked. */
+ * the run, depth prefilled before the timed part, capacity checked; rule 5:
+ * below 24 generated tokens no rate (null in the records, the times kept) and
+ * no segment of the curve shorter than 24 tokens. */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "bench/engine_bench.h"
+#include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS */
 #include "bench/records_engine.h"
 #include "engine/engine.h"
 #include "tm_test.h"
@@ -35,23 +39,48 @@ static void test_segments(void) {
   n = engine_bench_segments(100, s);
   CHECK_EQ_INT(n, 3);
   CHECK_EQ_INT(s[2].to, 100);
+  /* Rule 5: no segment under 24 tokens. 32 was cut in halves of 16 (and 16
+   * in halves of 8): now one segment, and none below 24. */
   n = engine_bench_segments(32, s);
-  CHECK_EQ_INT(n, 2);
-  CHECK_EQ_INT(s[0].to, 16);
-  CHECK_EQ_INT(s[1].from, 17);
-  CHECK_EQ_INT(s[1].to, 32);
-  n = engine_bench_segments(3, s);
   CHECK_EQ_INT(n, 1);
-  CHECK_EQ_INT(s[0].to, 3);
+  CHECK_EQ_INT(s[0].from, 1);
+  CHECK_EQ_INT(s[0].to, 32);
+  CHECK_EQ_INT(engine_bench_segments(16, s), 0);
+  CHECK_EQ_INT(engine_bench_segments(23, s), 0);
+  CHECK_EQ_INT(engine_bench_segments(3, s), 0);
   CHECK_EQ_INT(engine_bench_segments(0, s), 0);
-  /* Every length: contiguous, from 1 to n, within the limit. */
-  for (uint32_t len = 1; len < 5000; len += 7) {
+  n = engine_bench_segments(24, s);
+  CHECK_EQ_INT(n, 1);
+  CHECK_EQ_INT(s[0].to, 24);
+  /* A remainder under 24 joins the segment before it: 55 = 1-55, 56 =
+   * 1-32 + 33-56; 140 = 1-32, 33-64, 65-140 (129-140 would be 12). */
+  CHECK_EQ_INT(engine_bench_segments(55, s), 1);
+  n = engine_bench_segments(56, s);
+  CHECK_EQ_INT(n, 2);
+  CHECK_EQ_INT(s[1].from, 33);
+  CHECK_EQ_INT(s[1].to, 56);
+  n = engine_bench_segments(140, s);
+  CHECK_EQ_INT(n, 3);
+  CHECK_EQ_INT(s[2].from, 65);
+  CHECK_EQ_INT(s[2].to, 140);
+  n = engine_bench_segments(152, s);
+  CHECK_EQ_INT(n, 4);
+  CHECK_EQ_INT(s[3].from, 129);
+  CHECK_EQ_INT(s[3].to, 152);
+  /* Every length: none below 24; else contiguous from 1 to n, every segment
+   * of 24 tokens or more, within the limit. */
+  for (uint32_t len = 1; len < 5000; len++) {
     n = engine_bench_segments(len, s);
+    if (len < METRICS_MIN_DECODE_TOKENS) {
+      CHECK_EQ_INT(n, 0);
+      continue;
+    }
     CHECK(n >= 1 && n <= ENGINE_BENCH_MAX_SEGMENTS);
     uint32_t next = 1;
     for (size_t i = 0; i < n; i++) {
       CHECK_EQ_INT(s[i].from, next);
-      CHECK(s[i].to >= s[i].from);
+      CHECK_MSG(s[i].to - s[i].from + 1 >= METRICS_MIN_DECODE_TOKENS, "len %u: %u-%u", len,
+                s[i].from, s[i].to);
       next = s[i].to + 1;
     }
     CHECK_EQ_INT(next, len + 1);
@@ -143,17 +172,17 @@ static void test_pp(void) {
 static void test_tg_and_depth(void) {
   struct engine *e = load_tiny(256);
   if (!e) return;
-  struct engine_bench_config c = {.kind = ENGINE_BENCH_TG, .tokens = 48, .depth = 0, .reps = 2,
+  struct engine_bench_config c = {.kind = ENGINE_BENCH_TG, .tokens = 64, .depth = 0, .reps = 2,
                                   .seed = 9};
   struct engine_bench_result r;
   struct tm_err err = {{0}};
   CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
-  check_consistent(&r, 48);
-  CHECK_EQ_INT(engine_n_past(e), 48); /* no early stop: every step ran */
-  /* The curve: 1-32, 33-48, covering the run; segment times add up to it. */
+  check_consistent(&r, 64);
+  CHECK_EQ_INT(engine_n_past(e), 64); /* no early stop: every step ran */
+  /* The curve: 1-32, 33-64, covering the run; segment times add up to it. */
   CHECK_EQ_INT(r.n_segments, 2);
   CHECK_EQ_INT(r.seg[0].from, 1);
-  CHECK_EQ_INT(r.seg[1].to, 48);
+  CHECK_EQ_INT(r.seg[1].to, 64);
   for (size_t i = 0; i < r.n_reps; i++) {
     const struct engine_bench_rep *p = &r.reps[i];
     CHECK_EQ_INT(p->n_segments, 2);
@@ -170,17 +199,17 @@ static void test_tg_and_depth(void) {
     for (size_t i = 0; i < r.n_reps; i++) mean += r.reps[i].seg[k].tok_s;
     CHECK_NEAR(r.seg[k].tok_s, mean / (double)r.n_reps, 1e-9 * r.seg[k].tok_s);
   }
-  CHECK_NEAR(r.mean_depth, 23.5, 1e-12);
+  CHECK_NEAR(r.mean_depth, 31.5, 1e-12);
   engine_bench_result_free(&r);
 
-  /* Depth: 100 tokens of context first (untimed), then 20 decode steps. */
+  /* Depth: 100 tokens of context first (untimed), then 24 decode steps. */
   c.depth = 100;
-  c.tokens = 20;
+  c.tokens = 24;
   c.reps = 1;
   CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
-  check_consistent(&r, 20);
-  CHECK_EQ_INT(engine_n_past(e), 120);
-  CHECK_NEAR(r.mean_depth, 109.5, 1e-12);
+  check_consistent(&r, 24);
+  CHECK_EQ_INT(engine_n_past(e), 124);
+  CHECK_NEAR(r.mean_depth, 111.5, 1e-12);
   engine_bench_result_free(&r);
 
   /* Too deep for the cache: refused before running, naming the capacity. */
@@ -196,10 +225,91 @@ static void test_tg_and_depth(void) {
   engine_free(e);
 }
 
+/* Rule 5: a decode of fewer than 24 tokens has no rate, in each repetition,
+ * the warm-up and the summary (n = 0), and no curve; its steps ran and its
+ * times are kept. Its records: rate and percentages null, tokens, ms and the
+ * ceiling kept, decode_by_segment []. (Before: 16 tokens gave a rate and a
+ * curve of two 8-token halves.) */
+static void test_tg_few_tokens(void) {
+  struct engine *e = load_tiny(64);
+  if (!e) return;
+  struct engine_bench_config c = {.kind = ENGINE_BENCH_TG, .tokens = 16, .reps = 2, .seed = 4};
+  struct engine_bench_result r;
+  struct tm_err err = {{0}};
+  CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+  CHECK_EQ_INT(engine_n_past(e), 16); /* every step ran */
+  CHECK_EQ_INT(r.n_reps, 2);
+  for (size_t i = 0; i < r.n_reps; i++) {
+    CHECK_EQ_INT(r.reps[i].tokens, 16);
+    CHECK(r.reps[i].ms > 0);
+    CHECK(isnan(r.reps[i].tok_s));
+    CHECK_EQ_INT(r.reps[i].n_segments, 0);
+  }
+  CHECK(isnan(r.warmup.tok_s) && r.warmup.ms > 0);
+  CHECK_EQ_INT(r.tok_s.n, 0);
+  CHECK(isnan(r.tok_s.median) && isnan(r.tok_s.mean));
+  CHECK_EQ_INT(r.ms.n, 2);
+  CHECK(r.ms.median > 0);
+  CHECK_EQ_INT(r.n_segments, 0);
+
+  struct record_engine_in in = {.identity = "abc", .model_file = "m.gguf", .arch = "qwen3",
+                                .type = "Q8_0", .kernel_path = "scalar", .load_ms = 1,
+                                .weights = "mapped", .ceiling_tok_s = 500,
+                                .read_bandwidth_bytes_s = 1e10, .bytes_per_token = 2e7,
+                                .compute_ops_s = NAN, .flops_per_token = NAN,
+                                .cpu_steal_share = NAN, .other_cpus_busy = NAN,
+                                .read_bandwidth_after_bytes_s = NAN};
+  json_t *run = record_engine_run_build(&in, &c, 1, 0, &r.reps[0]);
+  CHECK(run != NULL);
+  if (run) {
+    CHECK_STR(json_string_value(json_object_get(run, "test")), "tg16");
+    CHECK(json_is_null(json_object_get(run, "rate_tok_s")));
+    CHECK(json_is_null(json_object_get(run, "percent_of_ceiling")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(run, "tokens")), 16);
+    CHECK_NEAR(json_real_value(json_object_get(run, "ms")), r.reps[0].ms, 1e-3);
+    CHECK_NEAR(json_real_value(json_object_get(json_object_get(run, "ceiling"), "ceiling_tok_s")),
+               500, 1e-9);
+    json_t *seg = json_object_get(run, "decode_by_segment");
+    CHECK(json_is_array(seg) && json_array_size(seg) == 0);
+    json_decref(run);
+  }
+  json_t *sum = record_engine_summary_build(&in, &r);
+  CHECK(sum != NULL);
+  if (sum) {
+    json_t *rate = json_object_get(sum, "rate_tok_s");
+    CHECK_EQ_INT(json_integer_value(json_object_get(rate, "n")), 0);
+    CHECK(json_is_null(json_object_get(rate, "median")) &&
+          json_is_null(json_object_get(rate, "mean")));
+    CHECK(json_is_null(json_object_get(sum, "percent_of_ceiling")));
+    CHECK(json_is_null(json_object_get(sum, "percent_of_ceiling_median")));
+    json_t *ms = json_object_get(sum, "ms");
+    CHECK_EQ_INT(json_integer_value(json_object_get(ms, "n")), 2);
+    CHECK(json_real_value(json_object_get(ms, "median")) > 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(sum, "tokens")), 16);
+    CHECK(json_is_object(json_object_get(sum, "ceiling")));
+    CHECK_EQ_INT(json_array_size(json_object_get(sum, "decode_by_segment")), 0);
+    json_decref(sum);
+  }
+  engine_bench_result_free(&r);
+
+  /* 24 tokens: the first count with a rate. pp16 is prefill: no such rule. */
+  c.tokens = 24;
+  CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+  check_consistent(&r, 24);
+  CHECK_EQ_INT(r.n_segments, 1);
+  engine_bench_result_free(&r);
+  c.kind = ENGINE_BENCH_PP;
+  c.tokens = 16;
+  CHECK_MSG(engine_bench_run(e, &c, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+  check_consistent(&r, 16);
+  engine_bench_result_free(&r);
+  engine_free(e);
+}
+
 static void test_records(void) {
   struct engine *e = load_tiny(128);
   if (!e) return;
-  struct engine_bench_config c = {.kind = ENGINE_BENCH_TG, .tokens = 40, .depth = 4, .reps = 2,
+  struct engine_bench_config c = {.kind = ENGINE_BENCH_TG, .tokens = 56, .depth = 4, .reps = 2,
                                   .seed = 3};
   struct engine_bench_result r;
   struct tm_err err = {{0}};
@@ -224,13 +334,13 @@ static void test_records(void) {
     CHECK_STR(json_string_value(json_object_get(run, "record")), "run");
     CHECK_STR(json_string_value(json_object_get(run, "backend")), "engine");
     CHECK_STR(json_string_value(json_object_get(run, "target")), "in-process");
-    CHECK_STR(json_string_value(json_object_get(run, "test")), "tg40");
+    CHECK_STR(json_string_value(json_object_get(run, "test")), "tg56");
     CHECK_STR(json_string_value(json_object_get(json_object_get(run, "model"), "weights")),
               "copied");
     CHECK_EQ_INT(json_integer_value(json_object_get(run, "threads")), 1);
     CHECK_EQ_INT(json_integer_value(json_object_get(run, "decode_chunk_bytes")), 2097152);
     CHECK_EQ_INT(json_integer_value(json_object_get(run, "depth")), 4);
-    CHECK_EQ_INT(json_integer_value(json_object_get(run, "tokens")), 40);
+    CHECK_EQ_INT(json_integer_value(json_object_get(run, "tokens")), 56);
     CHECK(json_is_false(json_object_get(run, "warmup")));
     CHECK_NEAR(json_real_value(json_object_get(run, "ms")), r.reps[0].ms, 1e-3);
     CHECK_NEAR(json_real_value(json_object_get(run, "rate_tok_s")), r.reps[0].tok_s, 1e-9);
@@ -240,7 +350,7 @@ static void test_records(void) {
                100.0 * r.reps[0].tok_s / (2 * r.tok_s.mean), 1e-9);
     json_t *seg = json_object_get(run, "decode_by_segment");
     CHECK_EQ_INT(json_array_size(seg), 2);
-    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(seg, 1), "to")), 40);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(seg, 1), "to")), 56);
     CHECK(json_object_get(run, "read_bandwidth_after_bytes_s") == NULL); /* summary only */
     CHECK(json_object_get(run, "read_bandwidth_readings_bytes_s") == NULL);
     CHECK(json_object_get(run, "buffer_read_bandwidth_readings_bytes_s") == NULL);
@@ -315,5 +425,6 @@ void tm_run_tests(void) {
   TM_RUN(test_segments);
   TM_RUN(test_pp);
   TM_RUN(test_tg_and_depth);
+  TM_RUN(test_tg_few_tokens);
   TM_RUN(test_records);
 }

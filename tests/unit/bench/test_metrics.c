@@ -875,17 +875,84 @@ static void test_decode_curve_slowing(void) {
   CHECK_EQ_INT(m.segments[2].to, 300);
   tr_free(&r);
 
-  /* 51 tokens: segment 51-51 holds one chunk, with the reference chunk (token
-   * 50) that makes 2 points: 1 token over its gap of 10 ms. */
+  /* Rule 5 per segment: 51 tokens gave a segment 51-51, a rate from one
+   * token over one 10 ms gap. Now a remainder under 24 tokens joins the
+   * segment before it: one segment 1-51, 50 tokens over 500 ms. */
   tr_init(&r);
   tr_tokens(&r, 51, 100, 10);
   r.completion_tokens = 51;
   compute(&r, NULL, &m);
-  CHECK_EQ_INT(m.n_segments, 2);
-  CHECK_EQ_INT(m.segments[1].from, 51);
-  CHECK_EQ_INT(m.segments[1].to, 51);
-  CHECK_NEAR(m.segments[1].tok_s, 100, 1e-9);
+  CHECK_EQ_INT(m.n_segments, 1);
+  CHECK_EQ_INT(m.segments[0].from, 1);
+  CHECK_EQ_INT(m.segments[0].to, 51);
+  CHECK_NEAR(m.segments[0].tok_s, 100, 1e-9);
   tr_free(&r);
+}
+
+/* The server's curve, every length from 24 to 450 tokens (one chunk each,
+ * 10 ms apart): contiguous from 1 to the end, every segment of at least 24
+ * tokens, the default bounds kept where the rest allows (73 tokens: 1-73; 74:
+ * 1-50, 51-74; 223: 1-50, 51-223; 224: 1-50, 51-200, 201-224); below 24 no
+ * curve at all. */
+static void test_decode_curve_min_tokens(void) {
+  struct run_result r;
+  struct run_metrics m;
+  for (int n = 1; n <= 450; n++) {
+    tr_init(&r);
+    tr_tokens(&r, n, 100, 10);
+    r.completion_tokens = n;
+    compute(&r, NULL, &m);
+    if (n < METRICS_MIN_DECODE_TOKENS) {
+      CHECK_EQ_INT(m.n_segments, 0);
+      tr_free(&r);
+      continue;
+    }
+    CHECK(m.n_segments >= 1);
+    uint32_t next = 1;
+    for (size_t i = 0; i < m.n_segments; i++) {
+      CHECK_EQ_INT(m.segments[i].from, next);
+      CHECK_MSG(m.segments[i].to - m.segments[i].from + 1 >= METRICS_MIN_DECODE_TOKENS,
+                "%d tokens: segment %u-%u", n, m.segments[i].from, m.segments[i].to);
+      CHECK_NEAR(m.segments[i].tok_s, 100, 1e-6); /* one token per 10 ms */
+      next = m.segments[i].to + 1;
+    }
+    CHECK_EQ_INT(next, (uint32_t)n + 1);
+    uint32_t want = n < 74 ? 1 : n < 224 ? 2 : 3;
+    CHECK_MSG(m.n_segments == want, "%d tokens: %zu segments, want %u", n, m.n_segments, want);
+    if (m.n_segments >= 2) CHECK_EQ_INT(m.segments[0].to, 50);
+    if (m.n_segments == 3) CHECK_EQ_INT(m.segments[1].to, 200);
+    tr_free(&r);
+  }
+}
+
+/* metrics_segment_ends, the cut both benches use. */
+static void test_segment_ends(void) {
+  uint32_t e[8];
+  const uint32_t dflt[] = {50, 200};
+  CHECK_EQ_INT(metrics_segment_ends(dflt, 2, 23, 24, e, 8), 0); /* no rate: no curve */
+  CHECK_EQ_INT(metrics_segment_ends(dflt, 2, 0, 24, e, 8), 0);
+  CHECK_EQ_INT(metrics_segment_ends(dflt, 2, 300, 24, e, 0), 0);
+  CHECK_EQ_INT(metrics_segment_ends(dflt, 2, 24, 24, e, 8), 1);
+  CHECK_EQ_INT(e[0], 24);
+  CHECK_EQ_INT(metrics_segment_ends(dflt, 2, 300, 24, e, 8), 3);
+  CHECK(e[0] == 50 && e[1] == 200 && e[2] == 300);
+  /* a short remainder joins the segment before it */
+  CHECK_EQ_INT(metrics_segment_ends(dflt, 2, 210, 24, e, 8), 2);
+  CHECK(e[0] == 50 && e[1] == 210);
+  /* a short candidate segment runs on to the next end: 1-10, 11-20 are too
+   * short, 1-30 is not; 31-60 holds 30, and 40 remain */
+  const uint32_t fine[] = {10, 20, 30, 60};
+  CHECK_EQ_INT(metrics_segment_ends(fine, 4, 100, 24, e, 8), 3);
+  CHECK(e[0] == 30 && e[1] == 60 && e[2] == 100);
+  /* a candidate not above the last kept end is skipped; ends past the total
+   * are ignored */
+  const uint32_t odd[] = {50, 40, 200, 400};
+  CHECK_EQ_INT(metrics_segment_ends(odd, 4, 300, 24, e, 8), 3);
+  CHECK(e[0] == 50 && e[1] == 200 && e[2] == 300);
+  /* cap: the last segment absorbs the rest */
+  const uint32_t dbl[] = {32, 64, 128};
+  CHECK_EQ_INT(metrics_segment_ends(dbl, 3, 500, 24, e, 2), 2);
+  CHECK(e[0] == 32 && e[1] == 500);
 }
 
 
@@ -1018,10 +1085,13 @@ static void test_fixture_chat_stream(void) {
   CHECK_NEAR(m.ttft_ms, 184.461, 1e-6);
   CHECK_NEAR(m.decode_client, 63 / 1.092553, 1e-6);
   CHECK_NEAR(m.decode_server, 63 / 1.096075, 1e-6);
-  CHECK_EQ_INT(m.n_segments, 2); /* 1-50, 51-64 */
-  CHECK_NEAR(m.segments[0].tok_s, 59.77454019349872, 1e-6);
-  CHECK_EQ_INT(m.segments[1].to, 64);
-  CHECK_NEAR(m.segments[1].tok_s, 51.31851938740351, 1e-6);
+  /* One segment 1-64 (it was 1-50 at 59.8 and 51-64, a rate from 14
+   * tokens, at 51.3: rule 5 joins a remainder under 24 to the segment
+   * before it), at the whole span's rate. */
+  CHECK_EQ_INT(m.n_segments, 1);
+  CHECK_EQ_INT(m.segments[0].from, 1);
+  CHECK_EQ_INT(m.segments[0].to, 64);
+  CHECK_NEAR(m.segments[0].tok_s, m.decode_client, 1e-9);
   run_result_free(&r);
 }
 
@@ -1066,6 +1136,8 @@ void tm_run_tests(void) {
   TM_RUN(test_count_with_nothing_streamed);
   TM_RUN(test_impossible_server_rate);
   TM_RUN(test_decode_curve_slowing);
+  TM_RUN(test_decode_curve_min_tokens);
+  TM_RUN(test_segment_ends);
   TM_RUN(test_fixture_generate_400);
   TM_RUN(test_fixture_long_cold_and_cached);
   TM_RUN(test_fixture_chat_stream);

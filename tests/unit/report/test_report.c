@@ -11,7 +11,7 @@
 #include "report/report_internal.h"
 #include "tm_test.h"
 
-/* Engine: pp16 and pp32 at 1 thread (3 timed runs each, one warm-up), tg32 at
+/* Engine: pp16 and pp32 at 1 thread (3 timed runs each, one warm-up), tg64 at
  * 1 thread (3 runs, 2 segments each) and at 2 threads (2 runs + one failed).
  * Server: classify (2 runs), generate (2 runs, 3 segments each; one more run
  * a cache hit whose prefill is excluded). */
@@ -29,13 +29,13 @@ static const char *const records =
     ENG("pp32", "prefill", 1, false, 0, true, 32, 2.0, 16000, 32000, "null")
     ENG("pp32", "prefill", 1, false, 1, true, 32, 4.0, 8000, 32000, "null")
     ENG("pp32", "prefill", 1, false, 2, true, 32, 8.0, 4000, 32000, "null")
-    ENG("tg32", "decode", 1, true, null, true, 32, 300, 106, 200, "[{\"from\":1,\"to\":16,\"tok_s\":1},{\"from\":17,\"to\":32,\"tok_s\":1}]")
-    ENG("tg32", "decode", 1, false, 0, true, 32, 320, 100, 200, "[{\"from\":1,\"to\":16,\"tok_s\":104},{\"from\":17,\"to\":32,\"tok_s\":96}]")
-    ENG("tg32", "decode", 1, false, 1, true, 32, 290, 110, 200, "[{\"from\":1,\"to\":16,\"tok_s\":114},{\"from\":17,\"to\":32,\"tok_s\":106}]")
-    ENG("tg32", "decode", 1, false, 2, true, 32, 266, 120, 200, "[{\"from\":1,\"to\":16,\"tok_s\":124},{\"from\":17,\"to\":32,\"tok_s\":116}]")
-    ENG("tg32", "decode", 2, false, 0, true, 32, 213, 150, 400, "[{\"from\":1,\"to\":16,\"tok_s\":155},{\"from\":17,\"to\":32,\"tok_s\":145}]")
-    ENG("tg32", "decode", 2, false, 1, false, 32, 188, 170, 400, "[{\"from\":1,\"to\":16,\"tok_s\":175},{\"from\":17,\"to\":32,\"tok_s\":165}]")
-    ENG("tg32", "decode", 2, false, 2, true, 32, 188, 170, 400, "[{\"from\":1,\"to\":16,\"tok_s\":175},{\"from\":17,\"to\":32,\"tok_s\":165}]")
+    ENG("tg64", "decode", 1, true, null, true, 64, 603.8, 106, 200, "[{\"from\":1,\"to\":32,\"tok_s\":1},{\"from\":33,\"to\":64,\"tok_s\":1}]")
+    ENG("tg64", "decode", 1, false, 0, true, 64, 640.0, 100, 200, "[{\"from\":1,\"to\":32,\"tok_s\":104},{\"from\":33,\"to\":64,\"tok_s\":96}]")
+    ENG("tg64", "decode", 1, false, 1, true, 64, 581.8, 110, 200, "[{\"from\":1,\"to\":32,\"tok_s\":114},{\"from\":33,\"to\":64,\"tok_s\":106}]")
+    ENG("tg64", "decode", 1, false, 2, true, 64, 533.3, 120, 200, "[{\"from\":1,\"to\":32,\"tok_s\":124},{\"from\":33,\"to\":64,\"tok_s\":116}]")
+    ENG("tg64", "decode", 2, false, 0, true, 64, 426.7, 150, 400, "[{\"from\":1,\"to\":32,\"tok_s\":155},{\"from\":33,\"to\":64,\"tok_s\":145}]")
+    ENG("tg64", "decode", 2, false, 1, false, 64, 376.5, 170, 400, "[{\"from\":1,\"to\":32,\"tok_s\":175},{\"from\":33,\"to\":64,\"tok_s\":165}]")
+    ENG("tg64", "decode", 2, false, 2, true, 64, 376.5, 170, 400, "[{\"from\":1,\"to\":32,\"tok_s\":175},{\"from\":33,\"to\":64,\"tok_s\":165}]")
     "{\"record\":\"end\",\"schema\":1,\"identity\":\"e1\",\"runs\":12,\"n_failed\":1,\"thermal_after\":{\"readable\":false}}\n"
     "{\"record\":\"identity\",\"schema\":1,\"id\":\"s1\",\"backend\":\"llamacpp\",\"target\":\"http://127.0.0.1:8080\",\"model\":{\"name\":\"q\",\"type\":null}}\n"
 #define SRV(wl, w, cal, ttft, proc, pf, dc, excl, seg)                                           \
@@ -51,6 +51,12 @@ static const char *const records =
     SRV("generate", false, false, 20, 100, 5000, 30, false, "[{\"from\":1,\"to\":50,\"tok_s\":31},{\"from\":51,\"to\":200,\"tok_s\":30},{\"from\":201,\"to\":400,\"tok_s\":29}]")
     SRV("generate", false, false, 22, 100, 4545, 32, false, "[{\"from\":1,\"to\":50,\"tok_s\":33},{\"from\":51,\"to\":200,\"tok_s\":32},{\"from\":201,\"to\":400,\"tok_s\":31}]")
     SRV("generate", false, false, 2, 100, null, 31, true, "[]");
+
+/* One timed in-process tg run of the given length and curve (rate 50). */
+#define ENG_O(test, tok, seg)                                                                 \
+  "{\"record\":\"run\",\"schema\":1,\"identity\":\"o1\",\"backend\":\"engine\",\"target\":\"in-process\",\"model\":{\"name\":\"m.gguf\"},\"test\":\"" test \
+  "\",\"phase\":\"decode\",\"threads\":1,\"depth\":0,\"index\":0,\"warmup\":false,\"ok\":true,\"tokens\":" #tok \
+  ",\"ms\":1000,\"rate_tok_s\":50,\"ceiling\":null,\"decode_by_segment\":" seg "}\n"
 
 static const char *write_records(void) {
   const char *path = tm_tmpfile("r.jsonl");
@@ -103,9 +109,9 @@ static void test_rows_and_cells(void) {
   struct results r;
   struct report rep;
   if (load(&r, &rep)) return;
-  CHECK_EQ_INT(rep.n_rows, 6); /* pp16 t1, pp32 t1, tg32 t1, tg32 t2, classify, generate */
-  const struct report_row *pp16 = row_of(&rep, "pp16", 1), *tg1 = row_of(&rep, "tg32", 1);
-  const struct report_row *tg2 = row_of(&rep, "tg32", 2), *gen = row_of(&rep, "generate", -1);
+  CHECK_EQ_INT(rep.n_rows, 6); /* pp16 t1, pp32 t1, tg64 t1, tg64 t2, classify, generate */
+  const struct report_row *pp16 = row_of(&rep, "pp16", 1), *tg1 = row_of(&rep, "tg64", 1);
+  const struct report_row *tg2 = row_of(&rep, "tg64", 2), *gen = row_of(&rep, "generate", -1);
   CHECK(pp16 && tg1 && tg2 && gen);
   if (!pp16 || !tg1 || !tg2 || !gen) goto out;
   char b[96];
@@ -157,7 +163,7 @@ static void test_text_writers(void) {
   const char *h = strstr(sbuf_str(&t), "  test");
   CHECK(h != NULL);
   CHECK_CONTAINS(sbuf_str(&csv), "configuration,backend,target,model,type,test,threads,depth,");
-  CHECK_CONTAINS(sbuf_str(&csv), ",tg32,1,0,,32,decode_tok_s,DC,tok/s,3,110,110,10,100,120,200,55,");
+  CHECK_CONTAINS(sbuf_str(&csv), ",tg64,1,0,,64,decode_tok_s,DC,tok/s,3,110,110,10,100,120,200,55,");
   CHECK_CONTAINS(sbuf_str(&csv), ",classify,,,50,400,ttft_ms,FX,ms,2,11,11,");
   /* a header line + one line per series */
   size_t lines = 0;
@@ -180,7 +186,7 @@ static void test_html_plots(void) {
   CHECK_EQ_INT(report_write_html(&rep, "T <1>", &h, &err), 0);
   const char *html = sbuf_str(&h);
   CHECK_CONTAINS(html, "<title>T &lt;1&gt;</title>");
-  /* decode curves: engine tg32 t1 (3 runs x 2), tg32 t2 (2 x 2), server generate (2 x 3) */
+  /* decode curves: engine tg64 t1 (3 runs x 2), tg64 t2 (2 x 2), server generate (2 x 3) */
   CHECK_EQ_INT(marks_in(html, "decode-curve-1", "tm-mark"), 6);
   CHECK_EQ_INT(marks_in(html, "decode-curve-2", "tm-mark"), 4);
   CHECK_EQ_INT(marks_in(html, "decode-curve-3", "tm-mark"), 6);
@@ -222,6 +228,40 @@ static struct series decode_series(double *v, size_t n) {
 /* "% of ceiling" is held against the mean of the runs' ceilings, and marked
  * when they spread by more than 5% (series.h); the marked cells are listed
  * under the table in every format. */
+/* Rule 5 on the plots: segments of fewer than 24 tokens (records written
+ * before the rule: an in-process tg16 cut in 8-token halves, a server's
+ * 51-60) give no mark; a run left with none gives no plot. */
+static void test_short_segments_not_drawn(void) {
+  static const char *const text =
+      "{\"record\":\"identity\",\"schema\":1,\"id\":\"o1\",\"backend\":\"engine\"}\n"
+      ENG_O("tg16", 16, "[{\"from\":1,\"to\":8,\"tok_s\":50},{\"from\":9,\"to\":16,\"tok_s\":48}]")
+      ENG_O("tg60", 60, "[{\"from\":1,\"to\":50,\"tok_s\":50},{\"from\":51,\"to\":60,\"tok_s\":90}]");
+  const char *path = tm_tmpfile("old.jsonl");
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+  struct results r;
+  struct report rep;
+  struct tm_err err = {{0}};
+  const char *paths[] = {path};
+  if (results_load(paths, 1, &r, &err) < 0 || report_build(&r, &rep, &err) < 0) {
+    CHECK_MSG(0, "%s", err.msg);
+    return;
+  }
+  struct sbuf h;
+  sbuf_init(&h);
+  CHECK_EQ_INT(report_write_html(&rep, "old", &h, &err), 0);
+  /* tg60: the 1-50 mark only; tg16: no plot */
+  CHECK_EQ_INT(marks_in(sbuf_str(&h), "decode-curve-1", "tm-mark"), 1);
+  CHECK_EQ_INT(marks_in(sbuf_str(&h), "decode-curve-2", "tm-mark"), -1);
+  CHECK_CONTAINS(sbuf_str(&h), "Decode rate over output length: engine | m.gguf | tg60");
+  sbuf_free(&h);
+  report_free(&rep);
+  results_free(&r);
+}
+
 static void test_ceiling_marker(void) {
   static double v[] = {45, 40, 50};
   struct series s = decode_series(v, 3);
@@ -307,6 +347,7 @@ void tm_run_tests(void) {
   TM_RUN(test_rows_and_cells);
   TM_RUN(test_text_writers);
   TM_RUN(test_html_plots);
+  TM_RUN(test_short_segments_not_drawn);
   TM_RUN(test_ceiling_marker);
   TM_RUN(test_markdown_escape);
   TM_RUN(test_formats);
