@@ -43,10 +43,12 @@ static unsigned touch_pages(const struct gguf_file *f) {
   return acc + p[n - 1];
 }
 
-static void *xcalloc(size_t n, size_t size, bool *ok) {
+/* calloc that counts what it allocated into e->buffer_bytes. */
+static void *xcalloc(struct engine *e, size_t n, size_t size, bool *ok) {
   if (n == 0) n = 1;
   void *p = calloc(n, size);
   if (!p) *ok = false;
+  else e->buffer_bytes += (uint64_t)n * size;
   return p;
 }
 
@@ -86,35 +88,35 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
 
   e->kv_bytes = 2ull * m->n_layer * e->n_ctx * KV * sizeof(uint16_t);
   if (kv_map(e) != 0) ok = false;
-  e->inv_freq = xcalloc(hd / 2, sizeof(float), &ok);
-  e->rope_cs = xcalloc(B * hd, sizeof(float), &ok);
-  e->x = xcalloc(B * E, sizeof(float), &ok);
-  e->xb = xcalloc(B * E, sizeof(float), &ok);
-  e->q = xcalloc(B * Q, sizeof(float), &ok);
-  e->k = xcalloc(B * KV, sizeof(float), &ok);
-  e->v = xcalloc(B * KV, sizeof(float), &ok);
-  e->att = xcalloc(B * Q, sizeof(float), &ok);
-  e->hb = xcalloc(rows * F, sizeof(float), &ok);
-  e->hb2 = xcalloc(rows * F, sizeof(float), &ok);
-  e->logits_tmp = xcalloc(m->n_vocab, sizeof(float), &ok);
+  e->inv_freq = xcalloc(e, hd / 2, sizeof(float), &ok);
+  e->rope_cs = xcalloc(e, B * hd, sizeof(float), &ok);
+  e->x = xcalloc(e, B * E, sizeof(float), &ok);
+  e->xb = xcalloc(e, B * E, sizeof(float), &ok);
+  e->q = xcalloc(e, B * Q, sizeof(float), &ok);
+  e->k = xcalloc(e, B * KV, sizeof(float), &ok);
+  e->v = xcalloc(e, B * KV, sizeof(float), &ok);
+  e->att = xcalloc(e, B * Q, sizeof(float), &ok);
+  e->hb = xcalloc(e, rows * F, sizeof(float), &ok);
+  e->hb2 = xcalloc(e, rows * F, sizeof(float), &ok);
+  e->logits_tmp = xcalloc(e, m->n_vocab, sizeof(float), &ok);
   size_t widest = max_sz(max_sz(E, Q), F);
   e->act_bytes = rows * max_sz(kernel_act_row_bytes(ACT_Q8, (int64_t)widest),
                                kernel_act_row_bytes(ACT_Q8K, (int64_t)widest) + 1024);
-  e->act[ACT_Q8] = xcalloc(e->act_bytes, 1, &ok);
-  e->act[ACT_Q8K] = xcalloc(e->act_bytes, 1, &ok);
+  e->act[ACT_Q8] = xcalloc(e, e->act_bytes, 1, &ok);
+  e->act[ACT_Q8K] = xcalloc(e, e->act_bytes, 1, &ok);
   e->max_items = moe ? (int)(2 * m->n_expert) : 3;
   if (e->max_items < 3) e->max_items = 3;
-  e->items = xcalloc((size_t)e->max_items, sizeof(struct mm_item), &ok);
+  e->items = xcalloc(e, (size_t)e->max_items, sizeof(struct mm_item), &ok);
   if (moe) {
-    e->ffn_out = xcalloc(B * E, sizeof(float), &ok);
-    e->router = xcalloc(B * m->n_expert, sizeof(float), &ok);
-    e->top_e = xcalloc(B * K, sizeof(int32_t), &ok);
-    e->top_w = xcalloc(B * K, sizeof(float), &ok);
-    e->moe_x = xcalloc(rows * E, sizeof(float), &ok);
-    e->moe_o = xcalloc(rows * E, sizeof(float), &ok);
-    e->moe_tok = xcalloc(rows, sizeof(int32_t), &ok);
-    e->moe_w = xcalloc(rows, sizeof(float), &ok);
-    e->moe_active = xcalloc(m->n_expert, sizeof(int32_t), &ok);
+    e->ffn_out = xcalloc(e, B * E, sizeof(float), &ok);
+    e->router = xcalloc(e, B * m->n_expert, sizeof(float), &ok);
+    e->top_e = xcalloc(e, B * K, sizeof(int32_t), &ok);
+    e->top_w = xcalloc(e, B * K, sizeof(float), &ok);
+    e->moe_x = xcalloc(e, rows * E, sizeof(float), &ok);
+    e->moe_o = xcalloc(e, rows * E, sizeof(float), &ok);
+    e->moe_tok = xcalloc(e, rows, sizeof(int32_t), &ok);
+    e->moe_w = xcalloc(e, rows, sizeof(float), &ok);
+    e->moe_active = xcalloc(e, m->n_expert, sizeof(int32_t), &ok);
   }
   if (!ok)
     return tm_errf(err, "out of memory allocating the KV cache (%.1f MiB for %u tokens) and "
@@ -158,6 +160,8 @@ int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err) {
   e->pool = p;
   e->warm = w;
   e->head_amax = amax;
+  e->thread_state_bytes = (uint64_t)n_threads * sizeof *w +
+                          (uint64_t)(head_chunks > 0 ? head_chunks : 1) * sizeof *amax;
   e->head_amax_n = 0;
   e->n_threads = n_threads;
   return 0;

@@ -68,6 +68,32 @@ struct engine_info {
 };
 void engine_get_info(const struct engine *e, struct engine_info *out);
 
+/* What the engine holds in memory, against the bound it keeps: the weights
+ * stay memory-mapped (one copy, the file's) and its resident memory stays
+ * within the file size plus the KV cache plus 10% (ENGINE_MEMORY_SLACK).
+ * Measured when asked (engine_mem.c): the resident bytes of the weights'
+ * mapping and of the KV cache's mapping (mincore(2), page by page; -1 where
+ * it fails), and the bytes the engine allocated for
+ * activation buffers and per-thread state (allocated, so at least what of
+ * them is resident). Not counted: the worker threads' stacks (the few pages
+ * each touches) and the caller's own buffers (e.g. its logits). The KV
+ * cache's pages become resident as positions are written, so a figure read
+ * after the deepest run of a model is its peak. */
+#define ENGINE_MEMORY_SLACK 0.10
+struct engine_memory {
+  int64_t weights_resident;  /* bytes; -1 unknown */
+  int64_t kv_resident;       /* bytes; -1 unknown */
+  uint64_t buffers;          /* bytes allocated */
+  int64_t total;             /* the three summed; -1 when a part is unknown */
+  uint64_t file_bytes, kv_bytes;
+  uint64_t limit;            /* (file_bytes + kv_bytes) x (1 + ENGINE_MEMORY_SLACK) */
+};
+void engine_memory(const struct engine *e, struct engine_memory *out);
+/* Resident bytes of [p, p + len) of this process's memory (mincore; pages cut
+ * by the range's ends count by their part inside it); -1 when it cannot be
+ * read (an unmapped range, out of memory). */
+int64_t engine_resident_bytes(const void *p, size_t len);
+
 /* The decode chunk budget engine_options.decode_chunk_bytes = 0 stands
  * for: 2 MiB on AMD CPUs, whose cores (measured on a Zen 5 EPYC) stream a
  * decode 5-14% faster through chunks of 1-2 MiB than of 256 KiB; 256 KiB

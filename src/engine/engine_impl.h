@@ -67,6 +67,9 @@ struct engine {
   void *kv_map;          /* the mapping holding both (engine.c kv_map) */
   size_t kv_map_bytes;
   uint64_t kv_bytes;
+  /* Bytes allocated for activation buffers (alloc_buffers) and for the
+   * threads' state (engine_set_threads): engine_memory's "buffers". */
+  uint64_t buffer_bytes, thread_state_bytes;
 
   float *inv_freq;   /* (head_dim / 2): rope_base^(-2i/head_dim) */
   float *rope_cs;    /* (B, head_dim / 2, 2): cos, sin per position of the batch */

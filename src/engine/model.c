@@ -139,6 +139,7 @@ static int bind_vec(struct model *m, const struct gguf_file *f, const char *name
     free(buf);
     return tm_errf(err, "out of memory converting tensor '%s'", name);
   }
+  m->owned_bytes += (uint64_t)n * sizeof *buf;
   if (ggml_dequantize_ref(t->type, t->data, buf, n) != 0)
     return tm_errf(err, "%s: tensor '%s' has type %s, which the embedded engine cannot read",
                    f->path, name, type_name(t->type));

@@ -66,6 +66,7 @@ struct model {
 
   float **owned;               /* converted small vectors, freed with the model */
   int n_owned, cap_owned;
+  uint64_t owned_bytes;         /* their sizes summed (engine_memory) */
 };
 
 /* Reads hyperparameters and binds tensors; ops decides which weight types run.
