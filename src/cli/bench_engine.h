@@ -45,6 +45,10 @@ struct eb_model {
    * here (copy_bw_threads = 0 when no copy was dropped). */
   double copy_read_bw[PROBE_MAX_THREADS + 1];
   uint32_t copy_bw_threads;
+  /* What the engine held after the model's last run (the KV cache at its
+   * deepest), against file + KV cache + 10%; have_mem false until measured. */
+  struct engine_memory mem;
+  bool have_mem;
 };
 
 /* Pages reading more than `frac` below the probe's buffer (the best of 3

@@ -729,6 +729,8 @@ int bench_inprocess(struct bench_opts *o) {
       cli_warn(CMD, "this CPU offers faster kernels (%s) than the engine runs (%s): rates are "
                "below what the CPU allows", m->best_path, m->kernel_path);
     rc = run_model(&st, e, mi);
+    engine_memory(e, &m->mem);
+    m->have_mem = true;
     engine_free(e);
     e = NULL;
     if (rc) goto out;

@@ -131,6 +131,30 @@ static void print_curve(const struct eb_row *r) {
   printf("\n");
 }
 
+/* The engine's resident memory after the model's runs, against the bound the
+ * engine keeps (engine.h, engine_memory). */
+static void print_memory(const struct eb_model *m) {
+  if (!m->have_mem) return;
+  const struct engine_memory *mem = &m->mem;
+  char a[32], b[32], c[32], d[32], e[32], f[32];
+  tm_fmt_bytes((double)mem->limit, f, sizeof f);
+  if (mem->total < 0) {
+    printf("memory: the engine's resident pages are not readable here (mincore); buffers "
+           "%s; bound file + KV cache + 10%% = %s\n",
+           tm_fmt_bytes((double)mem->buffers, a, sizeof a), f);
+    return;
+  }
+  printf("memory: %s resident after the runs (weights %s %s, KV cache %s of %s, buffers %s): "
+         "%s the bound, file + KV cache + 10%% (%s)\n",
+         tm_fmt_bytes((double)mem->total, a, sizeof a),
+         tm_fmt_bytes((double)mem->weights_resident, b, sizeof b),
+         m->info.hugepages ? "copied" : "memory-mapped",
+         tm_fmt_bytes((double)mem->kv_resident, c, sizeof c),
+         tm_fmt_bytes((double)mem->kv_bytes, d, sizeof d),
+         tm_fmt_bytes((double)mem->buffers, e, sizeof e),
+         (uint64_t)mem->total <= mem->limit ? "within" : "ABOVE", f);
+}
+
 static void print_model_head(const struct eb_state *s, size_t mi) {
   const struct eb_model *m = &s->models[mi];
   char a[32], b[32], type[96];
@@ -154,6 +178,7 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
          : m->copy_bw_threads ? "memory-mapped (a copy read slower still, below)"
                               : "memory-mapped",
          pages);
+  print_memory(m);
   if (m->copied) {
     printf("mapped pages read in place (the probe's loop over this file's pages):");
     for (uint32_t t = 1; t <= m->mapped_bw_threads; t++)
@@ -636,6 +661,27 @@ void bench_engine_print_json(struct eb_state *s) {
     if (mo) json_object_set_new(mo, "huge_page_share", m->info.huge_share >= 0
                                                           ? json_real(m->info.huge_share)
                                                           : json_null());
+    /* the engine's resident memory after the model's runs (engine_memory) */
+    if (mo && m->have_mem) {
+      const struct engine_memory *mem = &m->mem;
+      json_t *jm = json_object();
+      json_object_set_new(jm, "weights_resident_bytes",
+                          mem->weights_resident >= 0 ? json_integer(mem->weights_resident)
+                                                     : json_null());
+      json_object_set_new(jm, "kv_resident_bytes", mem->kv_resident >= 0
+                                                       ? json_integer(mem->kv_resident)
+                                                       : json_null());
+      json_object_set_new(jm, "kv_bytes", json_integer((json_int_t)mem->kv_bytes));
+      json_object_set_new(jm, "buffer_bytes", json_integer((json_int_t)mem->buffers));
+      json_object_set_new(jm, "resident_bytes",
+                          mem->total >= 0 ? json_integer(mem->total) : json_null());
+      json_object_set_new(jm, "limit_bytes", json_integer((json_int_t)mem->limit));
+      json_object_set_new(jm, "within_limit", mem->total >= 0
+                                                  ? json_boolean((uint64_t)mem->total <=
+                                                                 mem->limit)
+                                                  : json_null());
+      json_object_set_new(mo, "memory", jm);
+    }
     /* the probe's read loop over the weights as run, per thread count */
     set_bw_by_threads(mo, "weights_read_bandwidth_by_threads", m->weights_read_bw,
                       m->weights_bw_threads);

@@ -32,6 +32,8 @@ grep -q "prefill pp32" "$dir/out" || fail "no pp32 column: $(cat "$dir/out")"
 grep -q "decode tg64" "$dir/out" || fail "no tg64 column"
 grep -q "^      1 " "$dir/out" || fail "no row for 1 thread"
 grep -q "loaded in" "$dir/out" || fail "load time not reported"
+grep -qE "^memory: [0-9.]+ [KMG]iB resident after the runs \(weights [0-9.]+ [KMG]iB memory-mapped, KV cache [0-9.]+ [KMG]iB of [0-9.]+ [KMG]iB, buffers [0-9.]+ [KMG]iB\): (within|ABOVE) the bound, file \+ KV cache \+ 10% \([0-9.]+ [KMG]iB\)$" \
+  "$dir/out" || fail "no memory line: $(cat "$dir/out")"
 grep -qE "^ +decode curve \(tok/s\): 1-32 [0-9.]+, 33-64 [0-9.]+$" "$dir/out" ||
   fail "no decode curve 1-32, 33-64: $(cat "$dir/out")"
 grep -q "(a)" "$dir/out" && fail "a footnote mark with a rate for every cell: $(cat "$dir/out")"
@@ -220,6 +222,18 @@ for x in s:
 assert r["models"][0]["kernel_path"], r["models"]
 assert r["models"][0]["decode_chunk_bytes"] in (262144, 2097152), r["models"]
 assert r["runs"] == 6, r["runs"]
+# the engine's resident memory after the runs: every weight page was touched
+# at load; the KV cache resident no more than its mapping; the parts summed;
+# the bound file + KV cache + 10%
+mo = r["models"][0]
+mem = mo["memory"]
+fb = mo["file_bytes"]
+assert 0.99 * fb <= mem["weights_resident_bytes"] <= fb, (mem, fb)
+assert 0 < mem["kv_resident_bytes"] <= mem["kv_bytes"] + 2 * 1024 * 1024, mem
+assert mem["buffer_bytes"] > 0, mem
+assert mem["resident_bytes"] == mem["weights_resident_bytes"] + mem["kv_resident_bytes"] + mem["buffer_bytes"], mem
+assert mem["limit_bytes"] == int((fb + mem["kv_bytes"]) * 1.1), mem
+assert mem["within_limit"] == (mem["resident_bytes"] <= mem["limit_bytes"]), mem
 # the probe's read loop over the model's own pages, at 1 thread (the run's -t)
 wb = r["models"][0]["weights_read_bandwidth_by_threads"]
 assert [x["threads"] for x in wb] == [1], wb
