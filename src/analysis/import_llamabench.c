@@ -6,7 +6,6 @@
 #include "analysis/import_llamabench.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -150,44 +149,4 @@ void import_out_free(struct import_out *out) {
   for (size_t i = 0; i < out->n_lines; i++) json_decref(out->lines[i]);
   free(out->lines);
   memset(out, 0, sizeof *out);
-}
-
-int import_check_output(const char *path, struct tm_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return errno == ENOENT ? 0 : tm_errf(err, "%s: cannot open: %s", path, strerror(errno));
-  enum { MAX_LINE = 1 << 20 };
-  char *buf = malloc(MAX_LINE);
-  if (!buf) {
-    fclose(f);
-    return tm_errf(err, "out of memory");
-  }
-  size_t n = 0;
-  int c = 0, rc = 0;
-  bool any = false, nul = false;
-  /* the first non-blank line */
-  while ((c = fgetc(f)) != EOF) {
-    if (c == 0) nul = true;
-    if (c == '\n') {
-      if (n) break;
-      continue;
-    }
-    if (!n && isspace(c)) continue;
-    any = true;
-    if (n + 1 >= MAX_LINE) break;
-    buf[n++] = (char)c;
-  }
-  const char *why = NULL;
-  if (any) {
-    json_t *v = nul ? NULL : json_loadb(buf, n, 0, NULL);
-    if (!v || !json_is_string(json_object_get(v, "record")))
-      why = v && json_is_object(v) ? "its first line is not a tokmeter record"
-                                   : "its first line is not a JSON object";
-    json_decref(v);
-    if (!why && (fseek(f, -1, SEEK_END) != 0 || fgetc(f) != '\n'))
-      why = "its last line is cut (no newline at the end)";
-  }
-  if (why) rc = tm_errf(err, "%s: not a tokmeter results file (%s): refusing to append", path, why);
-  free(buf);
-  fclose(f);
-  return rc;
 }

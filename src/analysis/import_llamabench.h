@@ -76,16 +76,6 @@ int import_llamabench(const char *text, size_t len, const struct import_opts *o,
                       struct import_out *out, struct tm_err *err);
 void import_out_free(struct import_out *out);
 
-/* Before appending records to an existing file at path: 0 when the file does
- * not exist, is empty, or is a JSON Lines file whose first non-blank line is
- * a JSON object with a "record" string (a tokmeter results file) and whose
- * last byte is a newline; -1 with err ("PATH: not a tokmeter results file
- * (...): refusing to append") otherwise, e.g. a binary or a GGUF given as -o
- * by mistake, or a file whose last line was cut (appending would glue the
- * next record to it). Reads at most the first line (up to 1 MiB) and the
- * last byte. */
-int import_check_output(const char *path, struct tm_err *err);
-
 /* "qwen3 0.6B Q4_K - Medium" -> arch "qwen3", type "Q4_K_M" (llama.cpp's
  * file-type description turned back into its short name); either "" when the
  * text does not say. */

@@ -69,7 +69,9 @@ static void usage(FILE *out) {
           "  -r, --reps N           timed repetitions (default 5 with -m, 3 for the default\n"
           "                         pair)\n"
           "      --out FILE         results file, JSON Lines, appended (default\n"
-          "                         tokmeter-results.jsonl)\n"
+          "                         tokmeter-results.jsonl); an existing file must be a\n"
+          "                         tokmeter results file: any other (a model, a text\n"
+          "                         file) is refused before anything runs (exit 2)\n"
           "      --reprobe          measure the machine again instead of using the cache\n"
           "      --hugepages        copy the weights into transparent huge pages at load\n"
           "                         instead of reading them through the file mapping (the\n"
@@ -105,7 +107,9 @@ static void usage(FILE *out) {
           "      --cold             also measure the model load cost (Ollama: keep_alive 0)\n"
           "      --list-models      list the served models and exit\n"
           "      --out FILE         results file, JSON Lines, appended (default\n"
-          "                         tokmeter-results.jsonl)\n"
+          "                         tokmeter-results.jsonl); an existing file must be a\n"
+          "                         tokmeter results file: any other (a model, a text\n"
+          "                         file) is refused before anything runs (exit 2)\n"
           "      --idle-timeout S   fail a run when the server sends nothing for S seconds\n"
           "                         (default 60)\n"
           "      --timeout S        fail a run that takes longer than S seconds (default 600)\n"
@@ -120,7 +124,10 @@ static void usage(FILE *out) {
           "                         pp runs at each -d depth (default 0; no tg unless -n);\n"
           "                         --url: one custom workload per length, -n tokens each\n"
           "                         (default 16, at most 8 lengths). Default off\n"
-          "      --json             machine-readable output on stdout\n"
+          "      --json             machine-readable output on stdout instead of the\n"
+          "                         table: in-process one JSON document; --url the\n"
+          "                         summary records, one JSON object per line (JSON Lines)\n"
+          "                         as written to --out (docs/records.md)\n"
           "  -h, --help             this help\n"
           "\n"
           "Exit codes: 0 every timed run succeeded; 1 a runtime failure or some runs failed\n"
@@ -268,10 +275,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
   if (optind < argc)
     return cli_usage_error(CMD, "unexpected argument '%s' (a model file goes after -m)",
                            argv[optind]);
-  if (!o->list_models) { /* every other bench appends records */
+  if (!o->list_models) { /* every other bench appends records: before any probe, load or
+                            request, the file must take them (one line, exit 2) */
     struct tm_err werr = {{0}};
     if (record_check_writable(o->out ? o->out : RECORD_DEFAULT_FILE, &werr) != 0)
-      return cli_usage_error(CMD, "--out: %s", werr.msg);
+      return cli_fail(CMD, TM_EXIT_USAGE, "--out: %s", werr.msg);
   }
   if (!o->url) {
     const char *server_only = o->workloads      ? "--workload"

@@ -187,13 +187,16 @@ static void probe_for_ceilings(struct served_model *m) {
   free(p);
 }
 
-/* Ceilings of one workload: decode at the context depths its tokens were
- * generated at (prompt .. prompt + n - 1), prefill at its prompt length. */
-static struct record_ceiling ceiling_for(const struct served_model *m,
-                                         const struct bench_summary *s, uint32_t max_tokens) {
+/* Ceilings at a prompt of `prompt` tokens (the server's count) followed by
+ * max_tokens generated ones: decode at the context depths those tokens were
+ * generated at (prompt .. prompt + n - 1), prefill at the prompt's length.
+ * A workload's summary passes its runs' median prompt, each run record its
+ * own, so the run's percentages and the summary's rest on the same machine
+ * figures and model analysis. */
+static struct record_ceiling ceiling_at(const struct served_model *m, double prompt,
+                                        uint32_t max_tokens) {
   struct record_ceiling c = {NAN, NAN, NAN};
   if (!m->have || !isfinite(m->bandwidth)) return c;
-  double prompt = isfinite(s->prompt_tokens.median) ? s->prompt_tokens.median : 0;
   uint32_t n = max_tokens ? max_tokens : 1;
   double bytes = 0;
   for (uint32_t i = 0; i < n; i++)
@@ -204,6 +207,31 @@ static struct record_ceiling ceiling_for(const struct served_model *m,
     c.prefill_ceiling_tok_s =
         ceiling_tok_s(m->compute, model_prefill_flops_per_token(&m->cost, (uint64_t)prompt));
   return c;
+}
+
+/* When the prompt a ceiling needs is not known (a run whose server reported
+ * no prompt count: it failed first, or sent no usage; a workload none of
+ * whose runs did): the machine's bandwidth, and no ceiling. The depth the
+ * tokens saw is not known, and a ceiling at a guessed depth would be a
+ * number that is not true. */
+static struct record_ceiling ceiling_depth_unknown(const struct served_model *m) {
+  struct record_ceiling c = {NAN, NAN, NAN};
+  if (m->have) c.read_bandwidth_bytes_s = m->bandwidth; /* NAN when the probe failed */
+  return c;
+}
+
+/* One workload's ceilings: at its successful runs' median prompt. */
+static struct record_ceiling ceiling_for(const struct served_model *m,
+                                         const struct bench_summary *s, uint32_t max_tokens) {
+  if (!isfinite(s->prompt_tokens.median)) return ceiling_depth_unknown(m);
+  return ceiling_at(m, s->prompt_tokens.median, max_tokens);
+}
+
+/* One run's ceilings: at the prompt the server reported for it. */
+static struct record_ceiling ceiling_for_run(const struct served_model *m,
+                                             const struct run_metrics *rm, uint32_t max_tokens) {
+  if (rm->prompt_tokens < 0) return ceiling_depth_unknown(m);
+  return ceiling_at(m, (double)rm->prompt_tokens, max_tokens);
 }
 
 static bool url_is_local(const char *url) {
@@ -353,6 +381,13 @@ static void sink(const struct runner_event *ev, void *vctx) {
       .max_tokens = ev->request->max_tokens,
       .ceiling = NULL,
   };
+  /* With the model file: the same ceiling object as the summaries, at this
+   * run's own prompt and max_tokens. */
+  struct record_ceiling ceiling;
+  if (c->model_file && c->model_file->have) {
+    ceiling = ceiling_for_run(c->model_file, ev->metrics, ev->request->max_tokens);
+    in.ceiling = &ceiling;
+  }
   struct tm_err err;
   if (record_write(c->file, record_run_build(&in, ev->result, ev->metrics), &err) != 0) {
     c->write_errors++;

@@ -5,10 +5,12 @@
  * bandwidth / compute given, else this machine's cached probe (never a fresh
  * probe: importing must stay instant; `tokmeter probe` makes one).
  *
- * Every input is parsed before anything is written: a corrupt file (exit 2)
- * leaves the results file untouched. Exit codes: 0 ok; 1 the results file
- * cannot be written; 2 bad flag, unreadable / corrupt / empty input, model
- * file that cannot be analysed. */
+ * The results file is checked first (record_check_writable: a GGUF or a
+ * text file given as -o is refused), then every input is parsed before
+ * anything is written: a corrupt file (exit 2) leaves the results file
+ * untouched. Exit codes: 0 ok; 1 the results file cannot be written; 2 bad
+ * flag, a results file that is not one, unreadable / corrupt / empty input,
+ * model file that cannot be analysed. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -40,7 +42,9 @@ static void usage(void) {
          "\n"
          "Options:\n"
          "  -o, --out FILE        results file to append to; '-' = stdout (the table\n"
-         "                        then goes to stderr) (default: tokmeter-results.jsonl)\n"
+         "                        then goes to stderr) (default: tokmeter-results.jsonl);\n"
+         "                        an existing file must be a tokmeter results file (a\n"
+         "                        model, a text file or a cut last line is refused)\n"
          "  -m, --gguf FILE       the model file the runs used: adds ceilings (decode:\n"
          "                        bandwidth / bytes per token; prefill: compute / FLOPs\n"
          "                        per token) (default: none, ceilings blank)\n"
@@ -206,6 +210,10 @@ int cmd_import(int argc, char **argv) {
   }
   size_t n_in = (size_t)(argc - optind);
   if (n_in == 0) return cli_usage_error(CMD, "no input file (llama-bench -o json / -o jsonl output)");
+  /* The results file first: a GGUF or a text file given as -o by mistake is
+   * refused before anything is read or probed (one line, exit 2). */
+  if (strcmp(out_path, "-") && record_check_writable(out_path, &err) != 0)
+    return cli_fail(CMD, TM_EXIT_USAGE, "-o: %s", err.msg);
   if (!gguf && (isfinite(bw) || isfinite(compute)))
     cli_warn(CMD, "--bandwidth / --compute without -m FILE.gguf: no ceilings (bytes and FLOPs "
                   "per token come from the model file)");
@@ -265,8 +273,6 @@ int cmd_import(int argc, char **argv) {
     }
     free(text);
   }
-  if (rc == TM_EXIT_OK && strcmp(out_path, "-") && import_check_output(out_path, &err) != 0)
-    rc = cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
   if (rc == TM_EXIT_OK) {
     bool to_stdout = !strcmp(out_path, "-");
     struct record_file *rf = to_stdout ? NULL : record_open(out_path, &err);

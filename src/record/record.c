@@ -49,6 +49,52 @@ struct record_file *record_open(const char *path, struct tm_err *err) {
   return f;
 }
 
+/* Whether the open, non-empty regular file f holds tokmeter records: its
+ * first non-blank line (read up to RESULTS_LINE_MAX bytes) is a JSON object
+ * with a "record" string, and its last byte is a newline. NULL when it does,
+ * else why not (a static string). */
+#define RESULTS_LINE_MAX (1u << 20)
+static const char *not_results_why(FILE *f) {
+  char *buf = malloc(RESULTS_LINE_MAX);
+  if (!buf) return "out of memory reading it";
+  size_t n = 0;
+  int c;
+  bool nul = false, any = false, whole = false;
+  while ((c = fgetc(f)) != EOF) {
+    if (c == '\n') {
+      if (n) {
+        whole = true;
+        break;
+      }
+      continue;
+    }
+    if (!n && isspace(c)) continue;
+    any = true;
+    if (c == 0) nul = true;
+    if (n == RESULTS_LINE_MAX) break;
+    buf[n++] = (char)c;
+  }
+  const char *why = NULL;
+  if (ferror(f)) {
+    why = "it cannot be read";
+  } else if (any) {
+    /* A line past the cap is no record tokmeter writes first (an identity
+     * line is a few KiB): parsing the cut prefix fails, as it should. */
+    json_t *v = nul || (!whole && n == RESULTS_LINE_MAX) ? NULL : json_loadb(buf, n, 0, NULL);
+    if (!v || !json_is_object(v)) why = "its first line is not a JSON object";
+    else if (!json_is_string(json_object_get(v, "record")))
+      why = "its first line is not a tokmeter record";
+    json_decref(v);
+    /* A last line without its newline (cut by a crash of another writer, or
+     * an editor): the next record would glue onto it. tokmeter's own writer
+     * never leaves one (record_write cuts a torn line off again). */
+    if (!why && (fseek(f, -1, SEEK_END) != 0 || fgetc(f) != '\n'))
+      why = "its last line is cut (no newline at the end)";
+  }
+  free(buf);
+  return why;
+}
+
 int record_check_writable(const char *path, struct tm_err *err) {
   if (!path || !*path) return tm_errf(err, "records: empty file name");
   struct stat st;
@@ -58,6 +104,16 @@ int record_check_writable(const char *path, struct tm_err *err) {
       return tm_errf(err, "records: %s is not a regular file", path);
     if (access(path, W_OK) != 0)
       return tm_errf(err, "records: cannot write %s: %s", path, strerror(errno));
+    /* A character device (/dev/stdout, /dev/null) is never read. */
+    if (!S_ISREG(st.st_mode) || st.st_size == 0) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return tm_errf(err, "records: cannot read %s: %s", path, strerror(errno));
+    const char *why = not_results_why(f);
+    fclose(f);
+    if (why)
+      return tm_errf(err, "records: %s: not a tokmeter results file (%s): refusing to append; "
+                          "give a new file or a tokmeter results file",
+                     path, why);
     return 0;
   }
   if (errno != ENOENT) return tm_errf(err, "records: cannot use %s: %s", path, strerror(errno));

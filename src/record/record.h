@@ -43,11 +43,18 @@ struct record_file;
 
 /* Opens (creating when missing) path for appending. NULL with err on failure. */
 struct record_file *record_open(const char *path, struct tm_err *err);
-/* Whether record_open(path) can succeed, without creating anything: an
+/* Whether records may be appended to path, without creating anything: an
  * existing path must be a regular file (or a character device such as
- * /dev/stdout) this process may write; a new one needs a writable directory.
- * For checking a --out flag up front (bad usage) rather than after minutes of
- * measuring. 0, or -1 with err naming the path and the reason. */
+ * /dev/stdout, never read) this process may write, and, when it is not
+ * empty, a tokmeter results file: its first non-blank line (read up to
+ * 1 MiB) a JSON object with a "record" string and its last byte a newline
+ * (so a GGUF, a text file or a file whose last line was cut is refused: the
+ * next record would be appended to something that is not, or glue onto a
+ * cut line); a new one needs a writable directory. Every writer of results
+ * files (bench, bench --url, import) calls it up front, before any probe,
+ * load or request, and exits 2 with the message. 0, or -1 with err naming
+ * the path and the reason ("records: PATH: not a tokmeter results file
+ * (...): refusing to append; ..."). */
 int record_check_writable(const char *path, struct tm_err *err);
 /* Writes json (a json_t *, STOLEN: freed here whatever happens) as one line.
  * json NULL (a builder ran out of memory) is an error. 0 / -1 with err.

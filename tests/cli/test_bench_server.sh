@@ -85,6 +85,78 @@ python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; asser
   fail "--json output: $(cat "$dir/out")"
 unset OPENAI_API_KEY
 
+# --- ceilings in the run records (docs/records.md, run `ceiling`) -------------
+# Without -m no record carries a ceiling: null, never a guess.
+python3 - "$dir/a.jsonl" <<'PY' || fail "run A (no -m) must carry no ceiling (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+for r in recs:
+    if r["record"] in ("run", "summary"):
+        assert r["ceiling"] is None and r["percent_of_ceiling"] is None, r
+PY
+# With -m FILE every run carries the ceiling object the summaries carry, at its
+# own prompt (the server's count) and max_tokens, and its percentages.
+model="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -m "$model" -w classify,generate \
+  -r 2 --out "$dir/m.jsonl"
+grep -q "% of ceiling" "$dir/out" || fail "-m: no % of ceiling in the table: $(cat "$dir/out")"
+python3 - "$dir/m.jsonl" <<'PY' || fail "run records with -m (see above)"
+import json, math, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+runs = [r for r in recs if r["record"] == "run"]
+sums = {s["workload"]: s for s in recs if s["record"] == "summary"}
+assert runs and set(sums) == {"classify", "generate"}, (len(runs), list(sums))
+close = lambda a, b: math.isclose(a, b, rel_tol=1e-9)
+for r in runs:
+    c, p = r["ceiling"], r["percent_of_ceiling"]
+    assert c is not None and p is not None, r
+    assert c["read_bandwidth_bytes_s"] > 0 and c["decode_ceiling_tok_s"] > 0, c
+    assert c["prefill_ceiling_tok_s"] > 0, c  # every run here reported its prompt
+    pf = r["rates"]["prefill_tok_s"]["headline"]
+    assert pf is not None and close(p["prefill"], 100 * pf / c["prefill_ceiling_tok_s"]), (p, pf, c)
+    dc = r["rates"]["decode_tok_s"]["headline"]
+    if dc is None:
+        assert p["decode"] is None, p  # blank by rule (classify: 16 tokens)
+    else:
+        assert close(p["decode"], 100 * dc / c["decode_ceiling_tok_s"]), (p, dc, c)
+    if r["calibration"] or r["warmup"]:
+        continue
+    # the summary's figures: same bandwidth, same model analysis; the same
+    # ceiling where the run's prompt is the summary's median prompt
+    s = sums[r["workload"]]
+    assert close(c["read_bandwidth_bytes_s"], s["ceiling"]["read_bandwidth_bytes_s"]), (c, s["ceiling"])
+    if r["tokens"]["prompt"] == s["tokens"]["prompt"]["median"]:
+        for k in ("decode_ceiling_tok_s", "prefill_ceiling_tok_s"):
+            assert close(c[k], s["ceiling"][k]), (k, c, s["ceiling"])
+gen = [r for r in runs if r["workload"] == "generate" and not r["warmup"]]
+assert len(gen) == 2 and all(r["percent_of_ceiling"]["decode"] > 0 for r in gen), gen
+PY
+# ... so `report` shows the % of ceiling columns and the CSV its ceilings
+expect_exit 0 "$TOKMETER" report "$dir/m.jsonl"
+grep -q "PF % of ceiling" "$dir/out" && grep -q "DC % of ceiling" "$dir/out" ||
+  fail "report: no % of ceiling columns: $(cat "$dir/out")"
+grep "^  generate " "$dir/out" | grep -q "%.*%" || fail "report: generate without percentages: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" report --format csv "$dir/m.jsonl"
+python3 - "$dir/out" <<'PY' || fail "report csv: no ceiling_tok_s (see above)"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["metric"] in ("prefill_tok_s", "decode_tok_s")]
+assert rows and all(float(r["ceiling_tok_s"]) > 0 and float(r["percent_of_ceiling"]) > 0 for r in rows), rows
+PY
+# ... and `compare` the ratio the ceilings predict: the same runs with the
+# run ceilings' bandwidth doubled (another machine's) predict decode 2x
+python3 - "$dir/m.jsonl" "$dir/m2.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[2], "w") as out:
+    for l in open(sys.argv[1]):
+        r = json.loads(l)
+        if r["record"] == "run":
+            r["ceiling"]["read_bandwidth_bytes_s"] *= 2
+        out.write(json.dumps(r) + "\n")
+PY
+expect_exit 0 "$TOKMETER" compare "$dir/m.jsonl" "$dir/m2.jsonl"
+grep "^  decode_tok_s " "$dir/out" | grep -q "2.000 (+100.0%) from bandwidth" ||
+  fail "compare: no ceiling prediction from the runs' bandwidth: $(cat "$dir/out")"
+
 # a custom workload and a prompt file
 printf 'Summarise the incident report in two sentences.\n' > "$dir/prompt.txt"
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -p 200 -n 30 --prompt-file "$dir/prompt.txt" -r 1 --out "$dir/p.jsonl"
@@ -126,6 +198,25 @@ timed = [r for r in recs if r["record"] == "run" and not r["warmup"] and not r["
 assert len(timed) == 2 and not any(r["ok"] for r in timed), timed
 assert all(r["error"]["kind"] and r["error"]["message"] for r in timed), [r["error"] for r in timed]
 assert recs[-1]["record"] == "end" and sum(recs[-1]["failed"].values()) == 2, recs[-1]
+PY
+# with -m: a run whose server reported no prompt count (cut before its usage)
+# has the machine's bandwidth but no ceiling (its depth is not known), nor has
+# the summary of a workload none of whose runs reported one
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -m "$model" -w generate \
+  -r 2 --out "$dir/dm.jsonl"
+grep -q "per workload: generate prefill - / decode - tok/s" "$dir/out" ||
+  fail "a ceiling at an unknown depth in the table: $(cat "$dir/out")"
+python3 - "$dir/dm.jsonl" <<'PY' || fail "ceilings of runs without a prompt count (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+some = [r for r in recs if r["record"] in ("run", "summary")]
+assert len(some) >= 3, some
+for r in some:
+    assert r["record"] == "summary" or r["tokens"]["prompt"] is None, r["tokens"]
+    c = r["ceiling"]
+    assert c["read_bandwidth_bytes_s"] > 0, c
+    assert c["decode_ceiling_tok_s"] is None and c["prefill_ceiling_tok_s"] is None, c
+    assert r["percent_of_ceiling"] == {"prefill": None, "decode": None}, r["percent_of_ceiling"]
 PY
 
 # --- E: a buffering proxy: all tokens in one chunk --------------------------

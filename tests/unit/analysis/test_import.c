@@ -452,42 +452,8 @@ static void test_reported_consistent(void) {
   import_out_free(&out);
 }
 
-static void write_text(const char *path, const char *text, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return;
-  fwrite(text, 1, n, f);
-  fclose(f);
-}
-
-/* -o FILE: appending only to a tokmeter results file (or a new / empty one). */
-static void test_check_output(void) {
-  struct tm_err err = {{0}};
-  CHECK_EQ_INT(import_check_output(tm_tmpfile("none.jsonl"), &err), 0);
-  const char *empty = tm_tmpfile("empty.jsonl");
-  write_text(empty, "\n \n", 3);
-  CHECK_EQ_INT(import_check_output(empty, &err), 0);
-  const char *good = tm_tmpfile("good.jsonl");
-  const char *rec = "\n{\"record\":\"identity\",\"schema\":1,\"id\":\"x\"}\n{\"record\":\"end\"}\n";
-  write_text(good, rec, strlen(rec));
-  CHECK_MSG(import_check_output(good, &err) == 0, "%s", err.msg);
-  const char *bin = tm_tmpfile("bin.jsonl");
-  write_text(bin, "GGUF\3\0\0\0\1\2\n", 11);
-  CHECK_EQ_INT(import_check_output(bin, &err), -1);
-  CHECK_CONTAINS(err.msg, "bin.jsonl: not a tokmeter results file (its first line is not a JSON object)");
-  const char *other = tm_tmpfile("other.jsonl");
-  write_text(other, "{\"a\":1}\n", 8);
-  CHECK_EQ_INT(import_check_output(other, &err), -1);
-  CHECK_CONTAINS(err.msg, "its first line is not a tokmeter record");
-  const char *cut = tm_tmpfile("cut.jsonl");
-  const char *cuttext = "{\"record\":\"identity\",\"id\":\"x\"}\n{\"record\":\"ru";
-  write_text(cut, cuttext, strlen(cuttext));
-  CHECK_EQ_INT(import_check_output(cut, &err), -1);
-  CHECK_CONTAINS(err.msg, "its last line is cut");
-}
-
 void tm_run_tests(void) {
   TM_RUN(test_reported_consistent);
-  TM_RUN(test_check_output);
   TM_RUN(test_fixture_json);
   TM_RUN(test_fixture_jsonl);
   TM_RUN(test_ceiling_given_bandwidth);

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test_records_out: every writer of results files (bench in-process, bench
+# --url, import) refuses, up front, an existing file that is not a tokmeter
+# results file: a GGUF or a text file given as --out / -o by mistake, or a
+# results file whose last line was cut. Exit 2, one line, nothing probed,
+# loaded or requested, the file byte for byte unchanged. A results file is
+# still appended to, by each of them.
+set -euo pipefail
+: "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}" "${TOKMETER_FIXTURES:?}"
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+unset OPENAI_API_KEY
+fail() { echo "test_records_out: FAIL: $*" >&2; exit 1; }
+model="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
+LB="$TOKMETER_FIXTURES/llama-bench/llama-bench-output.jsonl"
+
+expect_exit() { # expected_code, then the command
+  local want=$1; shift
+  set +e
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
+}
+
+# expect_refused FILE WHY, then the command: exit 2, one line naming FILE and
+# WHY, nothing started, FILE unchanged (checksum)
+expect_refused() {
+  local file=$1 why=$2; shift 2
+  local before after
+  before=$(sha256sum <"$file")
+  expect_exit 2 "$@"
+  after=$(sha256sum <"$file")
+  [ "$before" = "$after" ] || fail "'$*' changed $file"
+  [ "$(wc -l <"$dir/err")" = 1 ] || fail "'$*': expected one line: $(cat "$dir/err")"
+  grep -q "$(basename "$file"): not a tokmeter results file ($why): refusing to append" "$dir/err" ||
+    fail "'$*': $(cat "$dir/err")"
+  [ -s "$dir/out" ] && fail "'$*' printed: $(cat "$dir/out")"
+  return 0
+}
+
+cp "$model" "$dir/notjsonl.gguf"
+printf 'hello\n' >"$dir/notes.txt"
+printf '{"record":"identity","schema":1,"id":"x"}\n{"record":"run","iden' >"$dir/cut.jsonl"
+notjson="its first line is not a JSON object"
+
+# --- bench, in-process: refused before the probe and the model load --------
+FAST=(-m "$model" -r 1 -p 8 -n 0 -t 1)
+expect_refused "$dir/notjsonl.gguf" "$notjson" "$TOKMETER" bench "${FAST[@]}" --out "$dir/notjsonl.gguf"
+expect_refused "$dir/notes.txt" "$notjson" "$TOKMETER" bench "${FAST[@]}" --out "$dir/notes.txt"
+expect_refused "$dir/cut.jsonl" "its last line is cut (no newline at the end)" \
+  "$TOKMETER" bench "${FAST[@]}" --out "$dir/cut.jsonl"
+[ -e "$dir/cache" ] && fail "a refused --out still probed the machine (cache written)"
+
+# --- bench --url: refused before any request. Nothing listens on port 1: a
+# request would fail with exit 1, the check comes first with exit 2.
+expect_refused "$dir/notes.txt" "$notjson" \
+  "$TOKMETER" bench --url http://127.0.0.1:1 -w classify -r 1 --out "$dir/notes.txt"
+expect_refused "$dir/notjsonl.gguf" "$notjson" \
+  "$TOKMETER" bench --url http://127.0.0.1:1 -m "$model" -w classify -r 1 --out "$dir/notjsonl.gguf"
+
+# --- import: refused before the inputs are read (a missing input would be
+# its own exit 2 with another message)
+expect_refused "$dir/notes.txt" "$notjson" "$TOKMETER" import -o "$dir/notes.txt" "$LB"
+expect_refused "$dir/notjsonl.gguf" "$notjson" "$TOKMETER" import -o "$dir/notjsonl.gguf" "$dir/missing.json"
+
+# --- a results file is appended to by each writer -------------------------
+expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --out "$dir/r.jsonl"
+cp "$dir/r.jsonl" "$dir/r1.jsonl"
+expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --out "$dir/r.jsonl"
+expect_exit 0 "$TOKMETER" import -o "$dir/r.jsonl" "$LB"
+rm -f "$dir/srv.port"
+"$TOKMETER_FAKESERVER" --port-file "$dir/srv.port" --mode paced --flavor llamacpp \
+  --a 5 --b 0.02 --c 1 >/dev/null 2>"$dir/srv.log" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$dir/srv.port" ] && break; sleep 0.05; done
+port=$(cat "$dir/srv.port") || fail "the fake server did not start"
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$port" -w classify -r 1 --out "$dir/r.jsonl"
+n1=$(wc -c <"$dir/r1.jsonl")
+cmp -s -n "$n1" "$dir/r1.jsonl" "$dir/r.jsonl" || fail "the first invocation's lines changed"
+python3 - "$dir/r.jsonl" <<'PY' || fail "appended results file (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ids = [r for r in recs if r["record"] == "identity"]
+assert [i["backend"] for i in ids] == ["engine", "engine", "llama-bench", "openai"], ids
+assert sum(r["record"] == "end" for r in recs) == 4, recs
+PY
+# and read back whole
+expect_exit 0 "$TOKMETER" report "$dir/r.jsonl"
+echo "test_records_out: ok"
