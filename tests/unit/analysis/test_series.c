@@ -107,9 +107,9 @@ static void test_few_tokens_blank(void) {
   struct series_set set;
   const char *text =
       "{\"record\":\"identity\",\"schema\":1,\"id\":\"F\",\"backend\":\"engine\"}\n"
-      ENG_RUN("F", "tg16", "decode", "0", "false", "100", "160")
-      ENG_RUN("F", "tg23", "decode", "0", "false", "100", "230")
-      ENG_RUN("F", "tg24", "decode", "0", "false", "100", "240");
+      ENG_RUN("F", "tg16", "16", "decode", "0", "false", "100", "160")
+      ENG_RUN("F", "tg23", "23", "decode", "0", "false", "100", "230")
+      ENG_RUN("F", "tg24", "24", "decode", "0", "false", "100", "240");
   if (load(text, &r, &set)) {
     CHECK(0);
     return;
