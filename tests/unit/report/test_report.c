@@ -53,10 +53,10 @@ static const char *const records =
     SRV("generate", false, false, 2, 100, null, 31, true, "[]");
 
 /* One timed in-process tg run of the given length and curve (rate 50). */
-#define ENG_O(test, tok, seg)                                                                 \
+#define ENG_O(test, tok, ms, seg) /* ms: tok at 50 tok/s */                                     \
   "{\"record\":\"run\",\"schema\":1,\"identity\":\"o1\",\"backend\":\"engine\",\"target\":\"in-process\",\"model\":{\"name\":\"m.gguf\"},\"test\":\"" test \
   "\",\"phase\":\"decode\",\"threads\":1,\"depth\":0,\"index\":0,\"warmup\":false,\"ok\":true,\"tokens\":" #tok \
-  ",\"ms\":1000,\"rate_tok_s\":50,\"ceiling\":null,\"decode_by_segment\":" seg "}\n"
+  ",\"ms\":" #ms ",\"rate_tok_s\":50,\"ceiling\":null,\"decode_by_segment\":" seg "}\n"
 
 static const char *write_records(void) {
   const char *path = tm_tmpfile("r.jsonl");
@@ -234,8 +234,8 @@ static struct series decode_series(double *v, size_t n) {
 static void test_short_segments_not_drawn(void) {
   static const char *const text =
       "{\"record\":\"identity\",\"schema\":1,\"id\":\"o1\",\"backend\":\"engine\"}\n"
-      ENG_O("tg16", 16, "[{\"from\":1,\"to\":8,\"tok_s\":50},{\"from\":9,\"to\":16,\"tok_s\":48}]")
-      ENG_O("tg60", 60, "[{\"from\":1,\"to\":50,\"tok_s\":50},{\"from\":51,\"to\":60,\"tok_s\":90}]");
+      ENG_O("tg16", 16, 320, "[{\"from\":1,\"to\":8,\"tok_s\":50},{\"from\":9,\"to\":16,\"tok_s\":48}]")
+      ENG_O("tg60", 60, 1200, "[{\"from\":1,\"to\":50,\"tok_s\":50},{\"from\":51,\"to\":60,\"tok_s\":90}]");
   const char *path = tm_tmpfile("old.jsonl");
   FILE *f = fopen(path, "w");
   CHECK(f != NULL);
