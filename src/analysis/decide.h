@@ -78,7 +78,8 @@ struct decide_result {
   enum decide_winner reload_first_winner, reload_complete_winner;
 };
 
-/* Relative difference below which two figures are called the same. */
+/* Relative difference below which two figures are called the same: |a - b| <=
+ * this x the larger of |a| and |b|. */
 #define DECIDE_TIE_FRACTION 0.01
 
 /* The inputs' ranges; also that a device reloaded for every request

@@ -60,9 +60,7 @@ static void ceiling_for(const struct import_opts *o, const struct lb_entry *e,
   }
   uint64_t d = (uint64_t)e->n_depth;
   if (e->n_prompt == 0) {
-    double sum = 0;
-    for (long long i = 0; i < e->n_gen; i++) sum += model_decode_bytes_at_depth(m, d + (uint64_t)i);
-    c->bytes_per_token = sum / (double)e->n_gen;
+    c->bytes_per_token = model_decode_bytes_mean(m, d, (uint64_t)e->n_gen);
     c->bandwidth = isfinite(o->bandwidth_bytes_s) ? o->bandwidth_bytes_s
                                                   : (p ? probe_at(p->read_bw_bytes_s, p, e->n_threads) : NAN);
     if (p && !isfinite(o->bandwidth_bytes_s) && !isfinite(c->bandwidth))
@@ -70,10 +68,7 @@ static void ceiling_for(const struct import_opts *o, const struct lb_entry *e,
                      e->n_threads);
     c->ceiling_tok_s = ceiling_tok_s(c->bandwidth, c->bytes_per_token);
   } else {
-    double swa_d = m->sliding_window && d > m->sliding_window ? m->sliding_window : (double)d;
-    c->flops_per_token = model_prefill_flops_per_token(m, (uint64_t)e->n_prompt) +
-                         m->attn_flops_per_depth_full * (double)d +
-                         m->attn_flops_per_depth_swa * swa_d;
+    c->flops_per_token = model_prefill_flops_at_depth(m, (uint64_t)e->n_prompt, d);
     if (isfinite(o->compute_ops_s)) {
       c->compute = o->compute_ops_s;
       c->compute_path = "given";

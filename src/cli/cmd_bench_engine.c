@@ -106,21 +106,6 @@ static int analyse_file(const char *path, struct eb_model *m) {
   return 0;
 }
 
-/* Bytes read per generated token, averaged over depths d..d+n-1. */
-static double mean_decode_bytes(const struct model_cost *c, uint32_t d, uint32_t n) {
-  double sum = 0;
-  for (uint32_t i = 0; i < n; i++) sum += model_decode_bytes_at_depth(c, (uint64_t)d + i);
-  return sum / n;
-}
-
-/* FLOPs per prompt token of an L-token prompt read after d tokens of context:
- * the empty-cache figure plus attention over the d tokens before. */
-static double prefill_flops(const struct model_cost *c, uint32_t L, uint32_t d) {
-  double swa_d = c->sliding_window && d > c->sliding_window ? c->sliding_window : d;
-  return model_prefill_flops_per_token(c, L) + c->attn_flops_per_depth_full * d +
-         c->attn_flops_per_depth_swa * swa_d;
-}
-
 /* Fills the ceiling part of a record input for one configuration. bw_now:
  * the read bandwidth at t threads just read for this decode configuration,
  * or NAN (then the probe's figure, or the reading before the runs). */
@@ -132,12 +117,12 @@ static void ceiling_of(const struct eb_state *s, const struct eb_model *m, uint3
   in->compute_path = NULL;
   if (cfg->kind == ENGINE_BENCH_TG) {
     in->read_bandwidth_bytes_s = bw_now > 0 ? bw_now : s->probe->read_bw_bytes_s[t];
-    in->bytes_per_token = mean_decode_bytes(&m->cost, cfg->depth, cfg->tokens);
+    in->bytes_per_token = model_decode_bytes_mean(&m->cost, cfg->depth, cfg->tokens);
     in->ceiling_tok_s = ceiling_tok_s(in->read_bandwidth_bytes_s, in->bytes_per_token);
   } else {
     in->compute_path = m->int8 ? "int8" : "f32";
     in->compute_ops_s = m->int8 ? s->probe->int8_ops[t] : s->probe->f32_flops[t];
-    in->flops_per_token = prefill_flops(&m->cost, cfg->tokens, cfg->depth);
+    in->flops_per_token = model_prefill_flops_at_depth(&m->cost, cfg->tokens, cfg->depth);
     in->ceiling_tok_s = ceiling_tok_s(in->compute_ops_s, in->flops_per_token);
   }
   if (!(in->ceiling_tok_s > 0)) in->ceiling_tok_s = NAN;

@@ -198,9 +198,7 @@ static struct record_ceiling ceiling_at(const struct served_model *m, double pro
   struct record_ceiling c = {NAN, NAN, NAN};
   if (!m->have || !isfinite(m->bandwidth)) return c;
   uint32_t n = max_tokens ? max_tokens : 1;
-  double bytes = 0;
-  for (uint32_t i = 0; i < n; i++)
-    bytes += model_decode_bytes_at_depth(&m->cost, (uint64_t)prompt + i) / n;
+  double bytes = model_decode_bytes_mean(&m->cost, (uint64_t)prompt, n);
   c.read_bandwidth_bytes_s = m->bandwidth;
   c.decode_ceiling_tok_s = ceiling_tok_s(m->bandwidth, bytes);
   if (prompt >= 1 && isfinite(m->compute))

@@ -251,14 +251,36 @@ double model_decode_flops_at_depth(const struct model_cost *c, uint64_t depth) {
          c->attn_flops_per_depth_swa * swa_depth(c, (double)depth);
 }
 
-double model_prefill_flops_per_token(const struct model_cost *c, uint64_t prompt_len) {
+double model_decode_bytes_mean(const struct model_cost *c, uint64_t depth, uint64_t n) {
+  if (n == 0) n = 1;
+  double sum = 0;
+  for (uint64_t i = 0; i < n; i++) sum += model_decode_bytes_at_depth(c, depth + i);
+  return sum / (double)n;
+}
+
+/* Mean of min(d + t, W) over t in [0, L): d + L/2 while the prompt stays
+ * below the window, W once the context before it already fills the window,
+ * and between the two the part below the window (from d up to W, over
+ * t0 = W - d tokens) plus W for the rest. */
+static double mean_windowed_depth(double d, double L, double W) {
+  if (d >= W) return W;
+  if (d + L <= W) return d + L / 2.0;
+  double t0 = W - d;
+  return (t0 * (d + t0 / 2.0) + (L - t0) * W) / L;
+}
+
+double model_prefill_flops_at_depth(const struct model_cost *c, uint64_t prompt_len,
+                                    uint64_t depth) {
   double L = prompt_len ? (double)prompt_len : 1.0;
-  double avg_full = L / 2.0;
-  /* Mean of min(t, W) over t in [0, L): L/2 below the window, W - W^2/(2L) past it. */
-  double W = (double)c->sliding_window;
-  double avg_swa = L <= W ? L / 2.0 : W - W * W / (2.0 * L);
+  double d = (double)depth;
+  double avg_full = d + L / 2.0;
+  double avg_swa = mean_windowed_depth(d, L, (double)c->sliding_window);
   return 2.0 * c->params_layers_active + 2.0 * (double)c->params_output / L +
          c->attn_flops_per_depth_full * avg_full + c->attn_flops_per_depth_swa * avg_swa;
+}
+
+double model_prefill_flops_per_token(const struct model_cost *c, uint64_t prompt_len) {
+  return model_prefill_flops_at_depth(c, prompt_len, 0);
 }
 
 uint64_t model_context_fits(const struct model_cost *c, double memory_bytes,

@@ -147,10 +147,21 @@ double model_kv_bytes_at_depth(const struct model_cost *c, uint64_t depth);
 double model_decode_bytes_at_depth(const struct model_cost *c, uint64_t depth);
 /* FLOPs to generate one token at depth: layers + output head + attention. */
 double model_decode_flops_at_depth(const struct model_cost *c, uint64_t depth);
+/* Bytes read per generated token averaged over n tokens generated at depths
+ * depth .. depth + n - 1 (n 0 counts as 1): the decode ceiling of a run of n
+ * tokens is bandwidth / this mean (its time is the sum of the tokens' bytes
+ * over the bandwidth). */
+double model_decode_bytes_mean(const struct model_cost *c, uint64_t depth, uint64_t n);
 /* FLOPs per prompt token for a prompt of prompt_len tokens read from an empty
  * cache: layers + one output head amortised over the prompt + attention at the
  * average depth (L/2; sliding-window layers averaged with their cap). */
 double model_prefill_flops_per_token(const struct model_cost *c, uint64_t prompt_len);
+/* The same for a prompt read after `depth` tokens already in the cache: a
+ * token at position depth + t attends to depth + t tokens on a full layer and
+ * min(depth + t, window) on a windowed one, averaged over t in [0, L). At
+ * depth 0 it is model_prefill_flops_per_token. */
+double model_prefill_flops_at_depth(const struct model_cost *c, uint64_t prompt_len,
+                                    uint64_t depth);
 /* Largest context (tokens) whose KV cache fits in memory_bytes after the
  * weights, the recurrent state and overhead_bytes; 0 when not even the weights
  * fit. Capped by context_length when known (*capped set); UINT64_MAX when

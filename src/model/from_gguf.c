@@ -502,8 +502,11 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
   if (r && v > 0) {
     d->sliding_window = (uint32_t)v;
     if (mark_swa_layers(f, d, err) != 0) goto fail;
-  } else if (strcmp(arch, "llama4") == 0) {
-    d->sliding_window = 8192; /* hard-coded by llama.cpp for llama4's chunked layers */
+  } else if (r == 0 && strcmp(arch, "llama4") == 0) {
+    /* Absent: llama.cpp hard-codes 8192-token chunks on llama4. Present and 0
+     * (what the converter writes for an all-full-attention model) turns
+     * chunked attention off in llama.cpp: every layer then sees it all. */
+    d->sliding_window = 8192;
     if (mark_swa_layers(f, d, err) != 0) goto fail;
   }
   return 0;

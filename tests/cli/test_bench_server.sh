@@ -130,6 +130,19 @@ for r in runs:
             assert close(c[k], s["ceiling"][k]), (k, c, s["ceiling"])
 gen = [r for r in runs if r["workload"] == "generate" and not r["warmup"]]
 assert len(gen) == 2 and all(r["percent_of_ceiling"]["decode"] > 0 for r in gen), gen
+# The decode ceiling by hand (DESIGN.md "The ceiling"): bandwidth / the bytes
+# per token averaged over the depths the run's tokens were generated at,
+# prompt .. prompt + max_tokens - 1. Bytes at depth d = the file's bytes per
+# token at depth 0 (the identity's model.bytes_per_token, rounded to a byte)
+# + the KV cache: tiny-llama has 4 layers x 2 KV heads x (32 + 32) x 2 bytes
+# (F16) = 1024 bytes per token of context, so the mean is at prompt +
+# (max_tokens - 1) / 2.
+ident = [x for x in recs if x["record"] == "identity"][0]
+w = ident["model"]["bytes_per_token"]
+for r in runs:
+    c, n, prompt = r["ceiling"], r["max_tokens"], r["tokens"]["prompt"]
+    want = c["read_bandwidth_bytes_s"] / (w + 1024 * (prompt + (n - 1) / 2))
+    assert math.isclose(c["decode_ceiling_tok_s"], want, rel_tol=1e-6), (c, n, prompt, want)
 PY
 # ... so `report` shows the % of ceiling columns and the CSV its ceilings
 expect_exit 0 "$TOKMETER" report "$dir/m.jsonl"
