@@ -409,14 +409,54 @@ oom:
   return tm_errf(err, "%s:%zu: out of memory", source, lineno);
 }
 
+/* The longest record line read: a server run with every chunk's arrival time
+ * of a 100k-token answer is ~2 MB; a line past this is not a record (a binary
+ * file, /dev/zero) and must not grow the buffer until memory runs out. */
+#define RESULTS_MAX_LINE ((size_t)64 << 20)
+
+/* One line into *buf (NUL-terminated, the newline kept), like getline, but
+ * stopping at RESULTS_MAX_LINE bytes. Returns its length, -1 at the end of the
+ * input or on a read error (ferror), -2 for a line too long, -3 out of memory. */
+static ssize_t read_line(char **buf, size_t *cap, FILE *f) {
+  size_t len = 0;
+  int c;
+  /* Byte by byte: a NUL inside a line (a binary file) must not hide its
+   * length, as it would from fgets + strlen. */
+  while ((c = getc_unlocked(f)) != EOF) {
+    if (len + 2 > *cap) {
+      if (*cap >= RESULTS_MAX_LINE) return -2;
+      size_t ncap = *cap ? *cap * 2 : 4096;
+      if (ncap > RESULTS_MAX_LINE) ncap = RESULTS_MAX_LINE;
+      char *nb = realloc(*buf, ncap);
+      if (!nb) return -3;
+      *buf = nb;
+      *cap = ncap;
+    }
+    (*buf)[len++] = (char)c;
+    if (c == '\n') break;
+  }
+  if (len == 0) return -1;
+  (*buf)[len] = 0;
+  return (ssize_t)len;
+}
+
 static int load_stream(struct results *r, FILE *f, const char *source, struct tm_err *err) {
   char *buf = NULL;
   size_t cap = 0;
   ssize_t len;
   size_t lineno = 0;
   int rc = 0;
-  while ((len = getline(&buf, &cap, f)) >= 0) {
+  while ((len = read_line(&buf, &cap, f)) >= 0 || len < -1) {
     lineno++;
+    if (len == -2) {
+      rc = tm_errf(err, "%s:%zu: a line longer than %zu MiB: not a tokmeter results file",
+                   source, lineno, RESULTS_MAX_LINE >> 20);
+      break;
+    }
+    if (len == -3) {
+      rc = tm_errf(err, "%s:%zu: out of memory reading the line", source, lineno);
+      break;
+    }
     size_t k = (size_t)len;
     while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r' || buf[k - 1] == ' ' ||
                      buf[k - 1] == '\t'))

@@ -331,4 +331,23 @@ set -e
 grep -q "binary.jsonl: not a tokmeter results file" "$dir/err" || fail "binary -o: $(cat "$dir/err")"
 cmp -s "$dir/binary.jsonl" "$dir/binary.bak" || fail "binary -o: the file was changed"
 
+# An endless line (no newline, ever) is refused at 64 MiB, not read until
+# memory runs out (it used to grow to ~1 GB and end as "no records"); a NUL
+# inside a line is not JSON. Under a 1 GiB address-space limit.
+for cmd in "report /dev/zero" "compare /dev/zero /dev/zero" "decide -p 10 -n 10 --results /dev/zero --api-ttft 1 --api-decode 5"; do
+  set +e
+  (ulimit -v 1048576; "$TOKMETER" $cmd >/dev/null 2>"$dir/err")
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "$cmd: exit $rc, want 2 ($(cat "$dir/err"))"
+  grep -q "/dev/zero:1: a line longer than 64 MiB: not a tokmeter results file" "$dir/err" ||
+    fail "$cmd: $(cat "$dir/err")"
+done
+printf '{"record":"identity",\000"schema":1}\n' >"$dir/nul.jsonl"
+set +e
+"$TOKMETER" report "$dir/nul.jsonl" >/dev/null 2>"$dir/err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "nul.jsonl:1: not JSON" "$dir/err" || fail "a NUL in a line: exit $rc, $(cat "$dir/err")"
+
 echo "ok: $n invalid files refused by report, compare (A and B), decide; $n_agree contradicting files refused; import checks"
