@@ -293,8 +293,9 @@ json_t *import_lb_identity_build(const struct import_opts *o, const struct lb_en
     bad |= put(m, "arch", str(arch));
     bad |= put(m, "type", str(type));
     bad |= put(m, "bytes_per_token",
-               o->cost ? num(round(o->cost->weight_bytes_per_token + o->cost->state_bytes))
-                       : json_null());
+               o->cost ? json_integer((json_int_t)llround(o->cost->weight_bytes_per_token +
+                                                          o->cost->state_bytes))
+                       : json_null()); /* integer bytes, as engine records write it */
     bad |= put(j, "model", m);
   } else {
     bad |= put(j, "model", json_null());

@@ -98,7 +98,7 @@ for r in pp:
     assert r["ceiling"] is None and r["percent_of_ceiling"] is None, r
 ident = recs[0]
 assert ident["settings"]["imported"]["gguf"].endswith("tiny-llama-Q4_0.gguf")
-assert ident["model"]["bytes_per_token"] > 0
+assert isinstance(ident["model"]["bytes_per_token"], int) and ident["model"]["bytes_per_token"] > 0, ident["model"]  # integer bytes, as engine records
 PY
 
 # From the cached probe: a quick probe is used only by a quick caller, at the
