@@ -122,9 +122,19 @@ static void print_machine(const struct eb_state *s, bool cached) {
   if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
 }
 
+/* The decode curve of one configuration, named by its thread count (the
+ * table prints the most threads' only). */
+/* " at depth D" when the run asked for more than one depth or a nonzero one,
+ * so two conclusions about one test name different configurations. */
+static const char *depth_note(const struct eb_row *r, char *buf, size_t n) {
+  if (r->cfg.depth) snprintf(buf, n, " at depth %u", r->cfg.depth);
+  else buf[0] = 0;
+  return buf;
+}
+
 static void print_curve(const struct eb_row *r) {
   if (!r || r->n_segments < 2) return;
-  printf("         decode curve (tok/s):");
+  printf("         decode curve at %u thread%s (tok/s):", r->threads, r->threads == 1 ? "" : "s");
   for (size_t i = 0; i < r->n_segments; i++)
     printf(" %u-%u %.1f%s", r->seg[i].from, r->seg[i].to, r->seg[i].tok_s,
            i + 1 < r->n_segments ? "," : "");
@@ -344,10 +354,10 @@ static double ratio(const struct eb_row *a, const struct eb_row *b) {
   return b->tok_s.median / a->tok_s.median;
 }
 
-/* "32% (11.8 GB/s) at 1 thread, 29% (23.1 GB/s) at 2 threads": the thread
- * counts at which bw[t] reads more than frac below the probe's buffer
- * (eb_pages_below);
- * beyond four of them, the range ("19-32% at 40 of 64 thread counts").
+/* "32% slower at 1 thread (11.8 GB/s), 29% slower at 2 threads (23.1 GB/s)":
+ * the thread counts at which bw[t] reads more than frac below the probe's
+ * buffer (eb_pages_below); beyond four of them, the range ("19-32% slower at
+ * 40 of 64 thread counts").
  * Returns whether there was any. */
 static bool slow_pages_list(const struct eb_state *s, const double *bw, uint32_t n, double frac,
                             char *out, size_t cap) {
@@ -363,16 +373,16 @@ static bool slow_pages_list(const struct eb_state *s, const double *bw, uint32_t
   }
   out[0] = '\0';
   if (n_slow > 4) {
-    snprintf(out, cap, "%.0f-%.0f%% at %u of %u thread counts", lo, hi, n_slow, n);
+    snprintf(out, cap, "%.0f-%.0f%% slower at %u of %u thread counts", lo, hi, n_slow, n);
     return true;
   }
   size_t len = 0;
   for (uint32_t t = 1; t <= n && len < cap; t++) {
     double probe_bw = s->probe->read_bw_bytes_s[t];
     if (!eb_pages_below(probe_bw, bw[t], frac)) continue;
-    int w = snprintf(out + len, cap - len, "%s%.0f%% (%.1f GB/s) at %u thread%s",
-                     len ? ", " : "", 100.0 * (1.0 - bw[t] / probe_bw), bw[t] / 1e9, t,
-                     t == 1 ? "" : "s");
+    int w = snprintf(out + len, cap - len, "%s%.0f%% slower at %u thread%s (%.1f GB/s)",
+                     len ? ", " : "", 100.0 * (1.0 - bw[t] / probe_bw), t, t == 1 ? "" : "s",
+                     bw[t] / 1e9);
     if (w > 0) len += (size_t)w;
   }
   return n_slow > 0;
@@ -443,7 +453,7 @@ void bench_engine_conclude(struct eb_state *s) {
                         sizeof slow)) {
       bw_list(m->weights_read_bw, m->weights_bw_threads, copy, sizeof copy);
       conclude(s,
-               "%s: its memory-mapped weights read in place %s below the probe's buffer (on a "
+               "%s: its memory-mapped weights, read in place, were %s than the probe's buffer (on a "
                "VM, where the host placed these pages), so the main job ran it from an "
                "anonymous copy, which read %s. Memory-mapped, its decode would fall short of "
                "the ceiling by about that much (tokmeter bench -m FILE measures a file as "
@@ -459,7 +469,7 @@ void bench_engine_conclude(struct eb_state *s) {
                                       EB_PAGES_COPY, slow, sizeof slow))) {
       bw_list(m->copy_read_bw, m->copy_bw_threads, copy, sizeof copy);
       conclude(s,
-               "%s: its memory-mapped weights read in place %s below the probe's buffer%s, but "
+               "%s: its memory-mapped weights, read in place, were %s than the probe's buffer%s, but "
                "an anonymous copy of them read slower still (%s), so the main job ran it "
                "memory-mapped (on a VM the host places anonymous memory too).",
                name, slow,
@@ -469,7 +479,7 @@ void bench_engine_conclude(struct eb_state *s) {
                copy);
     } else if (very_slow)
       conclude(s,
-               "%s: its weights read in place %s below the probe's buffer: the memory holding "
+               "%s: its weights, read in place, were %s than the probe's buffer: the memory holding "
                "them is slower (on a VM, where the host placed these pages), so decode falls "
                "short of the ceiling by that much whatever the kernels do.%s",
                name, slow,
@@ -535,17 +545,18 @@ void bench_engine_conclude(struct eb_state *s) {
   for (size_t i = 0; i < (s->probe->quick ? 0 : s->n_rows); i++) {
     const struct eb_row *r = &s->rows[i];
     if (!(r->bw_lo > 0 && r->bw_hi > 0) || r->bw_hi / r->bw_lo - 1 <= 0.05) continue;
-    char test[32], what[64];
+    char test[32], what[64], dnote[32];
     /* a rate blank by rule 5 has no percentage: its ceiling is what moved */
     if (isfinite(r->percent)) snprintf(what, sizeof what, "its %.0f%% of the ceiling", r->percent);
     else snprintf(what, sizeof what, "its ceiling");
     conclude(s,
-             "%s %s at %u thread%s: memory read %.1f-%.1f GB/s between its repetitions "
+             "%s %s%s at %u thread%s: memory read %.1f-%.1f GB/s between its repetitions "
              "(%.0f%% apart): the machine's bandwidth moved while it ran; each repetition is "
              "held against the readings on either side of it, and %s is uncertain by up to "
              "about that much.",
              s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
-             r->threads, r->threads == 1 ? "" : "s", r->bw_lo / 1e9, r->bw_hi / 1e9,
+             depth_note(r, dnote, sizeof dnote), r->threads, r->threads == 1 ? "" : "s",
+             r->bw_lo / 1e9, r->bw_hi / 1e9,
              100.0 * (r->bw_hi / r->bw_lo - 1), what);
   }
   /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */

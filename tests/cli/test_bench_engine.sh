@@ -34,7 +34,7 @@ grep -q "^      1 " "$dir/out" || fail "no row for 1 thread"
 grep -q "loaded in" "$dir/out" || fail "load time not reported"
 grep -qE "^memory: [0-9.]+ [KMG]iB resident after the runs \(weights [0-9.]+ [KMG]iB memory-mapped, KV cache [0-9.]+ [KMG]iB of [0-9.]+ [KMG]iB, buffers [0-9.]+ [KMG]iB\): (within|ABOVE) the bound, file \+ KV cache \+ 10% \([0-9.]+ [KMG]iB\)$" \
   "$dir/out" || fail "no memory line: $(cat "$dir/out")"
-grep -qE "^ +decode curve \(tok/s\): 1-32 [0-9.]+, 33-64 [0-9.]+$" "$dir/out" ||
+grep -qE "^ +decode curve at 1 thread \(tok/s\): 1-32 [0-9.]+, 33-64 [0-9.]+$" "$dir/out" ||
   fail "no decode curve 1-32, 33-64: $(cat "$dir/out")"
 grep -q "(a)" "$dir/out" && fail "a footnote mark with a rate for every cell: $(cat "$dir/out")"
 # the ceiling's bandwidth read again after the runs, held against the probe's
