@@ -265,7 +265,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       case O_TTFT: o->ttft_sweep = true; break;
       case 'h': usage(stdout); return -1;
       case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+      default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
   }
   if (o->ttft_sweep) {

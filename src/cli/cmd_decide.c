@@ -502,7 +502,7 @@ int cmd_decide(int argc, char **argv) {
       case O_JSON: o.json = true; break;
       case 'h': usage(stdout); return TM_EXIT_OK;
       case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+      default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
   }
   if (bad) return TM_EXIT_USAGE;

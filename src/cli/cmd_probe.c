@@ -128,7 +128,7 @@ int cmd_probe(int argc, char **argv) {
     case 'j': json = true; break;
     case 'h': usage(); return TM_EXIT_OK;
     case ':': return cli_usage_error("probe", "option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("probe", "unknown option '%s'", argv[optind - 1]);
+    default: return cli_bad_option("probe", argv[optind - 1], longopts);
     }
   }
   if (optind < argc) return cli_usage_error("probe", "unexpected argument '%s'", argv[optind]);

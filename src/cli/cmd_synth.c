@@ -274,7 +274,7 @@ int cmd_synth(int argc, char **argv) {
     case OPT_CTX: u = &f.ctx; what = "--ctx"; break;
     case OPT_THREADS: u = &threads; what = "--threads"; break;
     case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-    default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+    default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
     if (u && tm_parse_u32(optarg, what, u, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
   }

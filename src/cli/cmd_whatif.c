@@ -614,7 +614,7 @@ int cmd_whatif(int argc, char **argv) {
       case O_HTML: o.html = optarg; break;
       case 'h': usage(stdout); return TM_EXIT_OK;
       case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+      default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
