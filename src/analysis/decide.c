@@ -140,12 +140,14 @@ int decide_eval(const struct decide_inputs *in, struct decide_result *out, struc
 
 /* ------------------------------------------------------- rates from records */
 
+/* The configuration as listed to the user and matched by --match: backend,
+ * target, model, type, threads, depth. The type is always there when known,
+ * even when the model label already holds it (a file name such as
+ * "...-Q4_0-s1.gguf"), so "Q4_0 | t2 |" selects the same configuration
+ * whatever the model is called. */
 static void group_key(const struct series *s, char *buf, size_t n) {
-  /* The type only when the model label does not already name it. */
-  bool type_in_label = s->type[0] && strstr(s->model, s->type);
   snprintf(buf, n, "%s | %s | %s%s%s | t%d | d%d", s->backend, s->target, s->model,
-           type_in_label || !s->type[0] ? "" : " | ", type_in_label ? "" : s->type, s->threads,
-           s->depth);
+           s->type[0] ? " | " : "", s->type, s->threads, s->depth);
 }
 
 static double median_of(const struct series *s) { return stats_percentile(s->values, s->n, 50); }
@@ -174,34 +176,60 @@ static const struct series *closest(const struct series_set *set,
   return best;
 }
 
+/* Whether configuration g holds a finite series of every wanted metric. */
+static bool group_has(const struct series_set *set, const char *g, bool want_prefill,
+                      bool want_decode) {
+  return (!want_prefill || closest(set, g, "prefill_tok_s", 1, 1)) &&
+         (!want_decode || closest(set, g, "decode_tok_s", 0, 1));
+}
+
 int decide_rates_from_series(const struct series_set *set, const char *match,
-                             double prompt_tokens, double output_tokens, double *prefill_tok_s,
-                             double *decode_tok_s, char *which_prefill, char *which_decode,
-                             size_t which_n, struct tm_err *err) {
-  /* Configurations (key without the test) that hold a decode series. */
+                             double prompt_tokens, double output_tokens, bool want_prefill,
+                             bool want_decode, double *prefill_tok_s, double *decode_tok_s,
+                             char *which_prefill, char *which_decode, size_t which_n,
+                             struct tm_err *err) {
+  *prefill_tok_s = *decode_tok_s = NAN;
+  if (which_prefill && which_n) which_prefill[0] = 0;
+  if (which_decode && which_n) which_decode[0] = 0;
+  if (!want_prefill && !want_decode) return 0;
+  /* Configurations (key without the test) that hold every wanted kind of run;
+   * whether any matching run of each kind exists, for the error. */
   char groups[8][400];
   size_t ng = 0;
   int more = 0;
+  bool any_prefill = false, any_decode = false;
   for (size_t i = 0; i < set->n; i++) {
     const struct series *s = &set->s[i];
-    if (strcmp(s->metric, "decode_tok_s") != 0 || !isfinite(median_of(s))) continue;
+    bool is_pf = strcmp(s->metric, "prefill_tok_s") == 0;
+    bool is_dc = strcmp(s->metric, "decode_tok_s") == 0;
+    if ((!is_pf && !is_dc) || !isfinite(median_of(s))) continue;
     /* --match applies to the configuration as listed to the user (the key
      * without the test), so any text of a listed configuration selects it. */
     char k[400];
     group_key(s, k, sizeof k);
     if (match && !strstr(k, match)) continue;
+    any_prefill |= is_pf;
+    any_decode |= is_dc;
+    if ((is_pf && !want_prefill) || (is_dc && !want_decode)) continue;
     size_t j = 0;
     while (j < ng && strcmp(groups[j], k) != 0) j++;
-    if (j < ng) continue;
+    if (j < ng || !group_has(set, k, want_prefill, want_decode)) continue;
     if (ng == 8) {
       more = 1;
       continue;
     }
     snprintf(groups[ng++], sizeof groups[0], "%s", k);
   }
+  const char *m1 = match ? " matching '" : "", *m2 = match ? match : "", *m3 = match ? "'" : "";
+  if (ng == 0 && want_decode && !any_decode)
+    return tm_errf(err, "no decode runs%s%s%s in the results (or give --device-decode)", m1, m2,
+                   m3);
+  if (ng == 0 && want_prefill && !any_prefill)
+    return tm_errf(err, "no prefill runs%s%s%s in the results (or give --device-prefill)", m1,
+                   m2, m3);
   if (ng == 0)
-    return tm_errf(err, "no decode runs%s%s%s in the results", match ? " matching '" : "",
-                   match ? match : "", match ? "'" : "");
+    return tm_errf(err, "no configuration%s%s%s in the results holds both prefill and decode "
+                   "runs (give --device-prefill or --device-decode)", m1, m2, m3);
   if (ng > 1) {
     char list[400];
     size_t off = 0;
@@ -210,11 +238,15 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
     return tm_errf(err, "%zu%s configurations in the results (%s); choose one with --match TEXT",
                    ng, more ? "+" : "", list);
   }
-  const struct series *dec = closest(set, groups[0], "decode_tok_s", 0, output_tokens);
-  const struct series *pre = closest(set, groups[0], "prefill_tok_s", 1, prompt_tokens);
-  *decode_tok_s = median_of(dec);
-  *prefill_tok_s = pre ? median_of(pre) : NAN;
-  if (which_decode) snprintf(which_decode, which_n, "%s", dec->key);
-  if (which_prefill) snprintf(which_prefill, which_n, "%s", pre ? pre->key : "");
+  if (want_decode) {
+    const struct series *dec = closest(set, groups[0], "decode_tok_s", 0, output_tokens);
+    *decode_tok_s = median_of(dec);
+    if (which_decode) snprintf(which_decode, which_n, "%s", dec->key);
+  }
+  if (want_prefill) {
+    const struct series *pre = closest(set, groups[0], "prefill_tok_s", 1, prompt_tokens);
+    *prefill_tok_s = median_of(pre);
+    if (which_prefill) snprintf(which_prefill, which_n, "%s", pre->key);
+  }
   return 0;
 }

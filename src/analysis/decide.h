@@ -89,16 +89,21 @@ int decide_eval(const struct decide_inputs *in, struct decide_result *out, struc
 /* Who wins a "smaller is better" comparison (device a vs API b). */
 enum decide_winner decide_compare(double device, double api);
 
-/* Device rates from results: among series whose key contains `match` (NULL:
- * all), prefill_tok_s and decode_tok_s series of ONE configuration (key
- * without the test part); prefill from the series whose prompt length is
- * closest to prompt_tokens, decode from the one whose output length is closest
- * to output_tokens; the median of their runs. -1 with err when there is no
- * such series or several configurations match (err lists them: choose with
- * --match). which_prefill / which_decode receive the keys used. */
+/* Device rates from results, only those wanted (the ones the user did not
+ * give: a given rate wins over the file's, and a file need not hold the kind
+ * of runs it is not asked for). Among the configurations (key without the
+ * test, type always included) whose label contains `match` (NULL: all) and
+ * that hold a series of every wanted metric there must be exactly one; its
+ * prefill from the prefill_tok_s series whose prompt length is closest to
+ * prompt_tokens, its decode from the decode_tok_s series whose output length
+ * is closest to output_tokens; the median of their runs. A rate not wanted
+ * is NAN and its key "". -1 with err when no configuration holds the wanted
+ * runs (err names the kind missing) or several do (err lists them: choose
+ * with --match). which_prefill / which_decode receive the keys used. */
 int decide_rates_from_series(const struct series_set *set, const char *match,
-                             double prompt_tokens, double output_tokens, double *prefill_tok_s,
-                             double *decode_tok_s, char *which_prefill, char *which_decode,
-                             size_t which_n, struct tm_err *err);
+                             double prompt_tokens, double output_tokens, bool want_prefill,
+                             bool want_decode, double *prefill_tok_s, double *decode_tok_s,
+                             char *which_prefill, char *which_decode, size_t which_n,
+                             struct tm_err *err);
 
 #endif

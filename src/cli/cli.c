@@ -4,6 +4,7 @@
 #include "util/err.h"
 #include "util/units.h"
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,30 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   fprintf(stderr, "\nTry 'tokmeter %s --help'.\n", cmd);
   va_end(ap);
   return TM_EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, const char *arg, const struct option *longopts) {
+  if (strncmp(arg, "--", 2) != 0 || !arg[2] || !longopts)
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
+  const char *name = arg + 2;
+  size_t len = strcspn(name, "=");
+  char list[512] = "";
+  size_t n = 0, off = 0;
+  const struct option *exact = NULL;
+  for (const struct option *o = longopts; o->name; o++) {
+    if (strncmp(o->name, name, len) != 0) continue;
+    if (strlen(o->name) == len) exact = o;
+    n++;
+    if (off < sizeof list)
+      off += (size_t)snprintf(list + off, sizeof list - off, "%s--%s", n > 1 ? ", " : "",
+                              o->name);
+  }
+  if (exact && exact->has_arg == no_argument && name[len] == '=')
+    return cli_usage_error(cmd, "option '--%s' takes no value", exact->name);
+  if (!exact && n > 1)
+    return cli_usage_error(cmd, "option '%.*s' is ambiguous: it abbreviates %s", (int)len + 2,
+                           arg, list);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
 int cli_fail(const char *cmd, int code, const char *fmt, ...) {

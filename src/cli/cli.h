@@ -20,6 +20,13 @@ int cli_fail(const char *cmd, int code, const char *fmt, ...) __attribute__((for
 /* "tokmeter CMD: warning: <msg>" on stderr. */
 void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct option;
+/* The usage error for an option getopt_long refused ('?'), arg =
+ * argv[optind - 1]: an abbreviation of several long options is "ambiguous"
+ * and lists them ("--m": --memory, --measured-decode, ...), "--json=x" for a
+ * flag without a value says so, anything else is "unknown". Returns 2. */
+int cli_bad_option(const char *cmd, const char *arg, const struct option *longopts);
+
 /* The range a command accepts for a rate in tok/s. */
 #define CLI_MIN_RATE 1e-3
 #define CLI_MAX_RATE 1e12

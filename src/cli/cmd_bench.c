@@ -97,10 +97,13 @@ static void usage(FILE *out) {
           "                         OPENAI_API_KEY when set); sent as a header, never recorded\n"
           "  -w, --workload LIST    classify (~50 prompt tokens, 16 out), extract (~1700, 60),\n"
           "                         generate (~50, 400); default all three\n"
-          "  -p, --prompt-tokens N  a custom workload: prompt length in tokens (with -n)\n"
-          "  -n, --max-tokens M     a custom workload: tokens to generate (below 24 the\n"
-          "                         decode rate is blank, with a footnote)\n"
-          "      --prompt-file F    a custom workload whose prompt is the file's text\n"
+          "  -p, --prompt-tokens N  a custom workload: prompt length in tokens (default 50\n"
+          "                         when only -n is given)\n"
+          "  -n, --max-tokens M     a custom workload: tokens to generate (default 128 when\n"
+          "                         only -p or --prompt-file is given; below 24 the decode\n"
+          "                         rate is blank, with a footnote)\n"
+          "      --prompt-file F    a custom workload whose prompt is the file's text (its\n"
+          "                         length is the file's: not with -p)\n"
           "  -r, --reps N           timed runs per workload (default 3)\n"
           "      --allow-cache      keep runs that hit the prompt cache in prefill figures\n"
           "                         (labelled)\n"
@@ -265,9 +268,13 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       case O_TTFT: o->ttft_sweep = true; break;
       case 'h': usage(stdout); return -1;
       case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+      default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
   }
+  /* Before the sweep fills in its default -p list: only a -p the user gave. */
+  if (o->prompt_file && o->n_prompt_tokens)
+    return cli_usage_error(CMD, "--prompt-file and --prompt-tokens: the prompt is the file's "
+                                "text, of the file's length; give one");
   if (o->ttft_sweep) {
     int rc = bench_ttft_prepare(o);
     if (rc) return rc;

@@ -36,6 +36,7 @@ struct ceiling_opts {
   const char *file, *preset, *type;
   double size_bytes, active_fraction;
   double bandwidth, compute;   /* 0 = measure */
+  bool compute_flops;          /* --compute named FLOPS (else OPS / a bare number) */
   uint32_t threads;            /* 0 = best */
   uint64_t depths[MAX_DEPTHS];
   size_t n_depths;
@@ -183,6 +184,7 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
         break;
       case O_COMPUTE:
         bad = tm_parse_ops_rate(optarg, &o->compute, &err);
+        o->compute_flops = strcasestr(optarg, "FLOP") != NULL;
         if (!bad && !(o->compute > 0)) bad = tm_errf(&err, "--compute must be > 0");
         break;
       case 't': bad = tm_parse_u32(optarg, "--threads", &o->threads, &err); break;
@@ -217,7 +219,7 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
         *rc = cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
         return -1;
       default:
-        *rc = cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        *rc = cli_bad_option(CMD, argv[optind - 1], longopts);
         return -1;
     }
     if (bad) {
@@ -446,9 +448,17 @@ int cmd_ceiling(int argc, char **argv) {
   double decode0 = ceiling_tok_s(m.bandwidth, bpt0);
   double dense = ceiling_tok_s(m.bandwidth, bytes_total);
   bool has_compute = m.compute > 0 && !napkin;
+  /* A model whose head count is unknown (cost.kv_unknown): its KV cache and
+   * attention FLOPs are unknown, so is every figure made of them (decode past
+   * depth 0, the context that fits, the prefill ceiling): said "unknown",
+   * null in JSON, never computed from a KV of 0. Depth 0 reads no KV. */
+  bool kv_known = napkin || !cost.kv_unknown;
   double prefill_flops = napkin ? 0 : model_prefill_flops_per_token(&cost, o.prompt_tokens);
+  /* without attention: a bound the real ceiling stays under */
   double prefill = has_compute ? ceiling_tok_s(m.compute, prefill_flops) : 0;
-  bool fits_known = !napkin && m.memory_bytes > 0;
+  double prefill_bound = 0;
+  if (!kv_known) prefill_bound = prefill, prefill = 0;
+  bool fits_known = !napkin && m.memory_bytes > 0 && kv_known;
   bool fits_capped = false;
   uint64_t fits = fits_known ? model_context_fits(&cost, m.memory_bytes, o.overhead_bytes,
                                                   &fits_capped) : 0;
@@ -475,6 +485,9 @@ int cmd_ceiling(int argc, char **argv) {
   if (o.measured_prefill >= 0) {
     if (ceiling_verdict_make("prefill", o.measured_prefill, prefill, &verdicts[n_verdicts]) == 0)
       n_verdicts++;
+    else if (!kv_known && has_compute)
+      cli_warn(CMD, "--measured-prefill: no prefill ceiling (the attention FLOPs are unknown: "
+                    "the file has no head count)");
     else
       cli_warn(CMD, "--measured-prefill: no prefill ceiling (no compute rate known; give "
                     "--compute)");
@@ -496,28 +509,31 @@ int cmd_ceiling(int argc, char **argv) {
     json_object_set_new(j, "state_bytes", jnum_or_null(cost.state_bytes, !napkin));
     const struct ggml_type_info *kvt = ggml_type_get(o.kv_type);
     json_object_set_new(j, "kv_type", json_string(kvt ? kvt->name : "?"));
-    json_object_set_new(j, "kv_bytes_per_token", jnum_or_null(cost.kv_bytes_per_token, !napkin));
+    bool kv = !napkin && kv_known;
+    json_object_set_new(j, "kv_bytes_per_token", jnum_or_null(cost.kv_bytes_per_token, kv));
     json_object_set_new(j, "kv_bytes_per_token_full",
-                        jnum_or_null(cost.kv_bytes_per_token_full, !napkin));
+                        jnum_or_null(cost.kv_bytes_per_token_full, kv));
     json_object_set_new(j, "kv_bytes_per_token_swa",
-                        jnum_or_null(cost.kv_bytes_per_token_swa, !napkin));
+                        jnum_or_null(cost.kv_bytes_per_token_swa, kv));
     json_object_set_new(j, "sliding_window", jnum_or_null(cost.sliding_window, !napkin));
     json_object_set_new(j, "context_length",
                         jnum_or_null((double)cost.context_length, !napkin && cost.context_length));
     json_object_set_new(j, "flops_per_token",
                         jnum_or_null(model_decode_flops_at_depth(&cost, 0), !napkin));
-    json_object_set_new(j, "prefill_flops_per_token", jnum_or_null(prefill_flops, !napkin));
+    json_object_set_new(j, "prefill_flops_per_token", jnum_or_null(prefill_flops, kv));
     json_object_set_new(j, "prompt_tokens", json_integer(o.prompt_tokens));
     json_object_set_new(j, "decode_ceiling_tok_s", jnum(decode0));
     json_t *by = json_array();
     for (size_t i = 0; i < (napkin ? 1 : o.n_depths); i++) {
       uint64_t dep = napkin ? 0 : o.depths[i];
       double b = napkin ? bpt0 : model_decode_bytes_at_depth(&cost, dep);
+      bool known = kv_known || dep == 0;
       json_t *e = json_object();
       json_object_set_new(e, "depth", json_integer((json_int_t)dep));
-      json_object_set_new(e, "bytes_per_token", jnum(b));
-      json_object_set_new(e, "kv_bytes", jnum(napkin ? 0 : model_kv_bytes_at_depth(&cost, dep)));
-      json_object_set_new(e, "tok_s", jnum(ceiling_tok_s(m.bandwidth, b)));
+      json_object_set_new(e, "bytes_per_token", jnum_or_null(b, known));
+      json_object_set_new(e, "kv_bytes",
+                          jnum_or_null(napkin ? 0 : model_kv_bytes_at_depth(&cost, dep), known));
+      json_object_set_new(e, "tok_s", jnum_or_null(ceiling_tok_s(m.bandwidth, b), known));
       json_array_append_new(by, e);
     }
     json_object_set_new(j, "decode_ceiling_by_depth", by);
@@ -609,16 +625,23 @@ int cmd_ceiling(int argc, char **argv) {
                      : "; input embedding: one row; output head in full",
            cost.state_bytes > 0 ? "; recurrent state" : "");
     const struct ggml_type_info *kvt = ggml_type_get(o.kv_type);
-    printf("KV cache: %s per token of context (%s; %u attention layers", 
-           tm_fmt_bytes(cost.kv_bytes_per_token, b1, sizeof b1), kvt ? kvt->name : "?",
-           cost.n_attn_layers);
+    if (kv_known)
+      printf("KV cache: %s per token of context (%s; %u attention layers",
+             tm_fmt_bytes(cost.kv_bytes_per_token, b1, sizeof b1), kvt ? kvt->name : "?",
+             cost.n_attn_layers);
+    else
+      printf("KV cache: unknown (no head count in the file; %u attention layers",
+             cost.n_attn_layers);
     if (cost.n_swa_layers)
       printf(", %u of them windowed at %u tokens", cost.n_swa_layers, cost.sliding_window);
     if (cost.n_recurrent_layers)
       printf("; %u recurrent layers keep %s of state", cost.n_recurrent_layers,
              tm_fmt_bytes(cost.state_bytes, b2, sizeof b2));
     printf(")\n");
-    if (fits_known) {
+    if (!kv_known && m.memory_bytes > 0) {
+      printf("context that fits in %s: unknown (the KV cache per token is unknown)\n",
+             tm_fmt_bytes(m.memory_bytes, b1, sizeof b1));
+    } else if (fits_known) {
       printf("context that fits in %s (after the weights and %s overhead): ",
              tm_fmt_bytes(m.memory_bytes, b1, sizeof b1),
              tm_fmt_bytes(o.overhead_bytes, b2, sizeof b2));
@@ -632,8 +655,15 @@ int cmd_ceiling(int argc, char **argv) {
   if (m.probed) printf(" at %u thread%s (from this machine's probe%s)", m.bw_threads,
                        m.bw_threads == 1 ? "" : "s", m.quick ? ", QUICK: not memory bandwidth" : "");
   else printf(" (given)");
-  if (m.compute > 0) {
-    printf("; compute %s %s", m.compute_path, tm_fmt_ops(m.compute, "OPS", b2, sizeof b2));
+  if (m.compute > 0 && strcmp(m.compute_path, "given") == 0) {
+    /* as given: 14TFLOPS is "14 TFLOPS (given)", not "given 14 TOPS" */
+    printf("; compute %s (given)", tm_fmt_ops(m.compute, o.compute_flops ? "FLOPS" : "OPS", b2,
+                                              sizeof b2));
+  } else if (m.compute > 0) {
+    /* the probe's f32 path counts FLOPs, its int8 path integer ops */
+    printf("; compute %s %s", m.compute_path,
+           tm_fmt_ops(m.compute, strncmp(m.compute_path, "f32", 3) == 0 ? "FLOPS" : "OPS", b2,
+                      sizeof b2));
     if (m.compute_threads) printf(" at %u thread%s", m.compute_threads,
                                   m.compute_threads == 1 ? "" : "s");
   } else {
@@ -646,6 +676,11 @@ int cmd_ceiling(int argc, char **argv) {
     printf("decode ceiling (one stream, by context depth):\n");
     for (size_t i = 0; i < o.n_depths; i++) {
       double b = model_decode_bytes_at_depth(&cost, o.depths[i]);
+      if (!kv_known && o.depths[i] > 0) {
+        printf("  depth %7llu:  unknown     (the KV cache read per token is unknown)\n",
+               (unsigned long long)o.depths[i]);
+        continue;
+      }
       printf("  depth %7llu: %8s tok/s  (%s read per token)%s\n",
              (unsigned long long)o.depths[i],
              tm_fmt_rate(ceiling_tok_s(m.bandwidth, b), b1, sizeof b1),
@@ -665,6 +700,11 @@ int cmd_ceiling(int argc, char **argv) {
     if (prefill > 0)
       printf("prefill ceiling (prompt of %u): %s tok/s (%s FLOPs per prompt token)\n",
              o.prompt_tokens, tm_fmt_rate(prefill, b1, sizeof b1),
+             tm_fmt_count(prefill_flops, b3, sizeof b3));
+    else if (prefill_bound > 0)
+      printf("prefill ceiling (prompt of %u): unknown (the attention FLOPs are unknown); "
+             "below %s tok/s, the rate without them (%s FLOPs per prompt token)\n",
+             o.prompt_tokens, tm_fmt_rate(prefill_bound, b1, sizeof b1),
              tm_fmt_count(prefill_flops, b3, sizeof b3));
     else
       printf("prefill ceiling: not known (no compute rate; give --compute)\n");

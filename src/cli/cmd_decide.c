@@ -57,17 +57,21 @@ static void usage(FILE *out) {
           "Job:\n"
           "  -p, --prompt-tokens N      prompt tokens per request, 0 to 1e12 (required)\n"
           "  -n, --output-tokens N      output tokens per request, 1 to 1e12 (required)\n"
-          "  -q, --requests-per-day N   requests per day, above 0, up to 1e12 (default\n"
-          "                             1000)\n"
+          "  -q, --requests-per-day N   requests per day, above 0 (at least 1e-9), up to\n"
+          "                             1e12 (default 1000)\n"
           "\n"
           "Device:\n"
           "  --results FILE.jsonl       take the device's prefill and decode rates from\n"
           "                             tokmeter records (median of the timed runs; the\n"
           "                             prompt / output lengths closest to -p / -n)\n"
           "  --match TEXT               use only the configuration whose label contains TEXT\n"
-          "                             (needed when the file holds several) (default: all)\n"
+          "                             (needed when the file holds several; with\n"
+          "                             --results) (default: all)\n"
           "  --device-prefill RATE      prefill rate, tok/s (default: from --results)\n"
           "  --device-decode RATE       decode rate, tok/s (default: from --results)\n"
+          "                             A given rate wins over the file's: --results then\n"
+          "                             supplies only the other, and need not hold runs of\n"
+          "                             the kind given\n"
           "  --device-overhead T        fixed cost per request (default 0)\n"
           "  --device-load T            model load / session warm-up (default: unknown; the\n"
           "                             reload case is then left blank)\n"
@@ -79,8 +83,9 @@ static void usage(FILE *out) {
           "  --kwh-price X              money per kWh, 0 to 1e12 (default: unknown)\n"
           "  --device-price X           hardware price, written off over the lifetime,\n"
           "                             0 to 1e12 (default: not counted)\n"
-          "  --device-lifetime-days N   days the hardware is written off over, above 0, up\n"
-          "                             to 36525 (100 years) (default 1095)\n"
+          "  --device-lifetime-days N   days the hardware is written off over, above 0 (at\n"
+          "                             least 1e-9), up to 36525 (100 years) (default\n"
+          "                             1095)\n"
           "\n"
           "API:\n"
           "  --api-ttft T               the API's time to first token (required); measured\n"
@@ -199,20 +204,33 @@ struct decide_cli {
   char which_prefill[320], which_decode[320];
 };
 
-/* A number in [min, max] (whole: no fraction). */
+/* "1e12", "1e-9", not printf's "1e+12" / "1e-09". */
+static void fmt_limit(double v, char *buf, size_t n) {
+  int e = (int)floor(log10(v));
+  if ((v >= 1e6 || v < 1e-3) && v == pow(10, e)) snprintf(buf, n, "1e%d", e);
+  else snprintf(buf, n, "%g", v);
+}
+
+/* A number in [min, max] (whole: no fraction). above_zero: the flag's --help
+ * says "above 0" and min is only a floor against overflow (1e-9): 0 or less
+ * is "not a number above 0", a positive value under min "below the limit". */
 static int parse_num(const char *s, const char *flag, double *out, bool whole, double min,
-                     double max) {
+                     bool above_zero, double max) {
   char *end;
+  char lim[32];
   double v = strtod(s, &end);
-  if (end == s || *end || !isfinite(v) || v < min || (whole && v != floor(v)))
+  bool number = end != s && !*end && isfinite(v) && (!whole || v == floor(v));
+  if (above_zero && (!number || !(v > 0)))
+    return cli_usage_error(CMD, "%s: '%s' is not a number above 0", flag, s);
+  if (above_zero && v < min) {
+    fmt_limit(min, lim, sizeof lim);
+    return cli_usage_error(CMD, "%s: '%s' is below the limit of %s", flag, s, lim);
+  }
+  if (!number || v < min)
     return cli_usage_error(CMD, "%s: '%s' is not a %snumber >= %g", flag, s,
                            whole ? "whole " : "", min);
   if (v > max) {
-    /* "1e12", not printf's "1e+12" */
-    char lim[32];
-    int e = (int)floor(log10(max));
-    if (max >= 1e6 && max == pow(10, e)) snprintf(lim, sizeof lim, "1e%d", e);
-    else snprintf(lim, sizeof lim, "%g", max);
+    fmt_limit(max, lim, sizeof lim);
     return cli_usage_error(CMD, "%s: '%s' is above the limit of %s", flag, s, lim);
   }
   *out = v;
@@ -244,17 +262,18 @@ static int rates_from_results(struct decide_cli *o) {
     rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
     goto done;
   }
+  /* Only the rates not given come from the file (a given one wins). */
+  bool want_pf = !(o->in.dev_prefill_tok_s > 0) && o->in.prompt_tokens > 0;
+  bool want_dc = !(o->in.dev_decode_tok_s > 0);
   double pf, dc;
-  if (decide_rates_from_series(&set, o->match, o->in.prompt_tokens, o->in.output_tokens, &pf, &dc,
-                               o->which_prefill, o->which_decode, sizeof o->which_prefill,
-                               &err) != 0) {
+  if (decide_rates_from_series(&set, o->match, o->in.prompt_tokens, o->in.output_tokens, want_pf,
+                               want_dc, &pf, &dc, o->which_prefill, o->which_decode,
+                               sizeof o->which_prefill, &err) != 0) {
     rc = cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", o->results, err.msg);
     goto done;
   }
-  if (!(o->in.dev_prefill_tok_s > 0)) o->in.dev_prefill_tok_s = pf;
-  else o->which_prefill[0] = 0;
-  if (!(o->in.dev_decode_tok_s > 0)) o->in.dev_decode_tok_s = dc;
-  else o->which_decode[0] = 0;
+  if (want_pf) o->in.dev_prefill_tok_s = pf;
+  if (want_dc) o->in.dev_decode_tok_s = dc;
 done:
   series_set_free(&set);
   results_free(&r);
@@ -434,15 +453,15 @@ int cmd_decide(int argc, char **argv) {
   while (!bad && (c = getopt_long(argc, argv, ":p:n:q:h", longopts, NULL)) != -1) {
     switch (c) {
       case 'p':
-        bad = parse_num(optarg, "--prompt-tokens", &in->prompt_tokens, true, 0, DECIDE_MAX_COUNT);
+        bad = parse_num(optarg, "--prompt-tokens", &in->prompt_tokens, true, 0, false, DECIDE_MAX_COUNT);
         o.have_p = true;
         break;
       case 'n':
-        bad = parse_num(optarg, "--output-tokens", &in->output_tokens, true, 1, DECIDE_MAX_COUNT);
+        bad = parse_num(optarg, "--output-tokens", &in->output_tokens, true, 1, false, DECIDE_MAX_COUNT);
         o.have_n = true;
         break;
       case 'q':
-        bad = parse_num(optarg, "--requests-per-day", &in->requests_per_day, false, 1e-9,
+        bad = parse_num(optarg, "--requests-per-day", &in->requests_per_day, false, 1e-9, true,
                         DECIDE_MAX_COUNT);
         break;
       case O_RESULTS: o.results = optarg; break;
@@ -457,16 +476,16 @@ int cmd_decide(int argc, char **argv) {
         else bad = cli_usage_error(CMD, "--device-warm: '%s' is neither yes nor no", optarg);
         break;
       case O_WATTS:
-        bad = parse_num(optarg, "--device-watts", &in->dev_watts, false, 0, DECIDE_MAX_WATTS);
+        bad = parse_num(optarg, "--device-watts", &in->dev_watts, false, 0, false, DECIDE_MAX_WATTS);
         break;
       case O_KWH:
-        bad = parse_num(optarg, "--kwh-price", &in->kwh_price, false, 0, DECIDE_MAX_PRICE);
+        bad = parse_num(optarg, "--kwh-price", &in->kwh_price, false, 0, false, DECIDE_MAX_PRICE);
         break;
       case O_DPRICE:
-        bad = parse_num(optarg, "--device-price", &in->dev_hw_price, false, 0, DECIDE_MAX_PRICE);
+        bad = parse_num(optarg, "--device-price", &in->dev_hw_price, false, 0, false, DECIDE_MAX_PRICE);
         break;
       case O_DLIFE:
-        bad = parse_num(optarg, "--device-lifetime-days", &in->dev_lifetime_days, false, 1e-9,
+        bad = parse_num(optarg, "--device-lifetime-days", &in->dev_lifetime_days, false, 1e-9, true,
                         DECIDE_MAX_LIFETIME_DAYS);
         break;
       case O_ATTFT: bad = parse_dur(optarg, "--api-ttft", &in->api_ttft_s); o.have_ttft = true; break;
@@ -474,16 +493,16 @@ int cmd_decide(int argc, char **argv) {
       case O_APRE: bad = cli_parse_rate(CMD, optarg, "--api-prefill", &in->api_prefill_tok_s); break;
       case O_ADEC: bad = cli_parse_rate(CMD, optarg, "--api-decode", &in->api_decode_tok_s); o.have_api_decode = true; break;
       case O_PIN:
-        bad = parse_num(optarg, "--price-in", &in->price_in_per_m, false, 0, DECIDE_MAX_PRICE);
+        bad = parse_num(optarg, "--price-in", &in->price_in_per_m, false, 0, false, DECIDE_MAX_PRICE);
         break;
       case O_POUT:
-        bad = parse_num(optarg, "--price-out", &in->price_out_per_m, false, 0, DECIDE_MAX_PRICE);
+        bad = parse_num(optarg, "--price-out", &in->price_out_per_m, false, 0, false, DECIDE_MAX_PRICE);
         break;
       case O_CUR: cur = optarg; break;
       case O_JSON: o.json = true; break;
       case 'h': usage(stdout); return TM_EXIT_OK;
       case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+      default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
   }
   if (bad) return TM_EXIT_USAGE;
@@ -493,7 +512,11 @@ int cmd_decide(int argc, char **argv) {
   if (!o.have_ttft || !o.have_api_decode)
     return cli_usage_error(CMD, "give --api-ttft and --api-decode (the API's time to first token "
                                 "and decode rate)");
-  if (o.results && (!(in->dev_prefill_tok_s > 0) || !(in->dev_decode_tok_s > 0))) {
+  if (o.match && !o.results)
+    return cli_usage_error(CMD, "--match chooses a configuration of --results: give --results "
+                                "FILE.jsonl");
+  if (o.results && (!(in->dev_decode_tok_s > 0) ||
+                    (in->prompt_tokens > 0 && !(in->dev_prefill_tok_s > 0)))) {
     int rc = rates_from_results(&o);
     if (rc != 0) return rc;
   }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "machine/probe.h"
@@ -18,12 +19,15 @@ static void usage(void) {
          "Measures this machine: memory read and copy bandwidth and compute rate\n"
          "(f32 FMA; int8 dot products where the CPU has them) at 1..N threads, plus\n"
          "CPU model, cores, feature flags, memory and temperatures. The result is\n"
-         "cached per machine for 'tokmeter ceiling' and 'tokmeter bench'. Read passes\n"
+         "cached per machine for 'tokmeter ceiling' and 'tokmeter bench', unless the\n"
+         "cache holds a fuller one (a full probe where this one is --quick, or more\n"
+         "thread counts): that one is kept, and a line says so. Read passes\n"
          "take turns at three software prefetch distances and keep the best; a cache\n"
          "measured with another read loop is not reused.\n"
          "\n"
          "Options:\n"
-         "  -t, --threads N  measure at 1..N threads (default: online CPUs)\n"
+         "  -t, --threads N  measure at 1..N threads, N at most the online CPUs\n"
+         "                   (default: online CPUs)\n"
          "      --quick      small buffer, short passes: a smoke test, not a\n"
          "                   measurement (default: off; also TOKMETER_PROBE_QUICK=1)\n"
          "      --cached     show the cached result instead of measuring; exit 1 when\n"
@@ -103,6 +107,27 @@ static void print_human(const struct machine_probe *p) {
   if (probe_busy_warning(p, warn, sizeof warn)) cli_warn("probe", "%s", warn);
 }
 
+/* Caches p, unless the cache holds a fuller probe (probe_replaces_cached: a
+ * full one where p is quick, or more thread counts of the same kind): that
+ * one is kept, for `ceiling` and `bench`, and a line says so. Replacing it
+ * made the next `ceiling` probe the machine again. */
+static void save_unless_narrower(const struct machine_probe *p) {
+  struct machine_probe *old = malloc(sizeof *old);
+  struct tm_err err = {{0}};
+  if (old && probe_load_cached(old, &err) == 1 && !probe_replaces_cached(p, old)) {
+    cli_warn("probe", "not cached: the cached probe (%s, %s, 1..%u threads) is fuller than "
+             "this one (%s, 1..%u threads) and stays for 'ceiling' and 'bench'; 'tokmeter probe' "
+             "(every thread count, not --quick) replaces it", old->measured_at,
+             old->quick ? "quick" : "full", old->max_threads, p->quick ? "quick" : "full",
+             p->max_threads);
+    free(old);
+    return;
+  }
+  free(old);
+  memset(&err, 0, sizeof err);
+  if (probe_save_cached(p, &err) != 0) cli_warn("probe", "result not cached: %s", err.msg);
+}
+
 int cmd_probe(int argc, char **argv) {
   static const struct option longopts[] = {
       {"threads", required_argument, NULL, 't'}, {"quick", no_argument, NULL, 'q'},
@@ -128,13 +153,19 @@ int cmd_probe(int argc, char **argv) {
     case 'j': json = true; break;
     case 'h': usage(); return TM_EXIT_OK;
     case ':': return cli_usage_error("probe", "option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("probe", "unknown option '%s'", argv[optind - 1]);
+    default: return cli_bad_option("probe", argv[optind - 1], longopts);
     }
   }
   if (optind < argc) return cli_usage_error("probe", "unexpected argument '%s'", argv[optind]);
   if (cached && (threads_set || quick))
     return cli_usage_error("probe", "--cached shows a stored result; --threads and --quick "
                                     "apply only to a new measurement");
+  /* As bench refuses it: threads beyond the CPUs measure contention, and
+   * `ceiling` would take the "best" of them. Refused before measuring. */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (threads_set && online > 0 && threads > (uint32_t)online)
+    return cli_usage_error("probe", "--threads %u: this machine has %ld online CPUs", threads,
+                           online);
 
   struct machine_probe *p = malloc(sizeof *p);
   if (!p) return cli_fail("probe", TM_EXIT_RUNTIME, "out of memory");
@@ -163,7 +194,7 @@ int cmd_probe(int argc, char **argv) {
       rc = cli_fail("probe", TM_EXIT_RUNTIME, "%s", err.msg);
       goto done;
     }
-    if (probe_save_cached(p, &err) != 0) cli_warn("probe", "result not cached: %s", err.msg);
+    save_unless_narrower(p);
   }
 
   if (json) {

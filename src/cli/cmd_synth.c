@@ -55,12 +55,14 @@ static void usage(FILE *out) {
           "  --experts N        experts (qwen3moe)\n"
           "  --experts-used N   experts per token (qwen3moe)\n"
           "  --expert-n-ff N    expert feed-forward length (qwen3moe)\n"
-          "  --tied, --untied   output head shares token_embd or not (default: tied)\n"
-          "  --rope-base X      rope.freq_base, 1 to 1e12 (default 10000 for llama, 1e6\n"
-          "                     otherwise)\n"
-          "  --rms-eps X        RMSNorm epsilon, 1e-12 to 1 (default 1e-5 for llama, 1e-6\n"
-          "                     otherwise)\n"
-          "  --ctx N            context_length (default 4096)\n"
+          "  --tied, --untied   output head shares token_embd or not; one of them\n"
+          "                     (default: the preset's; tied without one)\n"
+          "  --rope-base X      rope.freq_base, 1 to 1e12 (default: the preset's; without\n"
+          "                     one 10000 for llama, 1e6 otherwise)\n"
+          "  --rms-eps X        RMSNorm epsilon, 1e-12 to 1 (default: the preset's;\n"
+          "                     without one 1e-5 for llama, 1e-6 otherwise)\n"
+          "  --ctx N            context_length (default: the preset's, e.g. 40960 for\n"
+          "                     qwen3-0.6b; 4096 without one)\n"
           "\n"
           "Output:\n"
           "  -o, --output FILE  where to write (default ./<preset or arch>-<TYPE>.gguf)\n"
@@ -244,8 +246,13 @@ int cmd_synth(int argc, char **argv) {
     case OPT_ARCH: f.arch = optarg; break;
     case 'o': out_path = optarg; break;
     case OPT_FORCE: force = true; break;
-    case OPT_TIED: f.tied = 1; break;
-    case OPT_UNTIED: f.tied = 0; break;
+    case OPT_TIED:
+    case OPT_UNTIED:
+      /* both given: the last one won silently */
+      if (f.tied == (c == OPT_TIED ? 0 : 1))
+        return cli_usage_error(CMD, "--tied and --untied contradict each other; give one");
+      f.tied = c == OPT_TIED;
+      break;
     case OPT_SEED: {
       char *end;
       errno = 0;
@@ -274,7 +281,7 @@ int cmd_synth(int argc, char **argv) {
     case OPT_CTX: u = &f.ctx; what = "--ctx"; break;
     case OPT_THREADS: u = &threads; what = "--threads"; break;
     case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-    default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+    default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
     if (u && tm_parse_u32(optarg, what, u, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
   }

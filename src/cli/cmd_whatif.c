@@ -256,8 +256,10 @@ static int run_claim(const struct whatif_opts *o) {
   char pt[32], at_[32];
   fmt_tok_s(in.prompt_tokens, pt, sizeof pt);
   fmt_tok_s(in.answer_tokens, at_, sizeof at_);
-  printf("\"%s\" read as each of the five quantities (DESIGN.md): they are not one number.\n\n",
-         o->claim);
+  /* DESIGN.md's fifth quantity, fixed costs, is a time: a token figure
+   * cannot be read as one, so four readings follow. */
+  printf("\"%s\" read as each of the four token quantities (DESIGN.md's fifth, fixed costs, "
+         "is a time): they are not one number.\n\n", o->claim);
   printf("context capacity (CC): a request can hold %s tokens.\n", v);
   printf("  a size, not a speed: it holds %.3g prompts of %s tokens", c.context_prompts, pt);
   if (isfinite(c.context_fill_s))
@@ -614,7 +616,7 @@ int cmd_whatif(int argc, char **argv) {
       case O_HTML: o.html = optarg; break;
       case 'h': usage(stdout); return TM_EXIT_OK;
       case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-      default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+      default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);

@@ -505,6 +505,11 @@ int probe_load_cached(struct machine_probe *p, struct tm_err *err) {
   if (p->info.cpus != now.cpus || strcmp(p->info.cpu_model, now.cpu_model) != 0)
     return tm_errf(err, "probe cache %s describes another machine (%s, %u CPUs)", path,
                    p->info.cpu_model, p->info.cpus);
+  /* `probe -t 64` on 2 CPUs was once accepted and cached: 50 threads
+   * contending for 2 CPUs are not a figure of this machine. */
+  if (p->max_threads > now.cpus)
+    return tm_errf(err, "probe cache %s measured 1..%u threads, more than this machine's %u "
+                   "CPUs", path, p->max_threads, now.cpus);
   if (strcmp(p->read_loop, PROBE_READ_LOOP) != 0)
     return tm_errf(err, "probe cache %s was measured with an older read loop (%s): its "
                    "bandwidth is not comparable", path,
@@ -514,6 +519,13 @@ int probe_load_cached(struct machine_probe *p, struct tm_err *err) {
 
 bool probe_covers_machine(const struct machine_probe *p) {
   return p->max_threads >= machine_default_threads(&p->info);
+}
+
+bool probe_replaces_cached(const struct machine_probe *p, const struct machine_probe *cached) {
+  /* A full measurement beats a quick one whatever its threads (a non-quick
+   * caller never uses a quick cache); among equals, more threads win. */
+  if (p->quick != cached->quick) return !p->quick;
+  return p->max_threads >= cached->max_threads;
 }
 
 int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, void *ctx,

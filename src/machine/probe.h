@@ -227,13 +227,21 @@ bool probe_quick_from_env(void);
  * CPU model, online CPUs and MemTotal. */
 int probe_cache_path(const struct machine_info *info, char *buf, size_t n, struct tm_err *err);
 /* The cached probe of this machine when there is one (returns 1), else 0; -1 on a
- * cache file that cannot be read or was measured with another read loop than
- * PROBE_READ_LOOP (err set; callers may re-probe). */
+ * cache file that cannot be read, was measured with another read loop than
+ * PROBE_READ_LOOP, or at more threads than the machine's CPUs (err set;
+ * callers may re-probe). */
 int probe_load_cached(struct machine_probe *p, struct tm_err *err);
 int probe_save_cached(const struct machine_probe *p, struct tm_err *err);
 /* Whether p measured every thread count a default probe of this machine
  * would (1..machine_default_threads): a cache from `probe -t 1` does not. */
 bool probe_covers_machine(const struct machine_probe *p);
+/* Whether a new probe p may replace the cached one without losing what
+ * `ceiling` and `bench` need: a full measurement replaces a quick one (a
+ * non-quick caller never uses a quick cache), never the reverse; between two
+ * of a kind, p must have measured at least the cache's thread counts. A
+ * narrower `tokmeter probe -t 1` (or `--quick`) after a full probe once
+ * replaced it, and the next `ceiling` silently probed the machine again. */
+bool probe_replaces_cached(const struct machine_probe *p, const struct machine_probe *cached);
 /* Cached result, or a fresh probe (saved) when there is none, when the cached
  * one does not cover this machine's threads (probe_covers_machine), or when
  * rerun is set.

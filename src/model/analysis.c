@@ -120,6 +120,7 @@ int model_analyze(const struct model_desc *d, const struct model_analyze_options
   c->context_length = d->context_length;
   c->sliding_window = d->sliding_window;
   c->moe = d->n_expert > 0;
+  c->kv_unknown = d->heads_unknown;
 
   bool has_output = false;
   for (size_t i = 0; i < d->n_tensors; i++)
@@ -198,12 +199,18 @@ int model_analyze(const struct model_desc *d, const struct model_analyze_options
     double flops = 2.0 * d->n_head[il] * kv_per_head;
     switch (d->layer_kind[il]) {
       case MODEL_LAYER_ATTN:
+        if (d->n_head_kv[il] == 0 && d->heads_unknown) { c->n_attn_layers++; break; }
         if (d->n_head_kv[il] == 0) { c->n_none_layers++; break; }
         c->n_attn_layers++;
         c->kv_bytes_per_token_full += per_tok;
         c->attn_flops_per_depth_full += flops;
         break;
       case MODEL_LAYER_ATTN_SWA:
+        if (d->n_head_kv[il] == 0 && d->heads_unknown) {
+          c->n_attn_layers++;
+          c->n_swa_layers++;
+          break;
+        }
         if (d->n_head_kv[il] == 0) { c->n_none_layers++; break; }
         c->n_attn_layers++;
         c->n_swa_layers++;

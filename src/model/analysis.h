@@ -66,6 +66,10 @@ struct model_desc {
   uint64_t recurrent_state_bytes;
   /* Attention layers that also keep that state (parallel hybrids, Falcon-H1). */
   uint32_t n_state_layers_extra;
+  /* No attention.head_count key, yet layers with attention tensors: those
+   * layers are attention layers of unknown head count (n_head = n_head_kv =
+   * 0), so their KV cache and attention FLOPs are unknown, not 0. */
+  bool heads_unknown;
 
   size_t n_tensors, cap_tensors;
   struct model_desc_tensor *tensors;
@@ -124,6 +128,11 @@ struct model_cost {
   uint32_t kv_type;
   uint32_t sliding_window;
   uint32_t n_attn_layers, n_swa_layers, n_recurrent_layers, n_none_layers, n_mtp_layers;
+  /* model_desc.heads_unknown: the KV figures (and every KV-dependent one:
+   * decode bytes past depth 0, the context that fits) and the attention FLOPs
+   * (prefill) count no attention and are NOT the model's; callers say
+   * "unknown". n_attn_layers includes those layers. */
+  bool kv_unknown;
   /* Attention FLOPs per token per unit of depth: 2 x sum n_head x (k + v). */
   double attn_flops_per_depth_full;
   double attn_flops_per_depth_swa;

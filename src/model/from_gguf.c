@@ -357,6 +357,9 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
   }
   if ((r = key_uint(f, arch, "context_length", 1, UINT32_MAX, &v, err)) < 0) goto fail;
   if (r) d->context_length = v;
+  else
+    model_desc_assume(d, "%s.context_length absent: the trained context is unknown; the "
+                         "context that fits is not capped by it", arch);
 
   /* Experts: expert_used_count must be 1..expert_count when there are
    * experts (a dense file may carry 0s). */
@@ -407,8 +410,8 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
     goto fail;
   if (!has_kl && n_head0) {
     kl = d->n_embd / n_head0;
-    model_desc_assume(d, "attention.key_length absent: n_embd / head_count = %llu",
-                      (unsigned long long)kl);
+    model_desc_assume(d, "attention.key_length absent: n_embd / head_count = %llu%s",
+                      (unsigned long long)kl, has_vl ? "" : " (value_length too)");
   }
   if (!has_vl && n_head0) {
     vl = has_kl ? kl : d->n_embd / n_head0;
@@ -455,8 +458,23 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
         any_recurrent = true;
       }
   }
+  /* Without any head count, a layer with attention tensors is still an
+   * attention layer: its heads, hence its KV cache and attention FLOPs, are
+   * unknown (reading them as 0 once printed "KV cache: 0 B" and "context
+   * that fits: unbounded" for any architecture this reader does not know). */
+  uint32_t n_unknown_heads = 0;
+  for (uint32_t il = 0; !have_heads && !is_rwkv && il < d->n_layer; il++)
+    if (d->layer_kind[il] == MODEL_LAYER_ATTN && d->n_head_kv[il] == 0 &&
+        layer_has_attention_tensors(d, il))
+      n_unknown_heads++;
+  d->heads_unknown = n_unknown_heads > 0;
+  if (d->heads_unknown)
+    model_desc_assume(d, "%s.attention.head_count absent: the KV cache and attention FLOPs of "
+                      "the %u layers with attention tensors are unknown", arch, n_unknown_heads);
   for (uint32_t il = 0; il < d->n_layer; il++) {
     if (d->layer_kind[il] != MODEL_LAYER_ATTN) continue;
+    if (d->heads_unknown && d->n_head_kv[il] == 0 && layer_has_attention_tensors(d, il))
+      continue; /* an attention layer of unknown heads */
     if (is_rwkv || d->n_head_kv[il] == 0) {
       d->layer_kind[il] = has_state ? MODEL_LAYER_RECURRENT : MODEL_LAYER_NONE;
       any_recurrent |= has_state;
@@ -479,6 +497,7 @@ int model_desc_from_gguf(const struct gguf_file *f, struct model_desc *d, struct
    * is a corrupt file, not a model to guess about. */
   for (uint32_t il = 0; il < d->n_layer; il++) {
     bool attn_tensors = layer_has_attention_tensors(d, il);
+    if (d->heads_unknown && d->n_head_kv[il] == 0) continue; /* nothing to check */
     if (d->layer_kind[il] == MODEL_LAYER_ATTN) {
       if (d->n_head[il] < d->n_head_kv[il] || d->n_head[il] % d->n_head_kv[il] != 0) {
         tm_errf(err, "%s: layer %u: attention.head_count %u, head_count_kv %u: the query heads "

@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const struct model_preset presets[] = {
-    {"tiny", "qwen3 shape, 2 layers, n_embd 64, vocab 512: a few MB, for tests",
+    {"tiny", "qwen3 shape, 2 layers, n_embd 64, vocab 512: 131k params, for tests",
      {"qwen3", 2, 64, 4, 2, 16, 192, 512, 0, 0, 0, true, 1e6f, 1e-6f, 4096}},
     {"tiny-llama", "llama shape, 2 layers, n_embd 64, vocab 512, untied: for tests",
      {"llama", 2, 64, 4, 2, 16, 192, 512, 0, 0, 0, false, 10000.0f, 1e-5f, 4096}},

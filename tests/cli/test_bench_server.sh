@@ -172,7 +172,7 @@ grep "^  decode_tok_s " "$dir/out" | grep -q "2.000 (+100.0%) from bandwidth" ||
 
 # a custom workload and a prompt file
 printf 'Summarise the incident report in two sentences.\n' > "$dir/prompt.txt"
-expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -p 200 -n 30 --prompt-file "$dir/prompt.txt" -r 1 --out "$dir/p.jsonl"
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -n 30 --prompt-file "$dir/prompt.txt" -r 1 --out "$dir/p.jsonl"
 grep -q "^prompt-file " "$dir/out" || fail "prompt-file workload missing: $(cat "$dir/out")"
 
 # --list-models

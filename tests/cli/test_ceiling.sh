@@ -130,6 +130,59 @@ assert d["file"].endswith("m?.gguf") and d["arch"] == "llama", (d["file"], d["ar
 assert isinstance(d["assumptions"], list)
 PY
 
+# --- an architecture this reader does not know --------------------------------
+# general.architecture patched to "gpt2x" (same length: offsets kept), so every
+# llama.* key reads as absent. Each default applied is listed under "assumed",
+# and the KV cache is unknown, not "0 B" with "0 attention layers" and an
+# "unbounded" context as it once was.
+python3 - "$G/tiny-llama-Q4_0.gguf" "$tmp/gpt2x.gguf" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+key = b"general.architecture"
+at = d.find(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+assert struct.unpack_from("<IQ", d, at) == (8, 5) and d[at + 12:at + 17] == b"llama"
+d[at + 12:at + 17] = b"gpt2x"
+open(sys.argv[2], "wb").write(d)
+PY
+"$TOKMETER" ceiling "$tmp/gpt2x.gguf" --bandwidth 10GB/s --compute 1TFLOPS --memory 8GiB \
+  -d 0,4096 >"$tmp/u.txt" || fail "unknown architecture: exit code"
+for want in "KV cache: unknown" "context that fits in 8 GiB: unknown" \
+            "depth    4096:  unknown" "prefill ceiling (prompt of 512): unknown" \
+            "gpt2x.block_count absent" "gpt2x.embedding_length absent" \
+            "gpt2x.attention.head_count absent" "gpt2x.context_length absent"; do
+  grep -qF -- "$want" "$tmp/u.txt" || fail "unknown architecture: no '$want': $(cat "$tmp/u.txt")"
+done
+for bad in "0 B per token" "unbounded" "0 attention layers"; do
+  grep -qF -- "$bad" "$tmp/u.txt" && fail "unknown architecture: '$bad': $(cat "$tmp/u.txt")"
+done
+"$TOKMETER" ceiling "$tmp/gpt2x.gguf" --bandwidth 10GB/s --compute 1TFLOPS --memory 8GiB \
+  -d 0,4096 --json >"$tmp/u.json" || fail "unknown architecture --json"
+python3 - "$tmp/u.json" "$tmp/gpt2x.gguf" <<'PY' || fail "unknown architecture JSON: $(cat "$tmp/u.json")"
+import json, re, struct, sys
+d = json.load(open(sys.argv[1]))
+# the blocks with an attention tensor, read from the tensor names in the file
+names = re.findall(rb"blk\.(\d+)\.attn_(?:k|qkv)\.weight", open(sys.argv[2], "rb").read())
+assert d["layers"]["attention"] == len(set(names)) > 0, (d["layers"], names)
+for k in ("kv_bytes_per_token", "kv_bytes_per_token_full", "kv_bytes_per_token_swa",
+          "context_fits_tokens", "context_length", "prefill_ceiling_tok_s"):
+    assert d[k] is None, (k, d[k])
+by = {e["depth"]: e for e in d["decode_ceiling_by_depth"]}
+assert by[4096]["tok_s"] is None and by[4096]["kv_bytes"] is None, by
+assert abs(by[0]["tok_s"] - 10e9 / d["bytes_per_token"]) < 1e-6 * by[0]["tok_s"], by
+a = " | ".join(d["assumptions"])
+for key in ("block_count", "embedding_length", "attention.head_count", "context_length"):
+    assert "gpt2x.%s absent" % key in a, (key, a)
+PY
+
+# --- wording: the compute rate as given; an ambiguous abbreviation ------------
+"$TOKMETER" ceiling --preset tiny --bandwidth 1GB/s --compute 14TFLOPS >"$tmp/w.txt"
+grep -q "compute 14 TFLOPS (given)" "$tmp/w.txt" || fail "compute as given: $(grep machine "$tmp/w.txt")"
+expect_usage "ambiguous --m" --m tiny
+grep -q "option '--m' is ambiguous: it abbreviates --memory, --measured-decode, --measured-prefill" \
+  "$tmp/err" || fail "ambiguous option: $(cat "$tmp/err")"
+expect_usage "--json=1" --preset tiny --bandwidth 1GB/s --json=1
+grep -q "option '--json' takes no value" "$tmp/err" || fail "--json=1: $(cat "$tmp/err")"
+
 # --- a fixture against an independent sum of its tensor table ---------------
 cat >"$tmp/gguf_sum.py" <<'PY'
 import struct, sys

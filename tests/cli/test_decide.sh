@@ -182,4 +182,76 @@ python3 -c "
 import json; d=json.load(open('$tmp/j4'))['inputs']
 assert d['device_decode_tok_s']==7 and d['device_decode_from'] is None and d['device_prefill_from']
 " || fail "given rate over the file's"
+
+# --- a given rate wins: the file supplies only the rates not given ---------------
+# A --ttft-sweep file holds prefill runs only; with --device-decode given it once
+# exited 2 "no decode runs in the results".
+"$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" --ttft-sweep -p 16,32,64 \
+  -t 1 -r 1 --out "$tmp/sweep.jsonl" >/dev/null 2>&1 || fail "ttft sweep for records"
+"$TOKMETER" decide -p 40 -n 10 --results "$tmp/sweep.jsonl" --device-decode 20 --api-ttft 1 \
+  --api-decode 5 --json >"$tmp/j6" || fail "prefill-only file with --device-decode refused"
+python3 - "$tmp/sweep.jsonl" "$tmp/j6" <<'PY' || fail "prefill from a sweep, decode given"
+import json, statistics, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+pp32 = statistics.median(r["rate_tok_s"] for r in runs if r["record"] == "run"
+                         and r.get("ok") and not r.get("warmup") and r["test"] == "pp32")
+i = json.load(open(sys.argv[2]))["inputs"]
+assert i["device_decode_tok_s"] == 20 and i["device_decode_from"] is None, i
+assert abs(i["device_prefill_tok_s"] - pp32) < 1e-6 * pp32 and "pp32" in i["device_prefill_from"], (i, pp32)
+PY
+# without --device-decode the file must supply it: refused, naming what to give
+expect_usage "prefill-only file, no decode rate" -p 40 -n 10 --results "$tmp/sweep.jsonl" \
+  --api-ttft 1 --api-decode 5
+grep -q "no decode runs in the results (or give --device-decode)" "$tmp/err" \
+  || fail "no decode runs: $(cat "$tmp/err")"
+# both given: the file is not needed (not even when it could not supply them)
+"$TOKMETER" decide -p 40 -n 10 --results "$tmp/sweep.jsonl" --device-prefill 100 \
+  --device-decode 20 --api-ttft 1 --api-decode 5 --json >"$tmp/j7" || fail "both rates given"
+python3 -c "
+import json; i=json.load(open('$tmp/j7'))['inputs']
+assert i['device_prefill_tok_s']==100 and i['device_prefill_from'] is None, i
+" || fail "both given"
+
+# --- --match needs --results; bounds said as --help says them --------------------
+expect_usage "--match without --results" "${base[@]}" --match t2
+grep -q -- "--match chooses a configuration of --results" "$tmp/err" || fail "match: $(cat "$tmp/err")"
+grep -q "requests per day, above 0" "$tmp/help" || fail "-q help"
+expect_usage "-q 0" "${base[@]}" -q 0
+grep -q -- "--requests-per-day: '0' is not a number above 0" "$tmp/err" || fail "-q 0: $(cat "$tmp/err")"
+expect_usage "--device-lifetime-days 0" "${base[@]}" --device-lifetime-days 0
+grep -q -- "'0' is not a number above 0" "$tmp/err" || fail "lifetime 0: $(cat "$tmp/err")"
+expect_usage "-q 1e-10" "${base[@]}" -q 1e-10
+grep -q "below the limit of 1e-9" "$tmp/err" || fail "-q 1e-10: $(cat "$tmp/err")"
+grep -q "at least 1e-9" "$tmp/help" || fail "the 1e-9 floor is not in --help"
+
+# --- README's decide example, run as written, on results like the main job's -----
+# (two models, Q4_0 and Q8_0, at 1 and 2 threads: "| t2 |" once matched both and
+# exited 2; the type of a synthesized file was not in the label to match)
+for t in Q4_0 Q8_0; do
+  "$TOKMETER" synth --preset tiny --type $t -o "$tmp/tiny-$t.gguf" >/dev/null 2>&1 || fail "synth $t"
+  "$TOKMETER" bench -m "$tmp/tiny-$t.gguf" -p 64 -n 32 -t 1,2 -r 1 --out "$tmp/main.jsonl" \
+    >/dev/null 2>&1 || fail "bench $t"
+done
+mapfile -t readme_args < <(python3 - "${TOKMETER_SOURCE_DIR:?source dir}/README.md" <<'PY'
+import shlex, sys
+text = open(sys.argv[1]).read().replace("\\\n", " ")
+lines = [l.strip() for l in text.splitlines() if l.strip().startswith("build/tokmeter decide ")]
+assert len(lines) == 1, lines
+for a in shlex.split(lines[0], comments=True)[2:]:
+    print(a)
+PY
+)
+[ "${#readme_args[@]}" -gt 4 ] || fail "README's decide example not found"
+args=()
+for a in "${readme_args[@]}"; do
+  [ "$a" = tokmeter-results.jsonl ] && a="$tmp/main.jsonl"
+  args+=("$a")
+done
+"$TOKMETER" decide "${args[@]}" --json >"$tmp/j8" 2>"$tmp/err" \
+  || fail "README's decide example: $(cat "$tmp/err")"
+python3 -c "
+import json; i=json.load(open('$tmp/j8'))['inputs']
+assert 'tiny-Q4_0.gguf' in i['device_decode_from'] and '| t2 |' in i['device_decode_from'], i
+assert 'tiny-Q4_0.gguf' in i['device_prefill_from'] and '| t2 |' in i['device_prefill_from'], i
+" || fail "README's example chose: $(cat "$tmp/j8")"
 echo "ok"

@@ -106,6 +106,27 @@ expect_exit 0 "-t 1 via TOKMETER_PROBE_QUICK" env TOKMETER_PROBE_QUICK=1 "$TOKME
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["max_threads"]==1 and len(d["read_bandwidth_by_threads"])==1 and d["quick"] else 1)' "$work/out" \
   || fail "-t 1: expected one thread count and quick"
 
+# ... but a narrower probe does not replace the fuller cache (the next
+# `ceiling` once probed the machine again): it says so and the cache stays.
+full_n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["max_threads"])' "$work/probe.json")
+if [ "$full_n" -gt 1 ]; then
+  grep -q "not cached: the cached probe .* is fuller than this one (quick, 1..1 threads)" "$work/err" \
+    || fail "-t 1 after a full probe: no line saying the cache stays: $(cat "$work/err")"
+  expect_exit 0 "--cached after -t 1" "$TOKMETER" probe --cached --json
+  python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["max_threads"] == int(sys.argv[2]) else 1)' \
+    "$work/out" "$full_n" || fail "-t 1 replaced the cached 1..$full_n probe"
+fi
+
+# More threads than the machine has: refused before measuring, as bench does
+# (64 on 2 CPUs was measured, cached, and ceiling took its "best" of 50 threads).
+cpus=$(getconf _NPROCESSORS_ONLN)
+cp "$TOKMETER_CACHE_DIR"/probe-*.json "$work/cache-before.json"
+expect_exit 2 "-t beyond the CPUs" "$TOKMETER" probe --quick -t $((cpus + 1))
+grep -q "this machine has $cpus online CPUs" "$work/err" || fail "-t beyond: $(cat "$work/err")"
+[ ! -s "$work/out" ] || fail "-t beyond the CPUs: output on stdout"
+cmp -s "$work/cache-before.json" "$TOKMETER_CACHE_DIR"/probe-*.json || fail "-t beyond: cache changed"
+grep -q "at most the online CPUs" <("$TOKMETER" probe --help) || fail "--help: -t bound"
+
 # A corrupt cache file: --cached fails with exit 1 naming it; a new probe repairs it.
 for f in "$TOKMETER_CACHE_DIR"/probe-*.json; do printf '{"broken' >"$f"; done
 expect_exit 1 "--cached on corrupt cache" "$TOKMETER" probe --cached

@@ -136,4 +136,24 @@ expect_exit 0 "$TOKMETER" synth --help
 grep -q -- "--vocab-from" "$dir/out" || fail "--help lacks --vocab-from"
 expect_exit 0 "$TOKMETER" synth --list-presets
 grep -q "^qwen3-0.6b " "$dir/out" || fail "--list-presets lacks qwen3-0.6b"
+# --tied and --untied together: refused (the last one silently won)
+expect_exit 2 "$TOKMETER" synth --preset tiny --tied --untied -o "$dir/tu.gguf"
+grep -q -- "--tied and --untied contradict" "$dir/err" || fail "--tied --untied: $(cat "$dir/err")"
+[ ! -e "$dir/tu.gguf" ] || fail "--tied --untied: file written"
+# --help: a preset's own context, tying, rope base and epsilon are its defaults
+# (--help said "--ctx N (default 4096)"; qwen3-0.6b writes 40960)
+expect_exit 0 "$TOKMETER" synth --help
+grep -q "context_length (default: the preset's, e.g. 40960 for" "$dir/out" || fail "--help: --ctx default"
+grep -q "(default: the preset's; tied without one)" "$dir/out" || fail "--help: --tied default"
+expect_exit 0 "$TOKMETER" synth --preset qwen3-0.6b --layers 1 --vocab 256 --type Q8_0 -o "$dir/q1.gguf"
+expect_exit 0 "$TOKMETER" ceiling "$dir/q1.gguf" --bandwidth 1GB/s --json
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["context_length"]; sys.exit(0 if c == 40960 else 1)' \
+  "$dir/out" || fail "qwen3-0.6b's context_length is not 40960 as --help says"
+# --list-presets: what it says of tiny's size is what synth writes ("a few MB"
+# was ~140 KiB)
+expect_exit 0 "$TOKMETER" synth --list-presets
+want=$(grep "^tiny " "$dir/out" | grep -o "[0-9.]*[kM] params") || fail "tiny: no parameter count listed"
+expect_exit 0 "$TOKMETER" synth --preset tiny --type F32 -o "$dir/tf.gguf"
+grep -q ": qwen3, $want," "$dir/out" || fail "tiny: listed $want, wrote $(cat "$dir/out")"
+
 echo "test_synth: ok"

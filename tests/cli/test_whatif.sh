@@ -144,6 +144,15 @@ grep -q "1000-token answer takes 1.00 ms" "$tmp/claim" || fail "claim: decode co
 grep -q "4 PB/s" "$tmp/claim" || fail "claim: bandwidth (1M x 4 GB = 4 PB/s)"
 grep -q "takes 8m 20s" "$tmp/claim" || fail "claim: 1M tokens at 2000 tok/s = 500 s"
 grep -E "^  10k +100 tok/s +10.0 s$" "$tmp/claim" >/dev/null || fail "claim: 10k streams row"
+# the header counts the readings that follow (it said "five" over four)
+python3 - "$tmp/claim" <<'PY' || fail "claim: header and readings disagree: $(head -1 "$tmp/claim")"
+import re, sys
+text = open(sys.argv[1]).read()
+words = {"two": 2, "three": 3, "four": 4, "five": 5}
+said = re.search(r"read as each of the (\w+)", text.splitlines()[0]).group(1)
+readings = re.findall(r"^[a-z -]+ \((CC|PF|DC|AT|FX)\): ", text, re.M)
+assert words[said] == len(readings) == 4, (said, readings)
+PY
 "$TOKMETER" whatif --claim 1M --streams 1000 --json >"$tmp/cj"
 python3 -c "
 import json; d=json.load(open('$tmp/cj'))

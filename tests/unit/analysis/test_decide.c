@@ -171,21 +171,101 @@ static void rates_from_series(void) {
   char wp[320], wd[320];
   struct tm_err err;
   /* two models: refused, both named */
-  CHECK(decide_rates_from_series(&set, NULL, 400, 200, &pf, &dc, wp, wd, 320, &err) == -1);
+  CHECK(decide_rates_from_series(&set, NULL, 400, 200, true, true, &pf, &dc, wp, wd, 320, &err) == -1);
   CHECK_CONTAINS(err.msg, "--match");
   CHECK_CONTAINS(err.msg, "tiny");
   CHECK_CONTAINS(err.msg, "big");
   /* prompt 400 is closest to 512 (log distance), answer 200 closest to 256 */
-  CHECK(decide_rates_from_series(&set, "tiny", 400, 200, &pf, &dc, wp, wd, 320, &err) == 0);
+  CHECK(decide_rates_from_series(&set, "tiny", 400, 200, true, true, &pf, &dc, wp, wd, 320, &err) == 0);
   CHECK_NEAR(pf, 200, 1e-12);
   CHECK_NEAR(dc, 20, 1e-12);
   CHECK_CONTAINS(wp, "pp512");
   CHECK_CONTAINS(wd, "tg256");
-  CHECK(decide_rates_from_series(&set, "tiny", 20, 40, &pf, &dc, wp, wd, 320, &err) == 0);
+  CHECK(decide_rates_from_series(&set, "tiny", 20, 40, true, true, &pf, &dc, wp, wd, 320, &err) == 0);
   CHECK_NEAR(pf, 100, 1e-12);
   CHECK_NEAR(dc, 10, 1e-12);
-  CHECK(decide_rates_from_series(&set, "nothing", 20, 40, &pf, &dc, wp, wd, 320, &err) == -1);
+  CHECK(decide_rates_from_series(&set, "nothing", 20, 40, true, true, &pf, &dc, wp, wd, 320, &err) == -1);
   CHECK_CONTAINS(err.msg, "no decode runs");
+}
+
+/* A given rate wins over the file's: the file supplies only the rates not
+ * given, and a file without the kind of runs given is no error (it once
+ * chose configurations from decode series only: "no decode runs" for a
+ * prefill-only file, e.g. a --ttft-sweep's, with --device-decode given). */
+static void rates_only_those_wanted(void) {
+  struct series arr[4] = {
+      mk(0, "sweep", "pp16", "prefill_tok_s", 16, -1),
+      mk(1, "sweep", "pp512", "prefill_tok_s", 512, -1),
+      mk(4, "gen", "tg32", "decode_tok_s", -1, 32),
+      mk(2, "chat", "tg32", "decode_tok_s", -1, 32),
+  };
+  struct series_set set = {arr, 4};
+  double pf = 0, dc = 0;
+  char wp[320], wd[320];
+  struct tm_err err;
+  /* prefill only: "sweep" is the one configuration with prefill runs */
+  CHECK(decide_rates_from_series(&set, NULL, 400, 200, true, false, &pf, &dc, wp, wd, 320,
+                                 &err) == 0);
+  CHECK_NEAR(pf, 200, 1e-12);
+  CHECK(isnan(dc));
+  CHECK_CONTAINS(wp, "pp512");
+  CHECK(wd[0] == 0);
+  /* decode only from the prefill-only configuration: refused, naming the flag */
+  CHECK(decide_rates_from_series(&set, "sweep", 400, 200, false, true, &pf, &dc, wp, wd, 320,
+                                 &err) == -1);
+  CHECK_CONTAINS(err.msg, "no decode runs matching 'sweep'");
+  CHECK_CONTAINS(err.msg, "--device-decode");
+  /* decode only: "gen" and "chat" hold decode runs: ambiguous */
+  CHECK(decide_rates_from_series(&set, NULL, 400, 200, false, true, &pf, &dc, wp, wd, 320,
+                                 &err) == -1);
+  CHECK_CONTAINS(err.msg, "2 configurations");
+  CHECK(decide_rates_from_series(&set, "chat", 400, 200, false, true, &pf, &dc, wp, wd, 320,
+                                 &err) == 0);
+  CHECK_NEAR(dc, 10, 1e-12);
+  CHECK(isnan(pf));
+  CHECK(wp[0] == 0);
+  /* both wanted: no configuration holds both kinds */
+  CHECK(decide_rates_from_series(&set, NULL, 400, 200, true, true, &pf, &dc, wp, wd, 320,
+                                 &err) == -1);
+  CHECK_CONTAINS(err.msg, "holds both prefill and decode");
+  /* both wanted, a configuration with decode only: the missing kind is named */
+  CHECK(decide_rates_from_series(&set, "gen", 400, 200, true, true, &pf, &dc, wp, wd, 320,
+                                 &err) == -1);
+  CHECK_CONTAINS(err.msg, "no prefill runs matching 'gen'");
+  /* nothing wanted: nothing read, no error */
+  CHECK(decide_rates_from_series(&set, "nothing", 400, 200, false, false, &pf, &dc, wp, wd, 320,
+                                 &err) == 0);
+  CHECK(isnan(pf) && isnan(dc));
+}
+
+/* The type is part of every listed configuration, even when the model label
+ * holds it (a synthesized file's name does), so "Q4_0 | t2 |" selects one
+ * model at 2 threads (README's example; it once matched nothing on such
+ * labels, and "| t2 |" matched both models of the main job). */
+static void match_type_and_threads(void) {
+  struct series arr[4] = {
+      mk(2, "m-Q4_0-s1.gguf", "tg32", "decode_tok_s", -1, 32),
+      mk(3, "m-Q8_0-s1.gguf", "tg32", "decode_tok_s", -1, 32),
+      mk(0, "m-Q4_0-s1.gguf", "pp32", "prefill_tok_s", 32, -1),
+      mk(1, "m-Q8_0-s1.gguf", "pp32", "prefill_tok_s", 32, -1),
+  };
+  snprintf(arr[0].type, sizeof arr[0].type, "Q4_0");
+  snprintf(arr[2].type, sizeof arr[2].type, "Q4_0");
+  snprintf(arr[1].type, sizeof arr[1].type, "Q8_0");
+  snprintf(arr[3].type, sizeof arr[3].type, "Q8_0");
+  arr[1].threads = arr[3].threads = 2;
+  arr[0].threads = arr[2].threads = 2;
+  struct series_set set = {arr, 4};
+  double pf = 0, dc = 0;
+  char wp[320], wd[320];
+  struct tm_err err;
+  CHECK(decide_rates_from_series(&set, "| t2 |", 32, 32, true, true, &pf, &dc, wp, wd, 320,
+                                 &err) == -1);
+  CHECK_CONTAINS(err.msg, "m-Q4_0-s1.gguf | Q4_0 | t2 | d0");
+  CHECK(decide_rates_from_series(&set, "Q4_0 | t2 |", 32, 32, true, true, &pf, &dc, wp, wd, 320,
+                                 &err) == 0);
+  CHECK_NEAR(dc, 10, 1e-12);
+  CHECK_NEAR(pf, 100, 1e-12);
 }
 
 void tm_run_tests(void) {
@@ -194,4 +274,6 @@ void tm_run_tests(void) {
   TM_RUN(unknown_stays_blank);
   TM_RUN(ties_and_refusals);
   TM_RUN(rates_from_series);
+  TM_RUN(rates_only_those_wanted);
+  TM_RUN(match_type_and_threads);
 }

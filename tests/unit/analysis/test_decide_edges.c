@@ -145,7 +145,8 @@ static void closest_on_a_log_scale(void) {
   double pf = 0, dc = 0;
   char wp[320], wd[320];
   struct tm_err err;
-  CHECK(decide_rates_from_series(&set, NULL, 100, 100, &pf, &dc, wp, wd, sizeof wp, &err) == 0);
+  CHECK(decide_rates_from_series(&set, NULL, 100, 100, true, true, &pf, &dc, wp, wd, sizeof wp,
+                               &err) == 0);
   CHECK_NEAR(pf, 200, 0);
   CHECK_NEAR(dc, 20, 0);
   CHECK_CONTAINS(wp, "pp512");

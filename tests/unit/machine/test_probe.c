@@ -474,6 +474,59 @@ static void test_cache_note_long_path(void) {
   rmdir(path);
 }
 
+/* A narrower probe does not replace a fuller cache (`probe -t 1` or --quick
+ * after a full probe once did, and the next `ceiling` probed again). */
+static void test_replaces_cached(void) {
+  struct machine_probe *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+  CHECK(a && b);
+  if (!a || !b) return;
+  a->max_threads = 1, b->max_threads = 2; /* a new, b cached; both full */
+  CHECK(!probe_replaces_cached(a, b));
+  CHECK(probe_replaces_cached(b, a));
+  b->max_threads = 1;
+  CHECK(probe_replaces_cached(a, b)); /* the same thread counts: the newer wins */
+  a->quick = true;                    /* quick never replaces full ... */
+  a->max_threads = 4;
+  CHECK(!probe_replaces_cached(a, b));
+  CHECK(probe_replaces_cached(b, a)); /* ... full replaces quick, even with fewer threads */
+  b->quick = true;
+  CHECK(probe_replaces_cached(a, b));
+  CHECK(!probe_replaces_cached(b, a));
+  free(a);
+  free(b);
+}
+
+/* A cache measured at more threads than the machine has CPUs (`probe -t 64`
+ * on 2 CPUs was once accepted) is not reused: probe_get measures again. */
+static void test_cache_more_threads_than_cpus(void) {
+  const struct machine_probe *q = get_quick();
+  if (!have_quick) return;
+  struct tm_err err = {{0}};
+  char path[4200];
+  CHECK_EQ_INT(probe_cache_path(&q->info, path, sizeof path, &err), 0);
+  struct machine_probe *p = malloc(sizeof *p);
+  CHECK(p != NULL);
+  if (!p) return;
+  *p = *q;
+  uint32_t n = q->info.cpus + 1;
+  if (n > PROBE_MAX_THREADS) n = PROBE_MAX_THREADS;
+  for (uint32_t t = q->max_threads + 1; t <= n; t++) {
+    p->read_bw_bytes_s[t] = p->copy_bw_bytes_s[t] = p->f32_flops[t] = 1e9;
+    p->int8_ops[t] = q->int8_path[0] ? 1e9 : 0;
+  }
+  p->max_threads = n;
+  CHECK_EQ_INT(probe_save_cached(p, &err), 0);
+  CHECK_EQ_INT(probe_load_cached(p, &err), -1);
+  CHECK_CONTAINS(err.msg, "more than this machine's");
+  setenv("TOKMETER_PROBE_QUICK", "1", 1);
+  CHECK_EQ_INT(probe_get(p, false, NULL, NULL, &err), 0);
+  CHECK_CONTAINS(err.msg, "ignored probe cache");
+  CHECK(p->max_threads <= q->info.cpus);
+  unsetenv("TOKMETER_PROBE_QUICK");
+  free(p);
+  remove(path);
+}
+
 void tm_run_tests(void) {
   TM_RUN(test_read_loop_reads_every_word);
   TM_RUN(test_quick_probe_figures);
@@ -487,4 +540,6 @@ void tm_run_tests(void) {
   TM_RUN(test_cache_corrupt);
   TM_RUN(test_cache_other_read_loop);
   TM_RUN(test_cache_note_long_path);
+  TM_RUN(test_replaces_cached);
+  TM_RUN(test_cache_more_threads_than_cpus);
 }

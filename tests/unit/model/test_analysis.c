@@ -335,6 +335,47 @@ static void test_gguf_hybrid(void) {
   gguf_close(f);
 }
 
+/* An architecture this reader has no head count for: the keys absent, the
+ * tensors present. Its attention layers stay attention layers of unknown KV
+ * (they were read as "none": KV 0 B, the context unbounded, no line under
+ * "assumed"), and every default applied is listed. */
+static void meta_no_heads(struct gguf_writer *w) {
+  gguf_w_str(w, "general.architecture", "gpt2x");
+  gguf_w_u32(w, "gpt2x.block_count", 3);
+  gguf_w_u32(w, "gpt2x.embedding_length", 64);
+}
+
+static void test_gguf_heads_unknown(void) {
+  static const char *const names[] = {"token_embd.weight", "blk.0.attn_k.weight",
+                                      "blk.1.attn_qkv.weight", "blk.2.ffn_up.weight"};
+  static const uint64_t shapes[][3] = {{64, 10, 1}, {64, 32, 1}, {64, 192, 1}, {64, 128, 1}};
+  static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32};
+  const char *path = write_gguf("nh.gguf", meta_no_heads, names, shapes, types, 4);
+  struct tm_err err = {{0}};
+  struct gguf_file *f = gguf_open(path, &err);
+  CHECK_MSG(f != NULL, "%s", err.msg);
+  if (!f) return;
+  struct model_desc d;
+  CHECK_MSG(model_desc_from_gguf(f, &d, &err) == 0, "%s", err.msg);
+  CHECK(d.heads_unknown);
+  bool said_heads = false, said_ctx = false;
+  for (size_t i = 0; i < d.n_assumptions; i++) {
+    said_heads |= strstr(d.assumptions[i], "gpt2x.attention.head_count absent") != NULL &&
+                  strstr(d.assumptions[i], "2 layers") != NULL;
+    said_ctx |= strstr(d.assumptions[i], "gpt2x.context_length absent") != NULL;
+  }
+  CHECK_MSG(said_heads && said_ctx, "assumptions: %zu, first: %s", d.n_assumptions,
+            d.n_assumptions ? d.assumptions[0] : "(none)");
+  struct model_cost c;
+  CHECK(model_analyze(&d, NULL, &c, &err) == 0);
+  CHECK(c.kv_unknown);
+  CHECK_EQ_INT(c.n_attn_layers, 2); /* attn_k and the fused attn_qkv */
+  CHECK_EQ_INT(c.n_none_layers, 1); /* the block without attention tensors */
+  CHECK_EQ_U64(c.context_length, 0);
+  model_desc_free(&d);
+  gguf_close(f);
+}
+
 static void test_vocab_only_rejected(void) {
   struct tm_err err = {{0}};
   struct gguf_file *f = gguf_open(tm_fixture("gguf/ggml-vocab-qwen2.gguf"), &err);
@@ -588,6 +629,7 @@ void tm_run_tests(void) {
   TM_RUN(test_hybrid_and_empty_layers);
   TM_RUN(test_gguf_gemma3_defaults);
   TM_RUN(test_gguf_hybrid);
+  TM_RUN(test_gguf_heads_unknown);
   TM_RUN(test_vocab_only_rejected);
   TM_RUN(test_gguf_bad_metadata);
   TM_RUN(test_kv_lengths_do_not_wrap);
