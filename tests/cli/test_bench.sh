@@ -96,7 +96,7 @@ for m in ms:
     if m["weights"] == "copied":
         mb = m["mapped_weights_read_bandwidth_by_threads"]
         assert any(x["bytes_s"] < 0.95 * probe[x["threads"]] for x in mb if x["threads"] in probe), (m, probe)
-        assert any(c.startswith(m["type"] + ": its memory-mapped weights read in place") and
+        assert any(c.startswith(m["type"] + ": its memory-mapped weights, read in place,") and
                    "anonymous copy" in c for c in cs), cs
     else:
         # mapped: no page more than 5% slower (the copy rule), or no room
@@ -107,8 +107,8 @@ for m in ms:
                 if x["threads"] in probe and x["bytes_s"] < 0.9 * probe[x["threads"]]]
         # (one conclusion per model: with a copy tried and dropped, the one
         # that says both)
-        assert not slow or any(c.startswith(m["type"] + ": its weights read in place") or
-                               (c.startswith(m["type"] + ": its memory-mapped weights read in place")
+        assert not slow or any(c.startswith(m["type"] + ": its weights, read in place,") or
+                               (c.startswith(m["type"] + ": its memory-mapped weights, read in place,")
                                 and "whatever the kernels do" in c) for c in cs), (m, probe, cs)
         assert len([c for c in cs if c.startswith(m["type"] + ": its") and "read in place" in c]) <= 1, cs
         copy_due = [x for x in m["weights_read_bandwidth_by_threads"]
@@ -121,7 +121,7 @@ for m in ms:
             common = sorted(set(cb) & set(mb))
             assert common and sum(cb[t] for t in common) < sum(mb[t] for t in common), (cb, mb)
             assert copy_due, (m, probe)
-            assert any(c.startswith(m["type"] + ": its memory-mapped weights read in place") and
+            assert any(c.startswith(m["type"] + ": its memory-mapped weights, read in place,") and
                        "read slower still" in c for c in cs), cs
         else:
             assert not copy_due or "read slower than fresh memory" in open(sys.argv[4]).read(), (m, probe)
