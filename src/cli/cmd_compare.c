@@ -318,7 +318,7 @@ int cmd_compare(int argc, char **argv) {
     }
     case O_JSON: json = true; break;
     case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+    default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
   }
   if (o.method != STATS_CI_BOOTSTRAP && (have_resamples || have_seed))

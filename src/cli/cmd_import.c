@@ -205,7 +205,7 @@ int cmd_import(int argc, char **argv) {
     case 'P': no_probe = true; break;
     case 'h': usage(); return TM_EXIT_OK;
     case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-    default: return cli_usage_error(CMD, "unknown option %s", argv[optind - 1]);
+    default: return cli_bad_option(CMD, argv[optind - 1], opts);
     }
   }
   size_t n_in = (size_t)(argc - optind);

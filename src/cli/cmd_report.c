@@ -99,7 +99,7 @@ int cmd_report(int argc, char **argv) {
     case OPT_TITLE: title = optarg; break;
     case 'h': usage(stdout); return TM_EXIT_OK;
     case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-    default: return cli_usage_error(CMD, "unknown option %s", argv[optind - 1]);
+    default: return cli_bad_option(CMD, argv[optind - 1], opts);
     }
   }
   if (optind >= argc) return cli_usage_error(CMD, "no results file given");

@@ -142,6 +142,8 @@ fi
 
 # bad and empty input: exit 2, one clear line
 : >"$dir/empty.jsonl"
+expect_exit 2 "$TOKMETER" compare --json=1 "$dir/a.jsonl" "$dir/b.jsonl"
+grep -q "option '--json' takes no value" "$dir/err" || fail "compare --json=1: $(cat "$dir/err")"
 expect_exit 2 "$TOKMETER" compare "$dir/empty.jsonl" "$dir/b.jsonl"
 grep -q "no records in $dir/empty.jsonl" "$dir/err" || fail "empty file message: $(cat "$dir/err")"
 echo 'not json' >"$dir/bad.jsonl"

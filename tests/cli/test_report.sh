@@ -134,6 +134,9 @@ done
 grep -q 'default' "$dir/out" || fail "--help gives defaults"
 expect_exit 2 "$TOKMETER" report
 expect_exit 2 "$TOKMETER" report --bogus "$dir/a.jsonl"
+grep -q "unknown option '--bogus'" "$dir/err" || fail "report --bogus: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" report --title=x --format=csv --nope=1 "$dir/a.jsonl"
+grep -q "unknown option '--nope=1'" "$dir/err" || fail "report --nope=1: $(cat "$dir/err")"
 expect_exit 2 "$TOKMETER" report --format pdf "$dir/a.jsonl"
 grep -q 'pdf' "$dir/err" || fail "unknown format named"
 expect_exit 2 "$TOKMETER" report "$dir/missing.jsonl"
