@@ -310,8 +310,14 @@ static int server_run(struct builder *b, const struct results_invocation *inv, j
     set_key(&p, "%s | %s | %s | %s | p%lld n%lld", p.backend, p.target,
              p.model, p.test, pt, max_tokens);
   }
-  if (id) p.bytes_per_token = json_path_num(id, "model.bytes_per_token");
+  /* The run's own ceiling parts (at its prompt's depth) where it carries
+   * them; records written before they did: the model's bytes at depth 0. */
+  p.bytes_per_token = json_path_num(run, "ceiling.bytes_per_token");
+  if (!isfinite(p.bytes_per_token) && id)
+    p.bytes_per_token = json_path_num(id, "model.bytes_per_token");
   p.read_bandwidth_bytes_s = json_path_num(run, "ceiling.read_bandwidth_bytes_s");
+  p.flops_per_token = json_path_num(run, "ceiling.flops_per_token");
+  p.compute_ops_s = json_path_num(run, "ceiling.compute_ops_s");
   double processed = json_path_num(run, "tokens.processed");
   json_t *excl = json_path(run, "cache.prefill_excluded");
   bool excluded = json_is_true(excl);

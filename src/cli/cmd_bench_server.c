@@ -195,15 +195,19 @@ static void probe_for_ceilings(struct served_model *m) {
  * figures and model analysis. */
 static struct record_ceiling ceiling_at(const struct served_model *m, double prompt,
                                         uint32_t max_tokens) {
-  struct record_ceiling c = {NAN, NAN, NAN};
+  struct record_ceiling c = record_ceiling_none();
   if (!m->have || !isfinite(m->bandwidth)) return c;
   uint32_t n = max_tokens ? max_tokens : 1;
   double bytes = model_decode_bytes_mean(&m->cost, (uint64_t)prompt, n);
   c.read_bandwidth_bytes_s = m->bandwidth;
+  c.bytes_per_token = bytes;
   c.decode_ceiling_tok_s = ceiling_tok_s(m->bandwidth, bytes);
-  if (prompt >= 1 && isfinite(m->compute))
-    c.prefill_ceiling_tok_s =
-        ceiling_tok_s(m->compute, model_prefill_flops_per_token(&m->cost, (uint64_t)prompt));
+  if (prompt >= 1 && isfinite(m->compute)) {
+    c.flops_per_token = model_prefill_flops_per_token(&m->cost, (uint64_t)prompt);
+    c.compute_ops_s = m->compute;
+    c.compute_path = m->int8 ? "int8" : "f32";
+    c.prefill_ceiling_tok_s = ceiling_tok_s(m->compute, c.flops_per_token);
+  }
   return c;
 }
 
@@ -213,7 +217,7 @@ static struct record_ceiling ceiling_at(const struct served_model *m, double pro
  * tokens saw is not known, and a ceiling at a guessed depth would be a
  * number that is not true. */
 static struct record_ceiling ceiling_depth_unknown(const struct served_model *m) {
-  struct record_ceiling c = {NAN, NAN, NAN};
+  struct record_ceiling c = record_ceiling_none();
   if (m->have) c.read_bandwidth_bytes_s = m->bandwidth; /* NAN when the probe failed */
   return c;
 }

@@ -327,6 +327,17 @@ void *record_thermal_json(const struct machine_thermal *t) {
   return o;
 }
 
+struct record_ceiling record_ceiling_none(void) {
+  return (struct record_ceiling){.decode_ceiling_tok_s = NAN, .prefill_ceiling_tok_s = NAN,
+                                 .read_bandwidth_bytes_s = NAN, .bytes_per_token = NAN,
+                                 .flops_per_token = NAN, .compute_ops_s = NAN,
+                                 .compute_path = NULL};
+}
+
+/* A ceiling's part: null unless a figure above 0 (a zero here is an unset
+ * field, never a measurement). */
+static json_t *part_num(double v) { return v > 0 && isfinite(v) ? json_real(v) : json_null(); }
+
 void *record_ceiling_json(const struct record_ceiling *c) {
   if (!c) return json_null();
   json_t *o = json_object();
@@ -335,6 +346,10 @@ void *record_ceiling_json(const struct record_ceiling *c) {
   bad |= put(o, "decode_ceiling_tok_s", record_json_num(c->decode_ceiling_tok_s));
   bad |= put(o, "prefill_ceiling_tok_s", record_json_num(c->prefill_ceiling_tok_s));
   bad |= put(o, "read_bandwidth_bytes_s", record_json_num(c->read_bandwidth_bytes_s));
+  bad |= put(o, "bytes_per_token", part_num(c->bytes_per_token));
+  bad |= put(o, "flops_per_token", part_num(c->flops_per_token));
+  bad |= put(o, "compute_ops_s", part_num(c->compute_ops_s));
+  bad |= put(o, "compute_path", c->compute_path ? json_string(c->compute_path) : json_null());
   if (bad) {
     json_decref(o);
     return NULL;

@@ -113,9 +113,20 @@ struct record_ceiling {
   double decode_ceiling_tok_s;
   double prefill_ceiling_tok_s;
   double read_bandwidth_bytes_s;
+  /* What the two ceilings are made of: decode = read_bandwidth_bytes_s /
+   * bytes_per_token (the mean over the depths the tokens were generated at),
+   * prefill = compute_ops_s / flops_per_token (on the compute_path, "int8" or
+   * "f32"); NAN / NULL where unknown. */
+  double bytes_per_token;
+  double flops_per_token;
+  double compute_ops_s;
+  const char *compute_path;
 };
-/* {decode_ceiling_tok_s, prefill_ceiling_tok_s, read_bandwidth_bytes_s};
- * c NULL -> null. */
+/* All figures unknown (NAN, NULL). */
+struct record_ceiling record_ceiling_none(void);
+/* {decode_ceiling_tok_s, prefill_ceiling_tok_s, read_bandwidth_bytes_s,
+ * bytes_per_token, flops_per_token, compute_ops_s, compute_path}: null where
+ * unknown (NAN, not above 0, NULL); c NULL -> null. */
 void *record_ceiling_json(const struct record_ceiling *c);
 /* 100 * rate / ceiling; NAN when either is absent. */
 double record_percent_of(double rate, double ceiling);

@@ -143,6 +143,26 @@ for r in runs:
     c, n, prompt = r["ceiling"], r["max_tokens"], r["tokens"]["prompt"]
     want = c["read_bandwidth_bytes_s"] / (w + 1024 * (prompt + (n - 1) / 2))
     assert math.isclose(c["decode_ceiling_tok_s"], want, rel_tol=1e-6), (c, n, prompt, want)
+    # ... and the parts it is made of, in the record
+    assert math.isclose(c["bytes_per_token"], w + 1024 * (prompt + (n - 1) / 2), rel_tol=1e-9), c
+    assert math.isclose(c["decode_ceiling_tok_s"], c["read_bandwidth_bytes_s"] / c["bytes_per_token"], rel_tol=1e-9), c
+    # the prefill ceiling: the compute rate of its path over the FLOPs per
+    # prompt token, both in the record
+    assert c["compute_path"] in ("int8", "f32"), c
+    assert math.isclose(c["prefill_ceiling_tok_s"], c["compute_ops_s"] / c["flops_per_token"], rel_tol=1e-9), c
+PY
+# The compute rate is the probe's best on that path (a Q4_0 file: int8)
+"$TOKMETER" probe --cached --json >"$dir/probe.json" 2>/dev/null || fail "probe --cached --json"
+python3 - "$dir/m.jsonl" "$dir/probe.json" <<'PY' || fail "run ceilings' compute against the probe (see above)"
+import json, math, sys
+pj = json.load(open(sys.argv[2]))
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["record"] != "run":
+        continue
+    c = r["ceiling"]
+    assert c["compute_path"] == "int8", c
+    assert math.isclose(c["compute_ops_s"], pj["compute_int8_ops"], rel_tol=1e-9), (c, pj["compute_int8_ops"])
 PY
 # ... so `report` shows the % of ceiling columns and the CSV its ceilings
 expect_exit 0 "$TOKMETER" report "$dir/m.jsonl"
@@ -169,6 +189,20 @@ PY
 expect_exit 0 "$TOKMETER" compare "$dir/m.jsonl" "$dir/m2.jsonl"
 grep "^  decode_tok_s " "$dir/out" | grep -q "2.000 (+100.0%) from bandwidth" ||
   fail "compare: no ceiling prediction from the runs' bandwidth: $(cat "$dir/out")"
+# ... and prefill from the compute rate, now that server runs carry it: a
+# machine with 3x the compute predicts prefill 3x
+python3 - "$dir/m.jsonl" "$dir/m3.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[2], "w") as out:
+    for l in open(sys.argv[1]):
+        r = json.loads(l)
+        if r["record"] == "run":
+            r["ceiling"]["compute_ops_s"] *= 3
+        out.write(json.dumps(r) + "\n")
+PY
+expect_exit 0 "$TOKMETER" compare "$dir/m.jsonl" "$dir/m3.jsonl"
+grep "^  prefill_tok_s " "$dir/out" | grep -q "3.000 (+200.0%) from compute" ||
+  fail "compare: no prefill prediction from the runs' compute: $(cat "$dir/out")"
 
 # a custom workload and a prompt file
 printf 'Summarise the incident report in two sentences.\n' > "$dir/prompt.txt"

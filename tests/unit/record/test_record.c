@@ -341,7 +341,23 @@ static void test_ceiling_json(void) {
   json_t *j = record_ceiling_json(&c);
   char *s = record_dump(j);
   CHECK_STR(s, "{\"decode_ceiling_tok_s\":87.6,\"prefill_ceiling_tok_s\":null,"
-               "\"read_bandwidth_bytes_s\":32900000000.0}");
+               "\"read_bandwidth_bytes_s\":32900000000.0,\"bytes_per_token\":null,"
+               "\"flops_per_token\":null,\"compute_ops_s\":null,\"compute_path\":null}");
+  free(s);
+  json_decref(j);
+  /* every part, and the unknowns of record_ceiling_none */
+  struct record_ceiling all = record_ceiling_none();
+  all.prefill_ceiling_tok_s = 1500.0;
+  all.bytes_per_token = 3.75e8;
+  all.flops_per_token = 1.2e9;
+  all.compute_ops_s = 1.8e12;
+  all.compute_path = "int8";
+  j = record_ceiling_json(&all);
+  s = record_dump(j);
+  CHECK_STR(s, "{\"decode_ceiling_tok_s\":null,\"prefill_ceiling_tok_s\":1500.0,"
+               "\"read_bandwidth_bytes_s\":null,\"bytes_per_token\":375000000.0,"
+               "\"flops_per_token\":1200000000.0,\"compute_ops_s\":1.8e12,"
+               "\"compute_path\":\"int8\"}");
   free(s);
   json_decref(j);
   CHECK_NEAR(record_percent_of(29.5, 87.6), 33.67579908675799, 1e-12);
