@@ -8,22 +8,8 @@
 #include <string.h>
 
 #include "analysis/decide.h"
+#include "decide_example.h"
 #include "tm_test.h"
-
-/* docs/decide.md's worked example: 1000-token prompt, 201-token answer, 1000
- * requests a day; device 500 / 20 tok/s, 5 s load, 100 W at 0.30 per kWh,
- * 1500 of hardware over 1095 days; API 0.1 s + 0.4 s, 50 tok/s, 1 / 4 per
- * million tokens. */
-static struct decide_inputs example(void) {
-  struct decide_inputs in = {
-      .prompt_tokens = 1000, .output_tokens = 201, .requests_per_day = 1000,
-      .dev_prefill_tok_s = 500, .dev_decode_tok_s = 20, .dev_overhead_s = 0,
-      .dev_load_s = 5, .dev_stays_warm = true, .dev_watts = 100, .kwh_price = 0.30,
-      .dev_hw_price = 1500, .dev_lifetime_days = 1095,
-      .api_rtt_s = 0.1, .api_ttft_s = 0.4, .api_prefill_tok_s = NAN, .api_decode_tok_s = 50,
-      .price_in_per_m = 1.0, .price_out_per_m = 4.0};
-  return in;
-}
 
 /* A 0.5 s fixed cost per request on the device (FX): first token 0.5 + 2 =
  * 2.5 s, answer 2.5 + 200 / 20 = 12.5 s, reloaded 7.5 / 17.5 s. Busy 12.5 s:

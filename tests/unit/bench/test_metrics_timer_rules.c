@@ -9,46 +9,12 @@
 
 #include "backend/backend_internal.h"
 #include "bench/metrics.h"
+#include "run_builder.h"
 #include "tm_test.h"
 
-#define BASE_NS 1000000000ull /* t_send; chunk times are ms after it */
-
-/* A run_result as run_result_init leaves it (zero, counters -1, timers NAN). */
-static void tr_init(struct run_result *r) {
-  memset(r, 0, sizeof *r);
-  r->t_start_ns = BASE_NS;
-  r->t_send_ns = BASE_NS;
-  r->connection_reused = true;
-  r->prompt_tokens = r->cached_tokens = r->completion_tokens = r->reasoning_tokens = -1;
-  r->timings_cache_n = r->timings_prompt_n = r->timings_predicted_n = -1;
-  r->draft_n = r->draft_n_accepted = -1;
-  r->timings_prompt_ms = r->timings_predicted_ms = NAN;
-  r->ollama_load_ms = r->ollama_prompt_eval_ms = r->ollama_eval_ms = r->ollama_total_ms = NAN;
-  r->lmstudio_ttft_s = r->lmstudio_tok_s = r->lmstudio_generation_s = NAN;
-  r->error = RUN_OK;
-}
-
 /* One content chunk of text "w " carrying n_tokens (0 = one) at t_ms. */
-static void tr_add(struct run_result *r, double t_ms, uint32_t n_tokens) {
-  struct run_chunk *c = realloc(r->chunks, (r->n_chunks + 1) * sizeof *c);
-  char *t = realloc(r->text, r->text_len + 3);
-  if (!c || !t) abort(); /* a test helper: no memory is not a test result */
-  r->chunks = c;
-  r->text = t;
-  memcpy(r->text + r->text_len, "w ", 3);
-  c[r->n_chunks] = (struct run_chunk){.t_ns = BASE_NS + (uint64_t)llround(t_ms * 1e6),
-                                      .field = CHUNK_CONTENT,
-                                      .n_tokens = n_tokens,
-                                      .text_off = (uint32_t)r->text_len,
-                                      .text_len = 2};
-  r->n_chunks++;
-  r->text_len += 2;
-}
-
-static void tr_free(struct run_result *r) {
-  free(r->chunks);
-  free(r->text);
-  memset(r, 0, sizeof *r);
+static void add_piece(struct run_result *r, double t_ms, uint32_t n_tokens) {
+  tr_add(r, t_ms, CHUNK_CONTENT, "w ", n_tokens);
 }
 
 /* LM Studio's stats object gives seconds: time_to_first_token 0.24 s,
@@ -63,7 +29,7 @@ static void tr_free(struct run_result *r) {
 static void lmstudio_seconds(void) {
   struct run_result r;
   tr_init(&r);
-  for (int i = 0; i < 40; i++) tr_add(&r, 300 + 25.0 * i, 0);
+  for (int i = 0; i < 40; i++) add_piece(&r, 300 + 25.0 * i, 0);
   r.prompt_tokens = 120;
   r.completion_tokens = 40;
   r.lmstudio_ttft_s = 0.24;
@@ -100,10 +66,10 @@ static void step_past_last_piece_is_the_servers_own(void) {
   struct run_result r;
   tr_init(&r);
   double t = 200;
-  tr_add(&r, t, 0);
+  add_piece(&r, t, 0);
   for (int i = 1; i < 30; i++) {
     t += (i <= 25 && i % 5 == 0) ? 100 : 10;
-    tr_add(&r, t, 0);
+    add_piece(&r, t, 0);
   }
   CHECK_NEAR(t, 940, 1e-9);
   r.prompt_tokens = 100;
@@ -137,7 +103,7 @@ static void step_past_last_piece_is_the_servers_own(void) {
 static void zero_prompt_time_is_blank(void) {
   struct run_result r;
   tr_init(&r);
-  for (int i = 0; i < 5; i++) tr_add(&r, 100 + 20.0 * i, 0);
+  for (int i = 0; i < 5; i++) add_piece(&r, 100 + 20.0 * i, 0);
   r.prompt_tokens = 50;
   r.cached_tokens = 0;
   r.completion_tokens = 5;
@@ -159,8 +125,8 @@ static void zero_prompt_time_is_blank(void) {
 static void two_events_are_buffered(void) {
   struct run_result r;
   tr_init(&r);
-  tr_add(&r, 100, 2);
-  tr_add(&r, 200, 2);
+  add_piece(&r, 100, 2);
+  add_piece(&r, 200, 2);
   struct metrics_options o;
   metrics_options_init(&o);
   o.min_decode_tokens = 4;
