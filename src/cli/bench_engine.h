@@ -19,7 +19,7 @@ struct eb_model {
   char label[160];
   char short_label[32]; /* "Q4_0": what tells the default pair apart */
   char path[1024];
-  char type[32];      /* the tensor type holding the most bytes (records' model.type) */
+  char type[32];      /* the tensor type holding the most bytes (--json models[].type) */
   char file_type[32]; /* general.file_type's name as `tokmeter ceiling --type` spells it
                          ("Q4_K_M"); "" when the file has none or an unknown one */
   char arch[64];

@@ -67,6 +67,13 @@ static uint32_t ctx_needed(const struct bench_opts *o) {
   return eb_max_of(o->depth, o->n_depth) + (p > n ? p : n);
 }
 
+/* The name the records, the labels and the conclusions give a model's type:
+ * the file's (general.file_type), else its tensors' (`tokmeter ceiling` and
+ * the server records name it the same way). */
+static const char *eb_model_type_name(const struct eb_model *m) {
+  return m->file_type[0] ? m->file_type : m->type;
+}
+
 /* Analyses a GGUF file; 0 or an exit code (2: unreadable or unusable). */
 static int analyse_file(const char *path, struct eb_model *m) {
   struct tm_err err;
@@ -77,13 +84,7 @@ static int analyse_file(const char *path, struct eb_model *m) {
   int rc = model_desc_from_gguf(f, &d, &err);
   /* The file's type as llama-quantize named it (a Q4_K_M file holds most
    * of its bytes in Q4_K but a small one may in its Q6_K embeddings). */
-  uint64_t ftype;
-  struct tm_err ferr;
-  const char *fname = gguf_find_kv(f, "general.file_type") &&
-                              gguf_get_u64(f, "general.file_type", &ftype, &ferr) == 0 &&
-                              ftype <= 1000
-                          ? model_ftype_name((int)ftype)
-                          : NULL;
+  const char *fname = model_gguf_file_type(f);
   snprintf(m->file_type, sizeof m->file_type, "%s", fname ? fname : "");
   if (rc == 0) {
     rc = model_analyze(&d, &aopt, &m->cost, &err);
@@ -96,13 +97,8 @@ static int analyse_file(const char *path, struct eb_model *m) {
                                  : cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
   snprintf(m->path, sizeof m->path, "%s", path);
   snprintf(m->arch, sizeof m->arch, "%s", m->cost.arch);
-  /* The model's type: the one holding the most bytes (norms are F32). */
-  size_t best = 0;
-  for (size_t i = 1; i < m->cost.n_types; i++)
-    if (m->cost.types[i].bytes > m->cost.types[best].bytes) best = i;
-  const struct ggml_type_info *ti =
-      m->cost.n_types ? ggml_type_get(m->cost.types[best].type) : NULL;
-  snprintf(m->type, sizeof m->type, "%s", ti ? ti->name : "?");
+  /* The tensors' type: the one holding the most bytes (norms are F32). */
+  snprintf(m->type, sizeof m->type, "%s", model_most_bytes_type(&m->cost));
   return 0;
 }
 
@@ -241,7 +237,7 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                       const struct engine_bench_config *cfg) {
   struct eb_model *m = &s->models[mi];
   struct record_engine_in in = {.identity = s->identity, .model_file = m->path,
-                                .model_label = m->label, .arch = m->arch, .type = m->type,
+                                .model_label = m->label, .arch = m->arch, .type = eb_model_type_name(m),
                                 .kernel_path = m->kernel_path,
                                 .decode_chunk_bytes = m->info.decode_chunk_bytes,
                                 .load_ms = m->info.load_ms,
@@ -541,7 +537,7 @@ static int open_records(struct eb_state *s) {
   json_t *settings = settings_json(s);
   struct record_model model = {.file = s->n_models == 1 ? s->models[0].path : NULL,
                                .arch = s->models[0].arch,
-                               .type = s->n_models == 1 ? s->models[0].type : NULL,
+                               .type = s->n_models == 1 ? eb_model_type_name(&s->models[0]) : NULL,
                                .bytes_per_token = s->n_models == 1
                                                       ? s->models[0].cost.weight_bytes_per_token +
                                                             s->models[0].cost.state_bytes
@@ -663,7 +659,7 @@ int bench_inprocess(struct bench_opts *o) {
     snprintf(m->label, sizeof m->label, "%s", o->gguf);
     /* named as `tokmeter ceiling` names the type: general.file_type, else
      * the tensor type holding the most bytes */
-    snprintf(m->short_label, sizeof m->short_label, "%s", m->file_type[0] ? m->file_type : m->type);
+    snprintf(m->short_label, sizeof m->short_label, "%s", eb_model_type_name(m));
     st.n_models = 1;
     if ((rc = check_memory(&st, &m->cost, &m->file_bytes, 1))) goto out;
     e = load_engine(&st, 0, TM_EXIT_USAGE, o->hugepages, &rc);

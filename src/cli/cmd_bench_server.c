@@ -150,18 +150,14 @@ static int load_model(const char *path, struct served_model *m) {
   }
   char name[256] = "";
   if (gguf_get_str(f, "general.name", name, sizeof name, NULL) != 0) name[0] = 0;
+  const char *ftype = model_gguf_file_type(f); /* static storage */
   gguf_close(f);
   if (rc != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
   snprintf(m->arch, sizeof m->arch, "%s", m->cost.arch);
   snprintf(m->name, sizeof m->name, "%s", name[0] ? name : path);
-  /* The type that holds the most bytes names the file ("Q4_0"). */
-  uint64_t best = 0;
-  for (size_t i = 0; i < m->cost.n_types; i++)
-    if (m->cost.types[i].bytes > best) {
-      best = m->cost.types[i].bytes;
-      const struct ggml_type_info *ti = ggml_type_get(m->cost.types[i].type);
-      snprintf(m->type, sizeof m->type, "%s", ti ? ti->name : "?");
-    }
+  /* The file's type names it ("Q4_K_M"), else the tensors' (the type
+   * holding the most bytes), as in the in-process records. */
+  snprintf(m->type, sizeof m->type, "%s", ftype ? ftype : model_most_bytes_type(&m->cost));
   m->have = true;
   return 0;
 }

@@ -267,6 +267,8 @@ static int load_model(const struct ceiling_opts *o, struct model_cost *cost, cha
     struct gguf_file *f = gguf_open(o->file, &err);
     if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
     int r = model_desc_from_gguf(f, &d, &err);
+    const char *ftype = model_gguf_file_type(f); /* static storage */
+    snprintf(type_name, tn, "%s", ftype ? ftype : "");
     gguf_close(f);
     if (r != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
   } else {

@@ -321,3 +321,11 @@ uint64_t model_context_fits(const struct model_cost *c, double memory_bytes,
   }
   return t;
 }
+
+const char *model_most_bytes_type(const struct model_cost *c) {
+  size_t best = 0;
+  for (size_t i = 1; i < c->n_types; i++)
+    if (c->types[i].bytes > c->types[best].bytes) best = i;
+  const struct ggml_type_info *ti = c->n_types ? ggml_type_get(c->types[best].type) : NULL;
+  return ti ? ti->name : "?";
+}

@@ -149,6 +149,14 @@ struct model_cost {
 int model_analyze(const struct model_desc *d, const struct model_analyze_options *opt,
                   struct model_cost *out, struct tm_err *err);
 
+/* The tensor type holding the most bytes ("Q6_K"); "?" when there are none. */
+const char *model_most_bytes_type(const struct model_cost *c);
+/* general.file_type as llama-quantize names it ("Q4_K_M"); NULL when the
+ * file has none or a value tokmeter does not name. It names a file better
+ * than its tensors do: a small Q4_0 file can hold most of its bytes in its
+ * Q8_0 embeddings (model_most_bytes_type would say Q8_0). */
+const char *model_gguf_file_type(const struct gguf_file *f);
+
 /* KV cache bytes held at context depth `depth` (= bytes of KV read to generate
  * the next token). Sliding-window layers count min(depth, window). */
 double model_kv_bytes_at_depth(const struct model_cost *c, uint64_t depth);

@@ -9,6 +9,7 @@
 
 #include "gguf/ggml_types.h"
 #include "gguf/gguf.h"
+#include "model/plan.h"
 
 /* ------------------------------------------------------------ from a GGUF -- */
 
@@ -534,3 +535,11 @@ fail:
   return -1;
 }
 
+
+const char *model_gguf_file_type(const struct gguf_file *f) {
+  uint64_t ftype;
+  if (!gguf_find_kv(f, "general.file_type") ||
+      gguf_get_u64(f, "general.file_type", &ftype, NULL) != 0 || ftype > 1000)
+    return NULL;
+  return model_ftype_name((int)ftype);
+}

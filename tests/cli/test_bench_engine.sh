@@ -410,4 +410,11 @@ m = d["models"][0]
 assert m["file_type"] == "Q4_K_M" and m["type"] == "Q6_K", m
 assert d["conclusions"] and all("Q6_K at" not in c for c in d["conclusions"]), d["conclusions"]
 ' "$dir/out" || fail "--json file_type"
+# and the records name it the same way (report and compare label by them)
+python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+types = {r["model"]["type"] for r in recs if r["record"] in ("identity", "run", "summary")}
+assert types == {"Q4_K_M"}, types
+' "$dir/kq.jsonl" || fail "records name the Q4_K_M file $(grep -o '"type":"[^"]*"' "$dir/kq.jsonl" | sort -u)"
 echo "test_bench_engine: ok"

@@ -106,6 +106,9 @@ recs = [json.loads(l) for l in open(sys.argv[1])]
 runs = [r for r in recs if r["record"] == "run"]
 sums = {s["workload"]: s for s in recs if s["record"] == "summary"}
 assert runs and set(sums) == {"classify", "generate"}, (len(runs), list(sums))
+# named by its general.file_type, though its tied Q8_0 embedding holds most bytes
+named = {r["model"]["type"] for r in recs if r["record"] == "identity"}
+assert named == {"Q4_0"}, named
 close = lambda a, b: math.isclose(a, b, rel_tol=1e-9)
 for r in runs:
     c, p = r["ceiling"], r["percent_of_ceiling"]

@@ -281,6 +281,13 @@ assert d["decode_ceiling_tok_s"] > 5 * dense, (d["decode_ceiling_tok_s"], dense)
 assert d["type"] == "Q4_K_M" and d["prefill_ceiling_tok_s"] is None
 PY
 
+# A file's type is its general.file_type, not the tensor type holding the most
+# bytes (this Q4_0 file's tied embedding is Q8_0 and holds the most).
+"$TOKMETER" ceiling "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" --bandwidth 10GB/s --json \
+  >"$tmp/ft.json" || fail "ceiling tiny-llama-Q4_0 --json"
+python3 -c "import json; d=json.load(open('$tmp/ft.json')); assert d['type'] == 'Q4_0', d['type']" \
+  || fail "file type of tiny-llama-Q4_0: $(grep -o '"type":[^,]*' "$tmp/ft.json")"
+
 # --- the napkin -------------------------------------------------------------
 "$TOKMETER" ceiling --size 15GB --bandwidth 273GB/s >"$tmp/n.txt"
 grep -q "decode ceiling: 18.2 tok/s" "$tmp/n.txt" || fail "napkin: $(cat "$tmp/n.txt")"
