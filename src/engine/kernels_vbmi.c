@@ -44,9 +44,15 @@
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c"),    \
                  always_inline)) static inline
 
-/* Prefetch distance of the weight stream, as kernels_x86.h's. */
+/* Prefetch distance of the weight stream, as kernels_x86.h's. KERNEL_NO_PF
+ * (kernels_x86.h) turns these prefetches off too. */
 #ifndef VBMI_PF_BYTES
 #define VBMI_PF_BYTES 2048
+#endif
+#ifdef KERNEL_NO_PF
+#define VBMI_PREFETCH(p) ((void)(p))
+#else
+#define VBMI_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 #endif
 
 struct vnni_oct {
@@ -123,7 +129,7 @@ VBMI_INLINE __m512 oct_dot(__m512i w0, __m512i w8, __m512i w72, __m512i w80,
 }
 
 VBMI_INLINE __m512 oct_dot_at(const uint8_t *g, const struct vnni_oct *oc, __m512 acc) {
-  for (int pf = 0; pf < 144; pf += 64) _mm_prefetch((const char *)g + VBMI_PF_BYTES + pf, _MM_HINT_T0);
+  for (int pf = 0; pf < 144; pf += 64) VBMI_PREFETCH((const char *)g + VBMI_PF_BYTES + pf);
   return oct_dot(_mm512_loadu_si512(g), _mm512_loadu_si512(g + 8), _mm512_loadu_si512(g + 72),
                  _mm512_loadu_si512(g + 80), oc, acc);
 }
@@ -169,7 +175,7 @@ VBMI_INLINE float row_sum(__m512 a) {
  * -> 34.0 at n = 1024 (fourteenth session, bench/RESULTS.md). */
 VBMI_INLINE void q4_0_step4(const uint8_t *const g[4], const struct vnni_oct *oc, __m512 acc[4]) {
   __m512i w0[4], w8[4], w72[4], w80[4];
-#define VBMI_PF(g, off) _mm_prefetch((const char *)(g) + VBMI_PF_BYTES + (off), _MM_HINT_T0)
+#define VBMI_PF(g, off) VBMI_PREFETCH((const char *)(g) + VBMI_PF_BYTES + (off))
 #define VBMI_LOAD(dst, ptr)                  \
   do {                                       \
     (dst) = _mm512_loadu_si512(ptr);         \
@@ -343,7 +349,7 @@ VBMI_INLINE __m512 q8_oct_dot(const uint8_t *g, const struct q8_oct *oc, __m512 
 }
 
 VBMI_INLINE __m512 q8_oct_dot_at(const uint8_t *g, const struct q8_oct *oc, __m512 acc) {
-  for (int pf = 0; pf < 320; pf += 64) _mm_prefetch((const char *)g + VBMI_PF_BYTES + pf, _MM_HINT_T0);
+  for (int pf = 0; pf < 320; pf += 64) VBMI_PREFETCH((const char *)g + VBMI_PF_BYTES + pf);
   return q8_oct_dot(g, oc, acc);
 }
 
@@ -360,7 +366,7 @@ VBMI_INLINE __m512 q8_oct_dot_at(const uint8_t *g, const struct q8_oct *oc, __m5
  * pairs' 68, so that no line of the octet is skipped. */
 VBMI_INLINE void q8_0_step4(const uint8_t *const g[4], const struct q8_oct *oc, __m512 acc[4]) {
   __m512i X[4][2], z[4][2];
-#define VBMI_PF(g, off) _mm_prefetch((const char *)(g) + VBMI_PF_BYTES + (off), _MM_HINT_T0)
+#define VBMI_PF(g, off) VBMI_PREFETCH((const char *)(g) + VBMI_PF_BYTES + (off))
 #define VBMI_LOAD256(dst, ptr)                          \
   do {                                                  \
     (dst) = _mm256_loadu_si256((const __m256i *)(ptr)); \
