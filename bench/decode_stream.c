@@ -5,7 +5,11 @@
  * A 1 GiB matrix of one weight type (n = 1024 columns, random bytes with sane
  * block scales) on transparent huge pages is read by ops->gemm with ncols = 1
  * the way the engine's decode does it: each thread its half of the rows, in
- * chunks of MM_DECODE_CHUNK_BYTES (256 KiB) per call. The same bytes are then
+ * chunks of the engine's decode chunk budget per call
+ * (engine_auto_decode_chunk_bytes: 2 MiB on AMD CPUs, 256 KiB elsewhere;
+ * CHUNK_KB in the environment overrides it). Before 2026-12-01 the calls
+ * were always 256 KiB, which on the Zen 5 read 0.82-0.86 of the loop at 2
+ * threads where the engine's 2 MiB calls read 0.92-0.95. The same bytes are then
  * read as the probe reads memory (machine_read_bw_of_at: four quarters, one
  * line of each per turn, its prefetch distances in turn; src/machine/), and
  * the ratio printed: what the kernel's
@@ -28,6 +32,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "engine/engine.h"
 #include "engine/kernels.h"
 #include "engine/mm_layout.h"
 #include "machine/probe.h"
@@ -105,7 +110,10 @@ int main(int argc, char **argv) {
   }
   rb = type == GGML_TYPE_Q4_0 ? 576 : type == GGML_TYPE_Q8_0 ? 1088 : 840;
   rows = (int64_t)((1ull << 30) / rb);
-  chunk = (int64_t)((MM_DECODE_CHUNK_BYTES / rb + 15) / 16 * 16);
+  size_t chunk_bytes = engine_auto_decode_chunk_bytes();
+  const char *ckb = getenv("CHUNK_KB");
+  if (ckb && atol(ckb) > 0) chunk_bytes = (size_t)atol(ckb) * 1024;
+  chunk = (int64_t)((chunk_bytes / rb + 15) / 16 * 16);
   size_t bytes = ((size_t)rows * rb + (2u << 20) - 1) / (2u << 20) * (2u << 20);
   w = aligned_alloc(2u << 20, bytes);
   out = malloc(sizeof(float) * (size_t)rows);
