@@ -39,11 +39,20 @@
  * thread slowed by other load on the machine is not waited for. Every chunk
  * is taken exactly once (fetch_add on the region's counter, checked against
  * its chunk count) and computed the same way whoever takes it, so results do
- * not depend on the thread count. */
+ * not depend on the thread count. In decode a region is often one chunk (2
+ * MiB chunks on AMD CPUs), so its last chunk is shared at row granularity
+ * where the kernel path can (gemv_share, kernels.h): a thread done with
+ * everything else takes the back half of what its owner has left. */
 struct mm_region {
   alignas(64) atomic_long next; /* next chunk of this region: alone on its cache line */
   long end;                     /* its chunk count */
   long first_slot;              /* its first chunk's index in the whole job (amax) */
+  /* Its last chunk, when the kernel path can share it (decode, no argmax):
+   * whoever takes it computes it as its owner, and a thread done with
+   * everything else takes the back half of what is left (gemv_share). */
+  const struct mm_item *share_item; /* NULL: not shared */
+  int64_t share_r0, share_r1;
+  struct gemv_share share;
 };
 
 struct mm_job {
@@ -58,7 +67,7 @@ struct mm_job {
 
 /* Chunk j of region k: walks the items the region meets, in order (few:
  * <= 2 * n_expert). */
-static void mm_chunk(const struct mm_job *job, int k, long j, int ith) {
+static void mm_chunk(struct mm_job *job, int k, long j, int ith) {
   STEP_PROF_BEGIN(prof_t0);
   const struct mm_bound *b = job->bound;
   const long slot = job->region[k].first_slot + j;
@@ -73,8 +82,13 @@ static void mm_chunk(const struct mm_job *job, int k, long j, int ith) {
       continue;
     }
     const int64_t r0 = s + j * cr, r1 = r0 + cr < e ? r0 + cr : e;
-    job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
-                                it->a_stride, it->ncols, it->out, it->out_stride);
+    struct mm_region *rg = &job->region[k];
+    if (rg->share_item == it && rg->share_r0 == r0)
+      job->ops->gemv_share[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
+                                        it->out, &rg->share, true);
+    else
+      job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
+                                  it->a_stride, it->ncols, it->out, it->out_stride);
     if (it->amax) { /* a one-matrix job (the head): slot = the chunk's index in it */
       const float *o = it->out + r0;
       const int64_t a = job->ops->argmax(o, r1 - r0);
@@ -98,6 +112,52 @@ static void mm_worker(void *ctx, int ith, int nth) {
       mm_chunk(job, r, j, ith);
     }
   }
+  /* Nothing left to take whole: help with the shared last chunks, so the
+   * threads finish the job together (twentieth session: the threads' last
+   * chunks ended 6-12 us apart in a 20-55 us job, 2-3 us with this; step
+   * A/B at 2 threads +0.8% Q4_0, +1.2% Q8_0 against A/A, bench/RESULTS.md). */
+  for (int k = 1; k <= nr; k++) {
+    struct mm_region *rg = &job->region[(ith + k) % nr];
+    const struct mm_item *it = rg->share_item;
+    if (!it) continue;
+    for (;;) {
+      STEP_PROF_BEGIN(prof_t0);
+      int64_t rows = job->ops->gemv_share[it->w->type](it->w->n, it->wdata, it->w->row_bytes,
+                                                       rg->share_r0, rg->share_r1, it->act,
+                                                       it->out, &rg->share, false);
+      if (!rows) break;
+      STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)rows * it->w->row_bytes);
+    }
+  }
+}
+
+/* Sets region k's shared last chunk, when its kernel can share one. */
+static void mm_share_last(struct mm_job *job, int k) {
+  struct mm_region *rg = &job->region[k];
+  rg->share_item = NULL;
+  if (rg->end < 1) return;
+  const struct mm_bound *b = job->bound;
+  long j = rg->end - 1;
+  for (int i = b[k].item; i < job->n_items && i <= b[k + 1].item; i++) {
+    int64_t s, e;
+    if (!mm_region_rows(job->items, b, k, i, &s, &e)) continue;
+    const struct mm_item *it = &job->items[i];
+    const int64_t cr = mm_chunk_rows(it->w, e - s, it->ncols, job->decode_bytes);
+    const long cnt = (long)((e - s + cr - 1) / cr);
+    if (j >= cnt) {
+      j -= cnt;
+      continue;
+    }
+    const int64_t r0 = s + j * cr, r1 = r0 + cr < e ? r0 + cr : e;
+    if (it->ncols != 1 || it->amax || !job->ops->gemv_share[it->w->type] ||
+        it->w->n % 256 != 0 || it->w->n > job->ops->gemv_share_max_n || r1 - r0 < 4)
+      return;
+    rg->share_item = it;
+    rg->share_r0 = r0;
+    rg->share_r1 = r1;
+    gemv_share_init(&rg->share, r0, r1);
+    return;
+  }
 }
 
 /* Runs items[0..n) as one parallel job. Each item's act/a_stride is set. */
@@ -116,6 +176,8 @@ static void mm_run(struct engine *e, struct mm_item *items, int n) {
     job.region[k].end = (long)mm_region_chunks(items, n, job.bound, k, e->decode_chunk_bytes);
     job.region[k].first_slot = slots;
     slots += job.region[k].end;
+    if (nr > 1) mm_share_last(&job, k);
+    else job.region[k].share_item = NULL;
   }
   STEP_PROF_BEGIN(prof_t0);
   tpool_run_idle(e->pool, mm_worker, &job, e->warm_next ? warm_idle : NULL, e, e->warm_next);

@@ -16,6 +16,8 @@
 #ifndef TM_KERNELS_H
 #define TM_KERNELS_H
 
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,10 +64,35 @@ typedef void (*gemm_fn)(int64_t n, const void *w, size_t w_stride, int64_t r0, i
                         const void *a, size_t a_stride, int64_t ncols, float *out,
                         int64_t out_stride);
 
+/* A decode chunk (ncols = 1) two threads share: its owner takes the four
+ * row streams' rows i = 0, 1, ... (stream s's row i is r0 + s * q + i, q =
+ * (r1 - r0) / 4) from the front, a thread with nothing left of its own
+ * takes them from the back, both by compare-and-swap on one word, so each
+ * row is computed once, by the same arithmetic whoever takes it (results do
+ * not depend on who did). span = front << 32 | back; set to q before
+ * either starts (gemv_share_init). The rows past 4 q are the owner's. */
+struct gemv_share {
+  alignas(64) _Atomic uint64_t span;
+};
+static inline void gemv_share_init(struct gemv_share *sh, int64_t r0, int64_t r1) {
+  atomic_init(&sh->span, (uint64_t)((r1 - r0) / 4));
+}
+/* owner: computes rows r0 + 4q .. r1, then takes rows from the front until
+ * none are left; otherwise takes the back half of what is left, computes
+ * it, and returns the rows it computed (0: too little left to share). */
+typedef int64_t (*gemv_share_fn)(int64_t n, const void *w, size_t w_stride, int64_t r0,
+                                 int64_t r1, const void *a, float *out, struct gemv_share *sh,
+                                 bool owner);
+
 struct kernel_ops {
   enum kernel_path path;
   const char *name;
   gemm_fn gemm[GGML_TYPE_COUNT];   /* NULL: weight type not supported */
+  /* Shared decode chunks: NULL where the path has none for the type; only
+   * for rows whose length n is a multiple of 256 and at most
+   * gemv_share_max_n (forward.c checks). */
+  gemv_share_fn gemv_share[GGML_TYPE_COUNT];
+  int64_t gemv_share_max_n;
   void (*quantize_q8)(const float *x, struct act_q8 *y, int64_t n);
   void (*quantize_q8k)(const float *x, struct act_q8k *y, int64_t n);
   /* Attention over an F16 KV cache and small f32 helpers. */

@@ -199,39 +199,100 @@ VBMI_INLINE void q4_0_step4(const uint8_t *const g[4], const struct vnni_oct *oc
   for (int s = 0; s < 4; s++) acc[s] = oct_dot(w0[s], w8[s], w72[s], w80[s], oc, acc[s]);
 }
 
+/* Rows of each stream the owner of a shared chunk takes at a time: 16 x 4
+ * rows of 1024 Q4_0 values are 36 KiB, a microsecond or so of streaming, so
+ * one compare-and-swap per group costs nothing measurable. */
+#define SHARE_GROUP 16u
+
 /* The frame of both octet kernels: rows in four interleaved streams (r,
  * r + q, r + 2q, r + 3q), each stream's octets in order (STEP4 takes one
  * octet of all four), then the rows left over one by one (DOT_AT, one
  * octet of one row, summed by the same tree). OCT_T is the repacked
  * activation type, REPACK fills it, OCT_BYTES is an octet's bytes in a row. */
 #define DEFINE_OCT_GEMV(name, OCT_T, REPACK, STEP4, DOT_AT, OCT_BYTES)                      \
-  VBMI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1, \
-                        const struct act_q8 *x, float *out) {                                 \
-    const int64_t no = n / 256;                                                               \
-    alignas(64) OCT_T oc[VBMI_MAX_OCTS];                                                      \
-    REPACK(x, n / 32, oc);                                                                    \
-    const int64_t q = (r1 - r0) / 4;                                                          \
-    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,     \
-                          VBMI_PF_BYTES);                                                     \
-    for (int64_t i = 0; i < q; i++) {                                                         \
-      const uint8_t *row0 = w + (size_t)(r0 + i) * w_stride;                                  \
-      __m512 acc[4];                                                                          \
-      for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();                               \
-      for (int64_t o = 0; o < no; o++) {                                                      \
-        const uint8_t *g[4];                                                                  \
+  /* Rows i0 .. i1 of the four streams of rows r0 .. r0 + 4q. */                            \
+  VBMI static inline void name##_streams(int64_t no, const uint8_t *w, size_t w_stride,     \
+                                         int64_t r0, int64_t q, int64_t i0, int64_t i1,     \
+                                         const OCT_T *oc, float *out) {                     \
+    for (int64_t i = i0; i < i1; i++) {                                                     \
+      const uint8_t *row0 = w + (size_t)(r0 + i) * w_stride;                                \
+      __m512 acc[4];                                                                        \
+      for (int s = 0; s < 4; s++) acc[s] = _mm512_setzero_ps();                             \
+      for (int64_t o = 0; o < no; o++) {                                                    \
+        const uint8_t *g[4];                                                                \
         for (int s = 0; s < 4; s++) g[s] = row0 + (size_t)s * q * w_stride + (OCT_BYTES) * o; \
-        STEP4(g, oc + o, acc);                                                                \
-      }                                                                                       \
-      float s4[4];                                                                            \
-      reduce4(acc[0], acc[1], acc[2], acc[3], s4);                                            \
-      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = s4[s];                                \
-    }                                                                                         \
-    for (int64_t r = r0 + 4 * q; r < r1; r++) {                                               \
-      const uint8_t *wr = w + (size_t)r * w_stride;                                           \
-      __m512 a = _mm512_setzero_ps();                                                         \
-      for (int64_t o = 0; o < no; o++) a = DOT_AT(wr + (OCT_BYTES) * o, oc + o, a);           \
-      out[r] = row_sum(a);                                                                    \
-    }                                                                                         \
+        STEP4(g, oc + o, acc);                                                              \
+      }                                                                                     \
+      float s4[4];                                                                          \
+      reduce4(acc[0], acc[1], acc[2], acc[3], s4);                                          \
+      for (int s = 0; s < 4; s++) out[r0 + s * q + i] = s4[s];                              \
+    }                                                                                       \
+  }                                                                                         \
+  /* The rows past the four streams, one by one. */                                        \
+  VBMI static inline void name##_rest(int64_t no, const uint8_t *w, size_t w_stride,        \
+                                      int64_t r, int64_t r1, const OCT_T *oc, float *out) { \
+    for (; r < r1; r++) {                                                                   \
+      const uint8_t *wr = w + (size_t)r * w_stride;                                         \
+      __m512 a = _mm512_setzero_ps();                                                       \
+      for (int64_t o = 0; o < no; o++) a = DOT_AT(wr + (OCT_BYTES) * o, oc + o, a);         \
+      out[r] = row_sum(a);                                                                  \
+    }                                                                                       \
+  }                                                                                         \
+  VBMI static void name(int64_t n, const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1, \
+                        const struct act_q8 *x, float *out) {                               \
+    const int64_t no = n / 256;                                                             \
+    alignas(64) OCT_T oc[VBMI_MAX_OCTS];                                                    \
+    REPACK(x, n / 32, oc);                                                                  \
+    const int64_t q = (r1 - r0) / 4;                                                        \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,   \
+                          VBMI_PF_BYTES);                                                   \
+    name##_streams(no, w, w_stride, r0, q, 0, q, oc, out);                                  \
+    name##_rest(no, w, w_stride, r0 + 4 * q, r1, oc, out);                                  \
+  }                                                                                         \
+  /* A shared chunk (struct gemv_share, kernels.h): the owner takes          \
+   * SHARE_GROUP rows of each stream at a time from the front, a helper the \
+   * back half of what is left. */                                                          \
+  VBMI static int64_t name##_share(int64_t n, const void *wv, size_t w_stride, int64_t r0,  \
+                                   int64_t r1, const void *xv, float *out,                  \
+                                   struct gemv_share *sh, bool owner) {                     \
+    const uint8_t *w = wv;                                                                  \
+    const int64_t no = n / 256;                                                             \
+    alignas(64) OCT_T oc[VBMI_MAX_OCTS];                                                    \
+    REPACK((const struct act_q8 *)xv, n / 32, oc);                                          \
+    const int64_t q = (r1 - r0) / 4;                                                        \
+    uint64_t span = atomic_load_explicit(&sh->span, memory_order_acquire);                  \
+    if (!owner) {                                                                           \
+      for (;;) {                                                                            \
+        const uint32_t f = (uint32_t)(span >> 32), b = (uint32_t)span;                      \
+        if (f >= b || b - f < 2 * SHARE_GROUP) return 0;                                    \
+        const uint32_t nb = b - (b - f) / 2;                                                \
+        if (atomic_compare_exchange_weak_explicit(&sh->span, &span,                         \
+                                                  (uint64_t)f << 32 | nb,                   \
+                                                  memory_order_acq_rel,                     \
+                                                  memory_order_acquire)) {                  \
+          PREFETCH_STREAM_HEADS(w + (size_t)(r0 + nb) * w_stride, (size_t)q * w_stride, 4,  \
+                                VBMI_PF_BYTES);                                             \
+          name##_streams(no, w, w_stride, r0, q, nb, b, oc, out);                           \
+          return 4 * (int64_t)(b - nb);                                                     \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
+    name##_rest(no, w, w_stride, r0 + 4 * q, r1, oc, out);                                  \
+    PREFETCH_STREAM_HEADS(w + (size_t)r0 * w_stride, (size_t)q * w_stride, q > 0 ? 4 : 0,   \
+                          VBMI_PF_BYTES);                                                   \
+    int64_t done = r1 - r0 - 4 * q;                                                         \
+    for (;;) {                                                                              \
+      const uint32_t f = (uint32_t)(span >> 32), b = (uint32_t)span;                        \
+      if (f >= b) return done;                                                              \
+      const uint32_t nf = f + SHARE_GROUP < b ? f + SHARE_GROUP : b;                        \
+      if (!atomic_compare_exchange_weak_explicit(&sh->span, &span, (uint64_t)nf << 32 | b,  \
+                                                 memory_order_acq_rel,                      \
+                                                 memory_order_acquire))                     \
+        continue;                                                                           \
+      name##_streams(no, w, w_stride, r0, q, f, nf, oc, out);                               \
+      done += 4 * (int64_t)(nf - f);                                                        \
+      span = atomic_load_explicit(&sh->span, memory_order_acquire);                         \
+    }                                                                                       \
   }
 
 DEFINE_OCT_GEMV(gemv_q4_0_vbmi, struct vnni_oct, oct_repack, q4_0_step4, oct_dot_at, 144)
@@ -403,9 +464,12 @@ DEFINE_VBMI_GEMM(gemm_q8_0_vbmi, gemv_q8_0_vbmi, q8_0_other)
 void kernels_fill_vbmi(struct kernel_ops *ops, bool amd) {
   q4_0_other = ops->gemm[GGML_TYPE_Q4_0];
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_vbmi;
+  ops->gemv_share[GGML_TYPE_Q4_0] = gemv_q4_0_vbmi_share;
+  ops->gemv_share_max_n = 256 * VBMI_MAX_OCTS;
   if (amd) {
     q8_0_other = ops->gemm[GGML_TYPE_Q8_0];
     ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vbmi;
+    ops->gemv_share[GGML_TYPE_Q8_0] = gemv_q8_0_vbmi_share;
   }
 }
 #endif

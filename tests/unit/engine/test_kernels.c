@@ -15,6 +15,7 @@
  *    of its block), so |error| <= sum_b d_b/2 sum_{i in b} |w_i|, plus float
  *    rounding (1e-5 x sum|terms|). Float weights: rounding only. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,13 +82,14 @@ struct gemm_case {
   uint8_t *a;     /* quantized activations (scalar quantizer), ncols x a_stride */
 };
 
-static int case_make(struct gemm_case *gc, uint32_t type, int mult, int64_t ncols) {
+static int case_make_rows(struct gemm_case *gc, uint32_t type, int mult, int64_t ncols,
+                          int64_t rows, int64_t r0, int64_t r1) {
   memset(gc, 0, sizeof *gc);
   gc->type = type;
   gc->n = odd_n(type, mult);
-  gc->rows = 37;
-  gc->r0 = 3;
-  gc->r1 = 34;
+  gc->rows = rows;
+  gc->r0 = r0;
+  gc->r1 = r1;
   gc->ncols = ncols;
   gc->out_stride = gc->rows + 5;
   uint64_t rb = 0;
@@ -128,6 +130,10 @@ static void case_free(struct gemm_case *gc) {
   free(gc->wf);
   free(gc->x);
   free(gc->a);
+}
+
+static int case_make(struct gemm_case *gc, uint32_t type, int mult, int64_t ncols) {
+  return case_make_rows(gc, type, mult, ncols, 37, 3, 34);
 }
 
 static float *run_gemm(const struct kernel_ops *ops, const struct gemm_case *gc) {
@@ -612,6 +618,118 @@ static void test_get_row(void) {
   CHECK_EQ_INT(sc->get_row(GGML_TYPE_Q2_K, blk, o, 256), -1); /* no dequantizer */
 }
 
+
+/* A shared decode chunk (gemv_share, kernels.h): whoever computes which rows,
+ * every row in [r0, r1) comes out once, with the bits the plain kernel gives
+ * it, and nothing outside is written: the owner alone; helpers first (each
+ * takes the back half of what is left, until too little is left), then the
+ * owner; and an owner and a helper on two threads, many times over. */
+struct share_run {
+  const struct kernel_ops *ops;
+  const struct gemm_case *gc;
+  float *out;
+  struct gemv_share *sh;
+  bool owner;
+  int64_t rows; /* computed by this side */
+};
+static void *share_side(void *arg) {
+  struct share_run *s = arg;
+  const struct gemm_case *gc = s->gc;
+  for (;;) {
+    int64_t r = s->ops->gemv_share[gc->type](gc->n, gc->w, gc->w_stride, gc->r0, gc->r1, gc->a,
+                                              s->out, s->sh, s->owner);
+    s->rows += r;
+    if (s->owner || r == 0) return NULL;
+  }
+}
+static int share_differs(const struct gemm_case *gc, const float *out, const float *ref) {
+  int bad = 0;
+  for (int64_t r = 0; r < gc->out_stride; r++)
+    if (memcmp(&out[r], &ref[r], sizeof(float)) != 0 && !(isnan(out[r]) && isnan(ref[r]))) bad++;
+  return bad;
+}
+static void test_gemv_share(void) {
+  int tested = 0;
+  for (size_t p = 0; p < N_PATHS; p++) {
+    const struct kernel_ops *ops = kernels_get(paths[p]);
+    if (!ops) continue;
+    for (size_t t = 0; t < N_TYPES; t++) {
+      const uint32_t type = gemm_types[t];
+      if (!ops->gemv_share[type]) continue;
+      static const int mults[] = {8, 16, 40};
+      for (size_t k = 0; k < sizeof mults / sizeof mults[0]; k++) {
+        struct gemm_case gc;
+        /* 993 rows from row 5: q = 248 rows a stream and one row left over */
+        if (case_make_rows(&gc, type, mults[k], 1, 1000, 5, 998) != 0) {
+          CHECK_MSG(0, "case_make_rows");
+          continue;
+        }
+        if (gc.n > ops->gemv_share_max_n) {
+          case_free(&gc);
+          continue;
+        }
+        tested++;
+        float *ref = run_gemm(ops, &gc);
+        float *out = malloc(sizeof(float) * (size_t)gc.out_stride);
+        struct gemv_share *sh = aligned_alloc(64, 64);
+        if (!ref || !out || !sh) {
+          CHECK_MSG(0, "out of memory");
+          free(ref), free(out), free(sh);
+          case_free(&gc);
+          continue;
+        }
+        const char *tn = ggml_type_get(type)->name;
+        /* the owner alone */
+        for (int64_t i = 0; i < gc.out_stride; i++) out[i] = NAN;
+        gemv_share_init(sh, gc.r0, gc.r1);
+        struct share_run own = {ops, &gc, out, sh, true, 0};
+        share_side(&own);
+        CHECK_MSG(own.rows == gc.r1 - gc.r0 && share_differs(&gc, out, ref) == 0,
+                  "%s %s n %lld owner alone: %lld rows, %d cells differ", ops->name, tn,
+                  (long long)gc.n, (long long)own.rows, share_differs(&gc, out, ref));
+        /* helpers first, then the owner */
+        for (int64_t i = 0; i < gc.out_stride; i++) out[i] = NAN;
+        gemv_share_init(sh, gc.r0, gc.r1);
+        struct share_run help = {ops, &gc, out, sh, false, 0};
+        share_side(&help);
+        own.rows = 0;
+        share_side(&own);
+        CHECK_MSG(help.rows > 0 && help.rows % 4 == 0, "%s %s: the helper took %lld rows",
+                  ops->name, tn, (long long)help.rows);
+        CHECK_MSG(help.rows + own.rows == gc.r1 - gc.r0 && share_differs(&gc, out, ref) == 0,
+                  "%s %s n %lld helper then owner: %lld + %lld rows, %d cells differ", ops->name,
+                  tn, (long long)gc.n, (long long)help.rows, (long long)own.rows,
+                  share_differs(&gc, out, ref));
+        /* both at once on two threads */
+        int bad_runs = 0, helped = 0;
+        for (int rep = 0; rep < 200; rep++) {
+          for (int64_t i = 0; i < gc.out_stride; i++) out[i] = NAN;
+          gemv_share_init(sh, gc.r0, gc.r1);
+          struct share_run a = {ops, &gc, out, sh, true, 0}, b = {ops, &gc, out, sh, false, 0};
+          pthread_t th;
+          if (pthread_create(&th, NULL, share_side, &b) != 0) {
+            bad_runs++;
+            break;
+          }
+          share_side(&a);
+          pthread_join(th, NULL);
+          helped += b.rows > 0;
+          if (a.rows + b.rows != gc.r1 - gc.r0 || share_differs(&gc, out, ref) != 0) bad_runs++;
+        }
+        CHECK_MSG(bad_runs == 0, "%s %s n %lld: %d of 200 two-thread runs wrong", ops->name, tn,
+                  (long long)gc.n, bad_runs);
+        (void)helped; /* how often the helper got rows depends on scheduling */
+        free(ref), free(out), free(sh);
+        case_free(&gc);
+      }
+    }
+  }
+#if defined(__x86_64__)
+  /* the VBMI path shares Q4_0 chunks on any CPU with AVX-512 VBMI */
+  if (__builtin_cpu_supports("avx512vbmi")) CHECK(tested > 0);
+#endif
+}
+
 static void test_dispatch(void) {
   CHECK_STR(kernel_path_name(KERNEL_SCALAR), "scalar");
   CHECK_STR(kernel_path_name(KERNEL_AVX512_VNNI), "avx512_vnni");
@@ -651,6 +769,7 @@ void tm_run_tests(void) {
   TM_RUN(test_scalar_vs_float64);
   TM_RUN(test_paths_vs_scalar);
   TM_RUN(test_decode_rows_independent_of_range);
+  TM_RUN(test_gemv_share);
   TM_RUN(test_vnni_kquant_variants);
   TM_RUN(test_saturation_extremes);
 }
