@@ -83,18 +83,20 @@ static void mm_chunk(struct mm_job *job, int k, long j, int ith) {
     }
     const int64_t r0 = s + j * cr, r1 = r0 + cr < e ? r0 + cr : e;
     struct mm_region *rg = &job->region[k];
+    int64_t rows = r1 - r0; /* computed here: a shared chunk's helpers count their own */
     if (rg->share_item == it && rg->share_r0 == r0)
-      job->ops->gemv_share[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
-                                        it->out, &rg->share, true);
+      rows = job->ops->gemv_share[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1,
+                                               it->act, it->out, &rg->share, true);
     else
       job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
                                   it->a_stride, it->ncols, it->out, it->out_stride);
+    (void)rows;
     if (it->amax) { /* a one-matrix job (the head): slot = the chunk's index in it */
       const float *o = it->out + r0;
       const int64_t a = job->ops->argmax(o, r1 - r0);
       it->amax[slot] = (struct argmax_slot){o[a], (int32_t)(r0 + a)};
     }
-    STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)(r1 - r0) * it->w->row_bytes);
+    STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)rows * it->w->row_bytes);
     return;
   }
 }
