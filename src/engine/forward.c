@@ -65,12 +65,11 @@ struct mm_job {
   struct mm_region region[MM_MAX_REGIONS];
 };
 
-/* Chunk j of region k: walks the items the region meets, in order (few:
- * <= 2 * n_expert). */
-static void mm_chunk(struct mm_job *job, int k, long j, int ith) {
-  STEP_PROF_BEGIN(prof_t0);
+/* Chunk j of region k: its item and rows [*r0, *r1); NULL past the region's
+ * end. Walks the items the region meets, in order (few: <= 2 * n_expert). */
+static const struct mm_item *mm_chunk_at(const struct mm_job *job, int k, long j, int64_t *r0,
+                                         int64_t *r1) {
   const struct mm_bound *b = job->bound;
-  const long slot = job->region[k].first_slot + j;
   for (int i = b[k].item; i < job->n_items && i <= b[k + 1].item; i++) {
     int64_t s, e;
     if (!mm_region_rows(job->items, b, k, i, &s, &e)) continue;
@@ -81,24 +80,34 @@ static void mm_chunk(struct mm_job *job, int k, long j, int ith) {
       j -= cnt;
       continue;
     }
-    const int64_t r0 = s + j * cr, r1 = r0 + cr < e ? r0 + cr : e;
-    struct mm_region *rg = &job->region[k];
-    int64_t rows = r1 - r0; /* computed here: a shared chunk's helpers count their own */
-    if (rg->share_item == it && rg->share_r0 == r0)
-      rows = job->ops->gemv_share[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1,
-                                               it->act, it->out, &rg->share, true);
-    else
-      job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
-                                  it->a_stride, it->ncols, it->out, it->out_stride);
-    (void)rows;
-    if (it->amax) { /* a one-matrix job (the head): slot = the chunk's index in it */
-      const float *o = it->out + r0;
-      const int64_t a = job->ops->argmax(o, r1 - r0);
-      it->amax[slot] = (struct argmax_slot){o[a], (int32_t)(r0 + a)};
-    }
-    STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)rows * it->w->row_bytes);
-    return;
+    *r0 = s + j * cr;
+    *r1 = *r0 + cr < e ? *r0 + cr : e;
+    return it;
   }
+  return NULL;
+}
+
+/* Computes chunk j of region k. */
+static void mm_chunk(struct mm_job *job, int k, long j, int ith) {
+  STEP_PROF_BEGIN(prof_t0);
+  int64_t r0, r1;
+  const struct mm_item *it = mm_chunk_at(job, k, j, &r0, &r1);
+  if (!it) return;
+  struct mm_region *rg = &job->region[k];
+  int64_t rows = r1 - r0; /* computed here: a shared chunk's helpers count their own */
+  if (rg->share_item == it && rg->share_r0 == r0)
+    rows = job->ops->gemv_share[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1,
+                                             it->act, it->out, &rg->share, true);
+  else
+    job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
+                                it->a_stride, it->ncols, it->out, it->out_stride);
+  (void)rows;
+  if (it->amax) { /* a one-matrix job (the head): slot = the chunk's index in it */
+    const float *o = it->out + r0;
+    const int64_t a = job->ops->argmax(o, r1 - r0);
+    it->amax[rg->first_slot + j] = (struct argmax_slot){o[a], (int32_t)(r0 + a)};
+  }
+  STEP_PROF_END(STEP_PROF_CHUNK, ith, prof_t0, (uint64_t)rows * it->w->row_bytes);
 }
 
 static void mm_worker(void *ctx, int ith, int nth) {
@@ -137,29 +146,15 @@ static void mm_worker(void *ctx, int ith, int nth) {
 static void mm_share_last(struct mm_job *job, int k) {
   struct mm_region *rg = &job->region[k];
   rg->share_item = NULL;
-  if (rg->end < 1) return;
-  const struct mm_bound *b = job->bound;
-  long j = rg->end - 1;
-  for (int i = b[k].item; i < job->n_items && i <= b[k + 1].item; i++) {
-    int64_t s, e;
-    if (!mm_region_rows(job->items, b, k, i, &s, &e)) continue;
-    const struct mm_item *it = &job->items[i];
-    const int64_t cr = mm_chunk_rows(it->w, e - s, it->ncols, job->decode_bytes);
-    const long cnt = (long)((e - s + cr - 1) / cr);
-    if (j >= cnt) {
-      j -= cnt;
-      continue;
-    }
-    const int64_t r0 = s + j * cr, r1 = r0 + cr < e ? r0 + cr : e;
-    if (it->ncols != 1 || it->amax || !job->ops->gemv_share[it->w->type] ||
-        it->w->n % 256 != 0 || it->w->n > job->ops->gemv_share_max_n || r1 - r0 < 4)
-      return;
-    rg->share_item = it;
-    rg->share_r0 = r0;
-    rg->share_r1 = r1;
-    gemv_share_init(&rg->share, r0, r1);
+  int64_t r0, r1;
+  const struct mm_item *it = rg->end > 0 ? mm_chunk_at(job, k, rg->end - 1, &r0, &r1) : NULL;
+  if (!it || it->ncols != 1 || it->amax || !job->ops->gemv_share[it->w->type] ||
+      it->w->n % 256 != 0 || it->w->n > job->ops->gemv_share_max_n || r1 - r0 < 4)
     return;
-  }
+  rg->share_item = it;
+  rg->share_r0 = r0;
+  rg->share_r1 = r1;
+  gemv_share_init(&rg->share, r0, r1);
 }
 
 /* Runs items[0..n) as one parallel job. Each item's act/a_stride is set. */
