@@ -5,30 +5,16 @@
 #include <stdlib.h>
 
 #include "analysis/compare.h"
+#include "series_builder.h"
 #include "tm_test.h"
 
 static struct series mk(const char *key, const char *metric, const char *model, const char *type,
                         const double *v, size_t n) {
-  struct series s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.key, sizeof s.key, "%s", key);
-  snprintf(s.metric, sizeof s.metric, "%s", metric);
-  snprintf(s.quantity, sizeof s.quantity, "%s", strstr(metric, "_ms") ? "FX" : "DC");
-  snprintf(s.unit, sizeof s.unit, "%s", strstr(metric, "_ms") ? "ms" : "tok/s");
-  snprintf(s.backend, sizeof s.backend, "engine");
-  snprintf(s.target, sizeof s.target, "in-process");
-  snprintf(s.model, sizeof s.model, "%s", model);
-  snprintf(s.type, sizeof s.type, "%s", type);
-  snprintf(s.test, sizeof s.test, "tg128");
-  s.threads = 2;
-  s.depth = 0;
-  s.prompt_tokens = -1;
-  s.gen_tokens = 128;
-  s.values = (double *)v;
-  s.n = n;
-  s.ceiling = s.bytes_per_token = s.read_bandwidth_bytes_s = NAN;
-  s.flops_per_token = s.compute_ops_s = NAN;
-  return s;
+  return series_make((struct series_spec){.key = key, .backend = "engine", .target = "in-process",
+                                          .model = model, .type = type, .test = "tg128",
+                                          .metric = metric, .threads = 2, .prompt_tokens = -1,
+                                          .gen_tokens = 128},
+                     v, n);
 }
 
 static const double noisy[] = {13.49, 15.66, 17.83}, tight[] = {16.69, 17.43, 18.17};

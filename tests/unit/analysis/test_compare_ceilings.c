@@ -8,28 +8,18 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "series_builder.h"
 #include "tm_test.h"
 
 static struct series mk(const char *model, const char *metric, const double *v, double ceiling) {
-  struct series s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.key, sizeof s.key, "openai | http://127.0.0.1:8080 | %s | generate", model);
-  snprintf(s.metric, sizeof s.metric, "%s", metric);
-  snprintf(s.quantity, sizeof s.quantity, "%s", strstr(metric, "_ms") ? "FX" : "DC");
-  snprintf(s.unit, sizeof s.unit, "%s", strstr(metric, "_ms") ? "ms" : "tok/s");
-  snprintf(s.backend, sizeof s.backend, "openai");
-  snprintf(s.target, sizeof s.target, "http://127.0.0.1:8080");
-  snprintf(s.model, sizeof s.model, "%s", model);
-  snprintf(s.test, sizeof s.test, "generate");
-  s.threads = 0;
-  s.depth = 0;
-  s.prompt_tokens = 50;
-  s.gen_tokens = 128;
-  s.values = (double *)v;
-  s.n = 4;
+  char key[128];
+  snprintf(key, sizeof key, "openai | http://127.0.0.1:8080 | %s | generate", model);
+  struct series s = series_make(
+      (struct series_spec){.key = key, .backend = "openai", .target = "http://127.0.0.1:8080",
+                           .model = model, .test = "generate", .metric = metric, .threads = 0,
+                           .prompt_tokens = 50, .gen_tokens = 128},
+      v, 4);
   s.ceiling = ceiling;
-  s.bytes_per_token = s.read_bandwidth_bytes_s = NAN;
-  s.flops_per_token = s.compute_ops_s = NAN;
   return s;
 }
 

@@ -5,6 +5,7 @@
 
 #include "analysis/decide.h"
 #include "decide_example.h"
+#include "series_builder.h"
 #include "tm_test.h"
 
 static void latency_each_side(void) {
@@ -126,21 +127,12 @@ static double vals[8][3] = {{90, 100, 110}, {190, 200, 210}, {9, 10, 11}, {19, 2
                             {1, 2, 3},      {50, 60, 70}};
 static struct series mk(int i, const char *model, const char *test, const char *metric,
                         int pp, int tg) {
-  struct series s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.key, sizeof s.key, "engine | %s | %s | t1 | d0", model, test);
-  snprintf(s.metric, sizeof s.metric, "%s", metric);
-  snprintf(s.backend, sizeof s.backend, "engine");
-  snprintf(s.target, sizeof s.target, "in-process");
-  snprintf(s.model, sizeof s.model, "%s", model);
-  snprintf(s.test, sizeof s.test, "%s", test);
-  s.threads = 1;
-  s.depth = 0;
-  s.prompt_tokens = pp;
-  s.gen_tokens = tg;
-  s.values = vals[i];
-  s.n = 3;
-  return s;
+  char key[128];
+  snprintf(key, sizeof key, "engine | %s | %s | t1 | d0", model, test);
+  return series_make((struct series_spec){.key = key, .backend = "engine", .target = "in-process",
+                                          .model = model, .test = test, .metric = metric,
+                                          .threads = 1, .prompt_tokens = pp, .gen_tokens = tg},
+                     vals[i], 3);
 }
 
 static void rates_from_series(void) {

@@ -9,6 +9,7 @@
 
 #include "analysis/decide.h"
 #include "decide_example.h"
+#include "series_builder.h"
 #include "tm_test.h"
 
 /* A 0.5 s fixed cost per request on the device (FX): first token 0.5 + 2 =
@@ -106,21 +107,12 @@ static void equal_per_request(void) {
  * 0.94: tg256 (linearly tg32: 68 vs 156). Each rate is its series' median. */
 static double vals[4][3] = {{90, 100, 110}, {190, 200, 210}, {9, 10, 11}, {19, 20, 21}};
 static struct series mk(int i, const char *test, const char *metric, int pp, int tg) {
-  struct series s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.key, sizeof s.key, "engine | in-process | tiny | %s | t1 | d0", test);
-  snprintf(s.metric, sizeof s.metric, "%s", metric);
-  snprintf(s.backend, sizeof s.backend, "engine");
-  snprintf(s.target, sizeof s.target, "in-process");
-  snprintf(s.model, sizeof s.model, "tiny");
-  snprintf(s.test, sizeof s.test, "%s", test);
-  s.threads = 1;
-  s.depth = 0;
-  s.prompt_tokens = pp;
-  s.gen_tokens = tg;
-  s.values = vals[i];
-  s.n = 3;
-  return s;
+  char key[128];
+  snprintf(key, sizeof key, "engine | in-process | tiny | %s | t1 | d0", test);
+  return series_make((struct series_spec){.key = key, .backend = "engine", .target = "in-process",
+                                          .model = "tiny", .test = test, .metric = metric,
+                                          .threads = 1, .prompt_tokens = pp, .gen_tokens = tg},
+                     vals[i], 3);
 }
 
 static void closest_on_a_log_scale(void) {
