@@ -60,6 +60,9 @@ static json_t *ceiling_json(const struct record_engine_in *in,
   if (cfg->kind == ENGINE_BENCH_TG) {
     bad |= put(c, "read_bandwidth_bytes_s", num(in->read_bandwidth_bytes_s));
     bad |= put(c, "bytes_per_token", num(round(in->bytes_per_token)));
+    bad |= put(c, "weights_fit_in_caches", in->weights_fit_in_caches
+                                               ? json_boolean(in->weights_fit_in_caches > 0)
+                                               : json_null());
   } else {
     bad |= put(c, "compute_ops_s", num(in->compute_ops_s));
     bad |= put(c, "compute_path", str(in->compute_path));

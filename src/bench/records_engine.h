@@ -41,6 +41,10 @@ struct record_engine_in {
   double compute_ops_s;           /* pp */
   const char *compute_path;       /* pp: "int8" or "f32" */
   double flops_per_token;         /* pp */
+  /* tg: whether a buffer of the weights' size read from the CPU's caches
+   * (bench_engine.h EB_CACHE_FIT): +1 yes, so read_bandwidth_bytes_s is the
+   * caches' rate, not memory's; -1 no; 0 not measured (null). */
+  int weights_fit_in_caches;
   /* Summary only: the share (0..1) of this machine's busy CPU time that the
    * hypervisor gave to others (steal) while the configuration ran, warm-up
    * included; NAN when unknown (no steal column in /proc/stat). */

@@ -45,6 +45,16 @@ struct eb_model {
    * here (copy_bw_threads = 0 when no copy was dropped). */
   double copy_read_bw[PROBE_MAX_THREADS + 1];
   uint32_t copy_bw_threads;
+  /* A fresh anonymous buffer of the weights' size, read with the probe's
+   * loop (eb_measure_cache_fit), index = threads up to fit_bw_threads; 0
+   * when not measured (a quick probe, whose own buffer sits in the caches,
+   * or weights above a quarter of the probe's buffer). fits_caches: it read
+   * at least EB_CACHE_FIT times the probe's buffer at every thread count, so
+   * data of this size is read from the CPU's caches, the weights included,
+   * and the decode's ceiling is the caches' read rate, not memory's. */
+  double fit_read_bw[PROBE_MAX_THREADS + 1];
+  uint32_t fit_bw_threads;
+  bool fits_caches;
   /* What the engine held after the model's last run (the KV cache at its
    * deepest), against file + KV cache + 10%; have_mem false until measured. */
   struct engine_memory mem;
@@ -64,6 +74,13 @@ struct eb_model {
 static inline bool eb_pages_below(double probe_bw, double own, double frac) {
   return probe_bw > 0 && own > 0 && own < (1.0 - frac) * probe_bw;
 }
+
+/* A buffer of the weights' size reading this many times faster than the
+ * probe's buffer (a GiB or more, sized to exceed the caches) is held in the
+ * caches. The memory alone moved the two apart by up to 1.43x on this
+ * project's VM (a page cache read 25-30% slower than fresh memory); a 19 MiB
+ * model read 1.8-2.0x there (2026-12-01, Zen 5 EPYC). */
+#define EB_CACHE_FIT 1.5
 
 /* One configuration's outcome (a row of the table, a summary line). */
 struct eb_row {
@@ -142,6 +159,10 @@ double eb_read_weights_bw_at(const struct eb_state *s, const struct eb_model *m,
 /* Model mi's weights read in place at 1..the run's largest thread count
  * (its weights_read_bw, weights_bw_threads). */
 void eb_measure_weights_bw(struct eb_state *s, size_t mi);
+/* Whether model mi's weights fit in the caches: a fresh buffer of their size
+ * read at 1..the run's largest thread count against the probe's buffer (its
+ * fit_read_bw, fit_bw_threads, fits_caches; best effort). */
+void eb_measure_cache_fit(struct eb_state *s, size_t mi);
 /* Before the first run (a cached probe only) and after the last: the
  * buffer's read bandwidth at 1..the run's largest thread count (bw_now /
  * bw_after in s; best effort). */

@@ -244,7 +244,10 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                                 .weights = m->info.hugepages ? "copied" : "mapped",
                                 .cpu_steal_share = NAN,
                                 .other_cpus_busy = NAN,
-                                .read_bandwidth_after_bytes_s = NAN};
+                                .read_bandwidth_after_bytes_s = NAN,
+                                .weights_fit_in_caches = !m->fit_bw_threads ? 0
+                                                         : m->fits_caches   ? 1
+                                                                            : -1};
   const bool decode = cfg->kind == ENGINE_BENCH_TG;
   ceiling_of(s, m, t, cfg, NAN, &in);
   struct rep_ctx rc = {.s = s, .in = &in, .m = m, .t = t, .model_short = m->short_label};
@@ -406,7 +409,8 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
   bool slow = false;
   for (uint32_t t = 1; t <= m->weights_bw_threads; t++)
     slow |= eb_pages_below(s->probe->read_bw_bytes_s[t], m->weights_read_bw[t], EB_PAGES_COPY);
-  if (!slow || m->info.hugepages) return 0;
+  /* weights read from the caches: their pages' speed is not what decode sees */
+  if (!slow || m->info.hugepages || m->fits_caches) return 0;
   /* The copy is anonymous memory on top of the mapping while it is made:
    * only with room for it and the KV cache (the page cache is reclaimable). */
   uint64_t avail = eb_mem_available_bytes();
@@ -703,6 +707,7 @@ int bench_inprocess(struct bench_opts *o) {
       if (!e) goto out;
     }
     eb_measure_weights_bw(&st, mi);
+    eb_measure_cache_fit(&st, mi);
     if (main_job && (rc = copy_if_pages_slow(&st, mi, &e))) goto out;
     struct eb_model *m = &st.models[mi];
     if (strcmp(m->kernel_path, m->best_path) != 0 &&

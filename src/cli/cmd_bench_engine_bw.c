@@ -130,6 +130,31 @@ void eb_measure_weights_bw(struct eb_state *s, size_t mi) {
   cli_progress_done();
 }
 
+void eb_measure_cache_fit(struct eb_state *s, size_t mi) {
+  struct eb_model *m = &s->models[mi];
+  m->fit_bw_threads = 0;
+  m->fits_caches = false;
+  const uint64_t huge = 2ull << 20;
+  /* A quick probe's buffer is itself cache-sized: nothing to compare. */
+  if (s->probe->quick || !s->probe->buffer_bytes ||
+      m->info.weights_bytes > s->probe->buffer_bytes / 4)
+    return;
+  uint32_t t = bw_threads(s);
+  uint64_t bytes = (m->info.weights_bytes + huge - 1) / huge * huge;
+  struct tm_err err = {{0}};
+  cli_progress("reading a buffer of the weights' size (do they fit in the caches?)",
+               (void *)CMD);
+  if (t && machine_read_bw_fresh(bytes, t, 5, m->fit_read_bw, &err) == 0) {
+    m->fit_bw_threads = t;
+    bool fits = true;
+    for (uint32_t i = 1; i <= t; i++)
+      fits &= s->probe->read_bw_bytes_s[i] > 0 &&
+              m->fit_read_bw[i] >= EB_CACHE_FIT * s->probe->read_bw_bytes_s[i];
+    m->fits_caches = fits;
+  }
+  cli_progress_done();
+}
+
 /* Before the first run, when the probe came from the cache and decode is
  * measured: this project's VM moved by 5-13% within minutes, so a figure
  * cached an hour ago is no reference. The new figures replace the cached

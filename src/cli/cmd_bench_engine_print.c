@@ -215,6 +215,15 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
              s->probe->read_bw_bytes_s[t] / 1e9, t < m->weights_bw_threads ? "," : "");
     printf("\n");
   }
+  if (m->fits_caches) {
+    printf("the weights fit in the caches: a fresh buffer of their size read");
+    for (uint32_t t = 1; t <= m->fit_bw_threads; t++)
+      printf(" %s (%u thread%s, %.1fx the probe's buffer)%s",
+             tm_fmt_bandwidth(m->fit_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
+             m->fit_read_bw[t] / s->probe->read_bw_bytes_s[t], t < m->fit_bw_threads ? "," : "");
+    printf("\n  so decode reads them from the caches, and its ceiling below is the caches' read "
+           "rate, not memory's\n");
+  }
 }
 
 /* One row per thread count, prefill and decode side by side: for one -p, one
@@ -252,8 +261,12 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
   for (size_t ti = 0; n && ti < o->n_threads; ti++) {
     const struct eb_row *tg = find_row(s, mi, o->threads[ti], ENGINE_BENCH_TG, n, d);
     if (!tg || !(tg->bw_lo > 0)) continue;
-    printf("%s %u thread%s %.1f-%.1f", any ? "," : "         memory read between the decode's "
-                                                   "repetitions (GB/s, lowest-highest):",
+    printf("%s %u thread%s %.1f-%.1f",
+           any                          ? ","
+           : s->models[mi].fits_caches ? "         read (the caches) between the decode's "
+                                         "repetitions (GB/s, lowest-highest):"
+                                       : "         memory read between the decode's "
+                                         "repetitions (GB/s, lowest-highest):",
            tg->threads, tg->threads == 1 ? "" : "s", tg->bw_lo / 1e9, tg->bw_hi / 1e9);
     any = true;
   }
@@ -261,8 +274,11 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
   printf("(prefill ceiling: %s compute at that thread count / FLOPs per prompt token; decode "
          "ceiling: memory read bandwidth at that thread count, read on either side of each "
          "repetition (the faster of the probe's buffer and the weights in place), / bytes read "
-         "per token)\n",
-         s->models[mi].int8 ? "int8" : "f32");
+         "per token%s)\n",
+         s->models[mi].int8 ? "int8" : "f32",
+         s->models[mi].fits_caches ? "; this model's weights fit in the caches, so that "
+                                     "reading is the caches' read rate"
+                                   : "");
   if (few) print_few_tokens_note();
 }
 
@@ -447,8 +463,28 @@ void bench_engine_conclude(struct eb_state *s) {
     /* Pages slower than the probe's buffer: the ceiling is out of reach by
      * that much, whatever the kernels do (EB_PAGES_SLOW, EB_PAGES_COPY). */
     const struct eb_model *m = &s->models[mi];
+    /* Weights that fit in the caches are read from them: the memory's speed
+     * (its pages', the bandwidth's scaling) is not what their decode meets. */
+    const char *dec_ceiling = m->fits_caches ? "cache ceiling" : "memory ceiling";
+    if (m->fits_caches) {
+      char fit[160] = "";
+      size_t at = 0;
+      for (uint32_t t = 1; t <= m->fit_bw_threads && at < sizeof fit; t++)
+        at += (size_t)snprintf(fit + at, sizeof fit - at, "%s%.1fx%s at %u thread%s",
+                               t > 1 ? ", " : "", m->fit_read_bw[t] / s->probe->read_bw_bytes_s[t],
+                               t == 1 ? " as fast as the probe's buffer" : "", t,
+                               t == 1 ? "" : "s");
+      conclude(s,
+               "%s: its weights (%.1f MiB) fit in this CPU's caches: a buffer of their size read "
+               "%s, so decode reads them from the caches and its ceiling is the caches' read "
+               "rate, not memory's. What it shows is the kernels' speed on cached data; a "
+               "model larger than the caches meets memory instead.",
+               name, (double)m->info.weights_bytes / (1024.0 * 1024.0), fit);
+    }
     char slow[320], copy[320];
-    if (m->copied &&
+    if (m->fits_caches) {
+      /* no page conclusions: see above */
+    } else if (m->copied &&
         slow_pages_list(s, m->mapped_read_bw, m->mapped_bw_threads, EB_PAGES_COPY, slow,
                         sizeof slow)) {
       bw_list(m->weights_read_bw, m->weights_bw_threads, copy, sizeof copy);
@@ -462,9 +498,10 @@ void bench_engine_conclude(struct eb_state *s) {
     }
     /* One conclusion per model about its pages: with a copy tried and slower
      * still, the one that says both. */
-    const bool very_slow = slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads,
+    const bool very_slow = !m->fits_caches &&
+                           slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads,
                                            EB_PAGES_SLOW, slow, sizeof slow);
-    if (m->copy_bw_threads &&
+    if (!m->fits_caches && m->copy_bw_threads &&
         (very_slow || slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads,
                                       EB_PAGES_COPY, slow, sizeof slow))) {
       bw_list(m->copy_read_bw, m->copy_bw_threads, copy, sizeof copy);
@@ -504,6 +541,9 @@ void bench_engine_conclude(struct eb_state *s) {
       if (tg1->percent > 100)
         why = "ABOVE the memory ceiling, so the ceiling is wrong here: the probe's bandwidth "
               "was low (a busy machine while probing?); run with --reprobe on a quiet machine";
+      else if (m->fits_caches)
+        why = "its weights fit in the caches, so memory does not hold it; the kernels and the "
+              "caches' read rate do";
       else if (rd < 1)
         why = "more threads made it slower: the machine is busy, or the hand-off between "
               "threads costs more than it saves";
@@ -525,17 +565,18 @@ void bench_engine_conclude(struct eb_state *s) {
       else
         why = "neither cores nor bandwidth explain it: overheads hold it";
       conclude(s,
-               "%s: from %u to %u threads prefill %.2fx, decode %.2fx (read bandwidth %.2fx); "
-               "decode at %.0f%% of its memory ceiling: %s.",
-               name, t0, t1, rp, rd, rbw, tg1->percent, why);
+               "%s: from %u to %u threads prefill %.2fx, decode %.2fx (%s %.2fx); "
+               "decode at %.0f%% of its %s: %s.",
+               name, t0, t1, rp, rd, m->fits_caches ? "cache read rate" : "read bandwidth", rbw,
+               tg1->percent, dec_ceiling, why);
     }
     if (pp1 && tg1 && blank_by_rule(tg1))
       conclude(s, "%s at %u thread%s: prefill at %.0f%% of the compute ceiling; %s.", name, t1,
                t1 == 1 ? "" : "s", pp1->percent, no_rate);
     else if (pp1 && tg1)
       conclude(s, "%s at %u thread%s: prefill at %.0f%% of the compute ceiling, decode at "
-               "%.0f%% of the memory ceiling.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
-               tg1->percent);
+               "%.0f%% of the %s.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
+               tg1->percent, dec_ceiling);
   }
   /* The bandwidth moved between a decode configuration's repetitions by
    * more than 5% (beyond the pass-to-pass noise of best-of-5 reads): each
@@ -550,12 +591,13 @@ void bench_engine_conclude(struct eb_state *s) {
     if (isfinite(r->percent)) snprintf(what, sizeof what, "its %.0f%% of the ceiling", r->percent);
     else snprintf(what, sizeof what, "its ceiling");
     conclude(s,
-             "%s %s%s at %u thread%s: memory read %.1f-%.1f GB/s between its repetitions "
+             "%s %s%s at %u thread%s: %s %.1f-%.1f GB/s between its repetitions "
              "(%.0f%% apart): the machine's bandwidth moved while it ran; each repetition is "
              "held against the readings on either side of it, and %s is uncertain by up to "
              "about that much.",
              s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
              depth_note(r, dnote, sizeof dnote), r->threads, r->threads == 1 ? "" : "s",
+             s->models[r->model].fits_caches ? "read from the caches at" : "memory read",
              r->bw_lo / 1e9, r->bw_hi / 1e9,
              100.0 * (r->bw_hi / r->bw_lo - 1), what);
   }
@@ -698,6 +740,11 @@ void bench_engine_print_json(struct eb_state *s) {
                       m->weights_bw_threads);
     if (mo) json_object_set_new(mo, "weights", json_string(m->info.hugepages ? "copied"
                                                                               : "mapped"));
+    /* whether the weights fit in the caches, and the reading that decided it */
+    if (mo) json_object_set_new(mo, "fits_in_caches",
+                                m->fit_bw_threads ? json_boolean(m->fits_caches) : json_null());
+    set_bw_by_threads(mo, "same_size_read_bandwidth_by_threads", m->fit_read_bw,
+                      m->fit_bw_threads);
     /* the main job's copy: what the mapped pages read */
     if (m->copied)
       set_bw_by_threads(mo, "mapped_weights_read_bandwidth_by_threads", m->mapped_read_bw,

@@ -431,6 +431,10 @@ double machine_other_cpus(const struct machine_cpu_ticks *before,
   if (!before->has_self || !after->has_self || after->total <= before->total ||
       after->busy < before->busy || after->steal < before->steal || after->self < before->self)
     return -1;
+  /* A window of a few ticks says nothing: a prompt run of a tiny model
+   * (4 ms) read 2.0 CPUs busy from one tick landing in it. */
+  if ((double)(after->total - before->total) / (cpus ? cpus : 1) < MACHINE_TICKS_MIN_WALL)
+    return -1;
   /* /proc/stat's total sums every CPU's ticks: over a wall time W on c CPUs
    * it grows by about c W; the others' busy ticks over it, divided by W, are
    * the CPUs they kept busy. */
@@ -456,6 +460,8 @@ double machine_steal_share(const struct machine_cpu_ticks *before,
   if (!before->has_steal || !after->has_steal || after->busy <= before->busy ||
       after->steal < before->steal)
     return -1;
+  /* one stolen tick in fewer busy ticks would read as 1% or more */
+  if (after->busy - before->busy < MACHINE_TICKS_MIN_BUSY) return -1;
   return (double)(after->steal - before->steal) / (double)(after->busy - before->busy);
 }
 

@@ -191,10 +191,19 @@ double machine_steal_since(const struct machine_cpu_ticks *before);
  * (buf untouched) below MACHINE_STEAL_WARN_SHARE or when share is unknown
  * (negative or NAN). */
 bool machine_steal_warning(uint32_t threads, double share, char *buf, size_t n);
+/* The shortest windows the two figures below are read over, in /proc/stat
+ * ticks (USER_HZ, 100 a second): 0.5 s of wall time for the CPUs other
+ * processes kept busy (a tick is then 0.02 CPUs), 100 busy ticks for the
+ * steal share (a tick is then at most 1%, the warning's threshold). Shorter
+ * windows are unknown, not 0. */
+#define MACHINE_TICKS_MIN_WALL 50.0
+#define MACHINE_TICKS_MIN_BUSY 100
+
 /* CPUs that other processes of this machine kept busy between two readings
  * (busy time less steal, less this process's own time, over the time that
  * passed, times the CPUs): the load a benchmark's threads competed with.
- * -1 when unknown (no self ticks, no time passed, counters going backwards). */
+ * -1 when unknown (no self ticks, less than MACHINE_TICKS_MIN_WALL of wall
+ * time, counters going backwards). */
 double machine_other_cpus(const struct machine_cpu_ticks *before,
                           const struct machine_cpu_ticks *after, uint32_t cpus);
 /* machine_other_cpus from `before` to now over the online CPUs; NAN when

@@ -243,21 +243,22 @@ ab = r["read_bandwidth_after_by_threads"]
 assert [x["threads"] for x in ab] == [1], ab
 assert 100e6 < ab[0]["bytes_s"] < 10e12, ab
 # steal time while each configuration ran: a share of the busy time, or
-# null when unknown (no steal column in /proc/stat, or a configuration too
-# short for its 10 ms ticks to move)
+# null when unknown (no steal column in /proc/stat, or a configuration of
+# fewer than MACHINE_TICKS_MIN_BUSY = 100 busy ticks: 1 s at one thread)
 has_steal = len(open("/proc/stat").readline().split()) >= 9
 for x in s:
     v = x["cpu_steal_share"]
     ran_ms = x["ms"]["mean"] * (x["n"] + x["warmups"])
     if not has_steal:
         assert v is None, x
-    elif ran_ms > 200:
+    elif ran_ms > 1500:
         assert v is not None and 0 <= v <= 1, (v, ran_ms)
     else:
         assert v is None or 0 <= v <= 1, (v, ran_ms)
 PY
-# a decode long enough for /proc/stat's ticks to move: its steal share is known
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 0 -n 768 -t 1 -r 1 --json --out "$dir/j.jsonl"
+# a decode long enough for /proc/stat's ticks to move (4 x ~0.4 s: more than
+# 100 busy ticks): its steal share is known
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 0 -n 768 -t 1 -r 3 --json --out "$dir/j.jsonl"
 python3 - "$dir/out" <<'PY' || fail "steal share of a long decode"
 import json, sys
 s = json.load(open(sys.argv[1]))["summaries"]
@@ -311,7 +312,9 @@ done
 busy_pids=""
 for _ in 1 2; do (while :; do :; done) & busy_pids="$busy_pids $!"; done
 set +e
-"$TOKMETER" bench -m "$model" -p 32 -n 32 -t 1 -r 2 --out "$dir/busy.jsonl" >"$dir/out" 2>"$dir/err"
+# (a decode of 768 tokens: configurations shorter than 0.5 s of wall time,
+# like the prompt's here, have the figure unknown)
+"$TOKMETER" bench -m "$model" -p 32 -n 768 -t 1 -r 2 --out "$dir/busy.jsonl" >"$dir/out" 2>"$dir/err"
 busy_rc=$?
 set -e
 kill $busy_pids 2>/dev/null; wait $busy_pids 2>/dev/null || true
@@ -321,7 +324,9 @@ grep -q "^Other processes kept [0-9.]* of this machine's [0-9]* CPUs busy while 
 python3 - "$dir/busy.jsonl" <<'PY' || fail "other_cpus_busy in the summaries"
 import json, sys
 s = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l]
-assert s and all(x["other_cpus_busy"] is not None and x["other_cpus_busy"] >= 0.25 for x in s), s
+tg = [x for x in s if x["test"] == "tg768"]
+assert len(tg) == 1 and tg[0]["other_cpus_busy"] is not None and tg[0]["other_cpus_busy"] >= 0.25, s
+assert all(x["other_cpus_busy"] is None or x["other_cpus_busy"] >= 0.25 for x in s), s
 PY
 
 # too many threads: refused before the model loads with them (no 998 workers

@@ -223,12 +223,24 @@ static void test_other_cpus(void) {
   /* 755 ticks over 2 CPUs = 377.5 of wall time; 255 busy - 15 stolen - 100 ours */
   CHECK_NEAR(machine_other_cpus(&a, &b, 2), 140.0 / 377.5, 1e-12);
   CHECK(machine_other_cpus(&b, &a, 2) < 0); /* backwards */
+  /* a window shorter than MACHINE_TICKS_MIN_WALL (here 49.5 ticks of wall
+   * time on 2 CPUs) is unknown: one tick in it would read as 0.02+ CPUs */
+  struct machine_cpu_ticks c = a, d = a;
+  d.total += 99;
+  d.busy += 30;
+  CHECK(machine_other_cpus(&c, &d, 2) < 0);
+  d.total += 1; /* 50 ticks: known */
+  CHECK_NEAR(machine_other_cpus(&c, &d, 2), 30.0 / 50.0, 1e-12);
   CHECK(machine_parse_self_ticks("no parenthesis here", &a) == -1);
   CHECK(machine_parse_self_ticks("1 (x) R 1", &a) == -1);
-  /* live: a finite share within the machine's CPUs */
+  /* live: unknown over 30 ms, a finite share within the machine's CPUs
+   * over 0.6 s */
   struct machine_cpu_ticks now;
   CHECK(machine_cpu_ticks_now(&now) == 0 && now.has_self);
   struct timespec ts = {0, 30000000L};
+  nanosleep(&ts, NULL);
+  CHECK(isnan(machine_other_cpus_since(&now)));
+  ts.tv_nsec = 570000000L;
   nanosleep(&ts, NULL);
   double o = machine_other_cpus_since(&now);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -247,6 +259,14 @@ static void test_steal(void) {
   CHECK_NEAR(machine_steal_share(&a, &b), 15.0 / 255.0, 1e-12);
   CHECK(machine_steal_share(&b, &a) < 0); /* counters going backwards */
   CHECK(machine_steal_share(&a, &a) < 0); /* no busy time: unknown, not 0 */
+  /* fewer busy ticks than MACHINE_TICKS_MIN_BUSY: one stolen tick would read
+   * as 1% or more, so unknown */
+  struct machine_cpu_ticks c = a, d = a;
+  d.busy += MACHINE_TICKS_MIN_BUSY - 1;
+  d.steal += 1;
+  CHECK(machine_steal_share(&c, &d) < 0);
+  d.busy += 1;
+  CHECK_NEAR(machine_steal_share(&c, &d), 1.0 / MACHINE_TICKS_MIN_BUSY, 1e-12);
   struct machine_cpu_ticks old;
   CHECK(machine_parse_cpu_ticks("cpu  1 2 3 4 5 6 7\n", &old) == 0); /* no steal column */
   CHECK(!old.has_steal);
