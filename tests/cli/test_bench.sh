@@ -12,22 +12,10 @@
 set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
 : "${TOKMETER_FIXTURES:?}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache"
+. "$(dirname "$0")/lib.sh"
 export TOKMETER_PROBE_QUICK=1
-fail() { echo "test_bench: FAIL: $*" >&2; exit 1; }
 RATED=(-r 1 -p 16 -n 24)
 FAST=(-r 1 -p 16 -n 8)
-
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
 
 mkdir "$dir/cwd"
 (cd "$dir/cwd" && expect_exit 0 "$TOKMETER" bench "${RATED[@]}" -t 1 --json)

@@ -9,10 +9,7 @@
 # what it checks.
 set -euo pipefail
 : "${TOKMETER:?binary path}" "${TOKMETER_FIXTURES:?fixtures dir}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache"
-fail() { echo "test_bench_cache_fit: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 model="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
 
 # A quick probe's file, turned into a full probe's of a given buffer size.
@@ -31,11 +28,16 @@ json.dump(p, open(f[0], "w"))
 PY
 }
 
-# 1. A 5 MiB model against a 256 MiB buffer: it fits.
+# 1. A 5 MiB model against a 256 MiB buffer: it fits. The caches of a VM are
+# shared with other guests, so a reading can fall short: each try checks the
+# decision against its readings, and one try in three must find the fit.
 make_probe $((256 << 20))
-"$TOKMETER" bench -m "$model" -p 16 -n 32 -t 1,2 -r 2 --json --out "$dir/a.jsonl" \
-  >"$dir/a.json" 2>"$dir/err" || fail "bench: $(cat "$dir/err")"
-python3 - "$dir/a.json" "$dir/a.jsonl" <<'PY' || fail "a model that fits (see above)"
+fits=
+for try in 1 2 3; do
+  rm -f "$dir/a.jsonl"
+  "$TOKMETER" bench -m "$model" -p 16 -n 32 -t 1,2 -r 2 --json --out "$dir/a.jsonl" \
+    >"$dir/a.json" 2>"$dir/err" || fail "bench: $(cat "$dir/err")"
+  python3 - "$dir/a.json" "$dir/a.jsonl" <<'PY' || fail "a model that fits, try $try (see above)"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["probe_quick"] is False, r["probe_quick"]
@@ -46,10 +48,11 @@ assert sorted(fit) == [1, 2] and sorted(now) == [1, 2], (fit, now)
 # the decision follows the readings (EB_CACHE_FIT = 1.5 at every thread count)
 want = all(fit[t] >= 1.5 * now[t] for t in fit)
 assert m["fits_in_caches"] is want, (m["fits_in_caches"], fit, now)
-# ... and on this machine class (L2 of 1 MiB a core, an L3 of 32 MiB) a
-# 5 MiB model's buffer reads about twice the probe's
-assert want, ("a 5 MiB buffer read below 1.5x a 256 MiB one", fit, now)
 cs = r["conclusions"]
+if not want:  # measured, and not found: memory's wording, and the shell tries again
+    assert not any("caches" in c for c in cs), cs
+    assert m["fits_in_caches"] is False, m
+    sys.exit(0)
 assert any("fit in this CPU's caches" in c for c in cs), cs
 assert any("of the cache ceiling" in c for c in cs), cs
 assert not any("of the memory ceiling" in c for c in cs), cs
@@ -59,11 +62,21 @@ assert len(tg) == 2 and all(s["ceiling"]["weights_fit_in_caches"] is True for s 
 recs = [json.loads(l) for l in open(sys.argv[2])]
 runs = [x for x in recs if x["record"] == "run" and x["test"] == "tg32"]
 assert runs and all(x["ceiling"]["weights_fit_in_caches"] is True for x in runs), runs
+open(sys.argv[1] + ".fits", "w").close()
 PY
-"$TOKMETER" bench -m "$model" -p 0 -n 32 -t 1 -r 2 --out "$dir/b.jsonl" >"$dir/b.out" \
-  2>"$dir/err" || fail "bench (text): $(cat "$dir/err")"
+  [ -e "$dir/a.json.fits" ] && { fits=$try; break; }
+done
+# on this machine class (an L2 of 1 MiB a core, an L3 of 32 MiB) a 5 MiB
+# buffer read 1.8-3.6x the probe's buffer
+[ -n "$fits" ] || fail "a 5 MiB buffer read below 1.5x a 256 MiB one in three tries"
+for try in 1 2 3; do
+  "$TOKMETER" bench -m "$model" -p 0 -n 32 -t 1 -r 2 --out "$dir/b.jsonl" >"$dir/b.out" \
+    2>"$dir/err" || fail "bench (text): $(cat "$dir/err")"
+  grep -q "^the weights fit in the caches: a fresh buffer of their size read" "$dir/b.out" &&
+    break
+done
 grep -q "^the weights fit in the caches: a fresh buffer of their size read" "$dir/b.out" ||
-  fail "no line on the caches under the model: $(cat "$dir/b.out")"
+  fail "no line on the caches under the model in three tries: $(cat "$dir/b.out")"
 grep -q "read (the caches) between the decode's repetitions" "$dir/b.out" ||
   fail "the readings between repetitions still called memory: $(cat "$dir/b.out")"
 

@@ -10,21 +10,9 @@
 set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
 : "${TOKMETER_FIXTURES:?}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache"
+. "$(dirname "$0")/lib.sh"
 export TOKMETER_PROBE_QUICK=1
-fail() { echo "test_bench_engine: FAIL: $*" >&2; exit 1; }
 model="$TOKMETER_FIXTURES/gguf/tiny-qwen3-Q8_0.gguf"
-
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
 
 # -n 64: a curve of two segments (1-32, 33-64; none shorter than 24 tokens)
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 64 -t 1 -r 2 --out "$dir/r.jsonl"
@@ -351,8 +339,7 @@ if [ "$(nproc)" -ge 2 ]; then
   expect_exit 0 "$TOKMETER" probe --cached --json
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["max_threads"] >= 2, p["max_threads"]' \
     "$dir/out" || fail "the cache was not replaced by a wider probe"
-  export TOKMETER_CACHE_DIR="$dir/cache"
-fi
+  fi
 expect_exit 2 "$TOKMETER" bench -m "$model" -r 0
 expect_exit 2 "$TOKMETER" bench -m "$model" --workload generate
 expect_exit 2 "$TOKMETER" bench -m "$model" -p 100000 -n 4 -t 1 --out "$dir/x.jsonl"

@@ -5,18 +5,9 @@
 # is refused (the -p was dropped). Against the paced loopback fake server.
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}"
-dir=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
-export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
 unset OPENAI_API_KEY
-fail() { echo "test_bench_flags: FAIL: $*" >&2; exit 1; }
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e; "$@" >"$dir/out" 2>"$dir/err"; local got=$?; set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
 
 "$TOKMETER" bench --help >"$dir/help"
 grep -q "(default 50" "$dir/help" && grep -q "when only -n is given" "$dir/help" \
@@ -32,10 +23,7 @@ grep -q -- "--prompt-file and --prompt-tokens" "$dir/err" || fail "prompt-file +
 [ "$(grep -c . "$dir/err")" -le 2 ] || fail "prompt-file + -p: more than one message"
 [ ! -e "$dir/x.jsonl" ] || fail "prompt-file + -p: records written"
 
-"$TOKMETER_FAKESERVER" --port-file "$dir/port" >/dev/null 2>"$dir/server.log" &
-pid=$!
-for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
-PORT=$(cat "$dir/port") || fail "the fake server did not start"
+start_server server
 
 # the defaults --help states, as the run records them (identity settings)
 workload() { # the custom workload of the identity record in $1, as "prompt max"

@@ -6,33 +6,11 @@
 # OpenAI server without timers, secrets kept out, and bad usage (exit 2).
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}" "${TOKMETER_FIXTURES:?}"
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
-trap cleanup EXIT
-export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
 unset OPENAI_API_KEY
-fail() { echo "test_bench_server: FAIL: $*" >&2; exit 1; }
 
 # start_server NAME ARGS...: starts a fake server, sets PORT
-start_server() {
-  local name=$1; shift
-  rm -f "$dir/$name.port"
-  "$TOKMETER_FAKESERVER" --port-file "$dir/$name.port" "$@" >/dev/null 2>"$dir/$name.log" &
-  pids+=($!)
-  for _ in $(seq 100); do [ -s "$dir/$name.port" ] && break; sleep 0.05; done
-  PORT=$(cat "$dir/$name.port") || fail "server $name did not start"
-}
-
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
-
 # --- A: the three workloads against a llama.cpp-like server -----------------
 start_server llama --mode paced --flavor llamacpp --template-tokens 14 --prompt-cache \
   --a 5 --b 0.02 --c 1

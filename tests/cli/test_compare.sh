@@ -7,19 +7,8 @@
 # (empty, corrupt, missing files, bad flags: exit 2).
 set -euo pipefail
 : "${TOKMETER:?}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1
-fail() { echo "test_compare: FAIL: $*" >&2; exit 1; }
-
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1
 
 # run ID TEST MODEL TYPE MS RATE [BYTES_PER_TOKEN]: one timed in-process run line
 # (tokens: the N of TEST; MS x RATE must make N, as the reader checks)

@@ -4,25 +4,23 @@
 # JSON Lines file, never copied from the tool's output.
 set -euo pipefail
 : "${TOKMETER:?binary path}" "${TOKMETER_FIXTURES:?fixtures dir}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TOKMETER_CACHE_DIR="$tmp/cache" TOKMETER_PROBE_QUICK=1
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1
 
-"$TOKMETER" decide --help >"$tmp/help" || fail "--help exit code"
+"$TOKMETER" decide --help >"$dir/help" || fail "--help exit code"
 for flag in --prompt-tokens --output-tokens --requests-per-day --results --match \
             --device-prefill --device-decode --device-overhead --device-load --device-warm \
             --device-watts --kwh-price --device-price --device-lifetime-days --api-ttft \
             --api-rtt --api-prefill --api-decode --price-in --price-out --currency --json --help; do
-  grep -q -- "$flag" "$tmp/help" || fail "--help does not list $flag"
+  grep -q -- "$flag" "$dir/help" || fail "--help does not list $flag"
 done
 
 expect_usage() {
   local what=$1; shift
-  set +e; "$TOKMETER" decide "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
-  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2 ($(cat "$tmp/err"))"
-  [ -s "$tmp/err" ] || fail "$what: nothing on stderr"
-  [ ! -s "$tmp/out" ] || fail "$what: output on stdout"
+  set +e; "$TOKMETER" decide "$@" >"$dir/out" 2>"$dir/err"; local rc=$?; set -e
+  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2 ($(cat "$dir/err"))"
+  [ -s "$dir/err" ] || fail "$what: nothing on stderr"
+  [ ! -s "$dir/out" ] || fail "$what: output on stdout"
 }
 api=(--api-ttft 400ms --api-rtt 100ms --api-decode 50)
 dev=(--device-prefill 500 --device-decode 20)
@@ -33,20 +31,20 @@ expect_usage "no api" -p 1000 -n 201 "${dev[@]}"
 expect_usage "zero output" -p 1000 -n 0 "${dev[@]}" "${api[@]}"
 expect_usage "bad duration" -p 1000 -n 201 "${dev[@]}" --api-ttft 4parsecs --api-decode 50
 expect_usage "bad warm" -p 1000 -n 201 "${dev[@]}" "${api[@]}" --device-warm maybe
-expect_usage "missing results" -p 1000 -n 201 "${api[@]}" --results "$tmp/nope.jsonl"
-: >"$tmp/empty.jsonl"
-expect_usage "empty results" -p 1000 -n 201 "${api[@]}" --results "$tmp/empty.jsonl"
-grep -q "no records in $tmp/empty.jsonl" "$tmp/err" || fail "empty: $(cat "$tmp/err")"
-echo '{"record":"run", "truncated' >"$tmp/bad.jsonl"
-expect_usage "corrupt results" -p 1000 -n 201 "${api[@]}" --results "$tmp/bad.jsonl"
-[ "$(wc -l <"$tmp/err")" -le 2 ] || fail "corrupt: more than one message"
+expect_usage "missing results" -p 1000 -n 201 "${api[@]}" --results "$dir/nope.jsonl"
+: >"$dir/empty.jsonl"
+expect_usage "empty results" -p 1000 -n 201 "${api[@]}" --results "$dir/empty.jsonl"
+grep -q "no records in $dir/empty.jsonl" "$dir/err" || fail "empty: $(cat "$dir/err")"
+echo '{"record":"run", "truncated' >"$dir/bad.jsonl"
+expect_usage "corrupt results" -p 1000 -n 201 "${api[@]}" --results "$dir/bad.jsonl"
+[ "$(wc -l <"$dir/err")" -le 2 ] || fail "corrupt: more than one message"
 
 # --- bounds (stated in --help): exit 2 and a message naming the flag -----------
 base=(-p 500 -n 200 --device-prefill 100 --device-decode 20 --api-ttft 0.5s --api-decode 50)
 expect_flag() { # FLAG VALUE: the base job with FLAG VALUE appended must be refused naming FLAG
   expect_usage "$1 $2" "${base[@]}" "$1" "$2"
-  grep -q -- "$1" "$tmp/err" || fail "$1 $2: message does not name $1: $(cat "$tmp/err")"
-  [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "$1 $2: more than one message: $(cat "$tmp/err")"
+  grep -q -- "$1" "$dir/err" || fail "$1 $2: message does not name $1: $(cat "$dir/err")"
+  [ "$(wc -l <"$dir/err")" -le 2 ] || fail "$1 $2: more than one message: $(cat "$dir/err")"
 }
 big=99999999999999999999   # above 2^64: once 'complete answer 158440439070 years'
 for f in --output-tokens --prompt-tokens --requests-per-day --device-lifetime-days \
@@ -64,17 +62,17 @@ for f in --device-prefill --device-decode --api-prefill --api-decode; do
   expect_flag "$f" 0.0001
 done
 expect_usage "a million-year answer" "${base[@]}" -n 1e12 --device-decode 0.001
-grep -q "million years" "$tmp/err" || fail "million years: $(cat "$tmp/err")"
+grep -q "million years" "$dir/err" || fail "million years: $(cat "$dir/err")"
 # the limits themselves are accepted
 "$TOKMETER" decide "${base[@]}" --api-rtt 36525d --device-lifetime-days 36525 -q 1e12 --json \
-  >"$tmp/edge" || fail "edge values refused: $(cat "$tmp/edge")"
+  >"$dir/edge" || fail "edge values refused: $(cat "$dir/edge")"
 python3 -c "
-import json; d=json.load(open('$tmp/edge'))
+import json; d=json.load(open('$dir/edge'))
 assert d['inputs']['api_rtt_s'] == 36525 * 86400 and d['inputs']['requests_per_day'] == 1e12, d
 " || fail "edge values"
 # a decode rate below 1 tok/s is shown, not rounded to 0.00
-"$TOKMETER" decide "${base[@]}" --device-decode 0.005 >"$tmp/slow" || fail "slow decode run"
-grep -q "decode 0.005 tok/s (DC)" "$tmp/slow" || fail "0.005 tok/s shown as: $(head -3 "$tmp/slow")"
+"$TOKMETER" decide "${base[@]}" --device-decode 0.005 >"$dir/slow" || fail "slow decode run"
+grep -q "decode 0.005 tok/s (DC)" "$dir/slow" || fail "0.005 tok/s shown as: $(head -3 "$dir/slow")"
 
 # --- the worked example (docs/decide.md) ----------------------------------------
 # device: first 1000/500 = 2 s, complete 2 + 200/20 = 12 s; reload +5 s: 7 s, 17 s
@@ -84,19 +82,19 @@ grep -q "decode 0.005 tok/s (DC)" "$tmp/slow" || fail "0.005 tok/s shown as: $(h
 # break-even: (1500/1095) / (0.001804 - 0.0001) = 803.9 requests a day
 full=(-p 1000 -n 201 -q 1000 "${dev[@]}" --device-load 5 --device-watts 100 --kwh-price 0.30
       --device-price 1500 "${api[@]}" --price-in 1 --price-out 4)
-"$TOKMETER" decide "${full[@]}" >"$tmp/table" || fail "table run"
-grep -E "^first token +2.00 s +7.00 s +500 ms$" "$tmp/table" >/dev/null || fail "first token row: $(cat "$tmp/table")"
-grep -E "^complete answer +12.0 s +17.0 s +4.50 s$" "$tmp/table" >/dev/null || fail "complete row"
-grep -E "^money per request +\\\$0.00147 +\\\$0.00151 +\\\$0.00180$" "$tmp/table" >/dev/null || fail "money row"
-grep -E "^money per month \(30 days\) +\\\$44.10 +\\\$45.35 +\\\$54.12$" "$tmp/table" >/dev/null || fail "month row"
-grep -q "complete answer: the API is sooner (4.50 s vs 12.0 s on the device, 2.67x)" "$tmp/table" \
+"$TOKMETER" decide "${full[@]}" >"$dir/table" || fail "table run"
+grep -E "^first token +2.00 s +7.00 s +500 ms$" "$dir/table" >/dev/null || fail "first token row: $(cat "$dir/table")"
+grep -E "^complete answer +12.0 s +17.0 s +4.50 s$" "$dir/table" >/dev/null || fail "complete row"
+grep -E "^money per request +\\\$0.00147 +\\\$0.00151 +\\\$0.00180$" "$dir/table" >/dev/null || fail "money row"
+grep -E "^money per month \(30 days\) +\\\$44.10 +\\\$45.35 +\\\$54.12$" "$dir/table" >/dev/null || fail "month row"
+grep -q "complete answer: the API is sooner (4.50 s vs 12.0 s on the device, 2.67x)" "$dir/table" \
   || fail "latency verdict"
-grep -q "at 1000 requests a day the device is cheaper" "$tmp/table" || fail "cost verdict"
-grep -q "break-even: 804 requests a day" "$tmp/table" || fail "break-even"
-grep -q "each answer waits 5.00 s more" "$tmp/table" || fail "reload line"
+grep -q "at 1000 requests a day the device is cheaper" "$dir/table" || fail "cost verdict"
+grep -q "break-even: 804 requests a day" "$dir/table" || fail "break-even"
+grep -q "each answer waits 5.00 s more" "$dir/table" || fail "reload line"
 
-"$TOKMETER" decide "${full[@]}" --json >"$tmp/json" || fail "json run"
-python3 - "$tmp/json" <<'PY' || fail "json values"
+"$TOKMETER" decide "${full[@]}" --json >"$dir/json" || fail "json run"
+python3 - "$dir/json" <<'PY' || fail "json values"
 import json, sys
 d = json.load(open(sys.argv[1]))
 close = lambda a, b, t=1e-9: abs(a - b) <= t
@@ -114,25 +112,25 @@ assert a["capacity_per_day"] is None and close(w["capacity_per_day"], 7200)
 PY
 
 # unknown stays blank: no power, no load -> null money on the device, null reload
-"$TOKMETER" decide -p 1000 -n 201 "${dev[@]}" "${api[@]}" --json >"$tmp/j2"
+"$TOKMETER" decide -p 1000 -n 201 "${dev[@]}" "${api[@]}" --json >"$dir/j2"
 python3 -c "
-import json; d=json.load(open('$tmp/j2'))
+import json; d=json.load(open('$dir/j2'))
 assert d['device_warm']['money_per_day'] is None and d['api']['money_per_day'] is None
 assert d['device_reload']['first_s'] is None and d['winner']['cost'] is None
 " || fail "blanks"
-"$TOKMETER" decide -p 1000 -n 201 "${dev[@]}" "${api[@]}" >"$tmp/t2"
-grep -q "device: not known (give --device-watts" "$tmp/t2" || fail "no-power sentence"
-grep -q "not known: give --device-load" "$tmp/t2" || fail "no-load sentence"
-if grep -q '\$0' "$tmp/t2"; then fail "unknown money printed as zero"; fi
+"$TOKMETER" decide -p 1000 -n 201 "${dev[@]}" "${api[@]}" >"$dir/t2"
+grep -q "device: not known (give --device-watts" "$dir/t2" || fail "no-power sentence"
+grep -q "not known: give --device-load" "$dir/t2" || fail "no-load sentence"
+if grep -q '\$0' "$dir/t2"; then fail "unknown money printed as zero"; fi
 
 # --device-warm no: the warm break-even stays the warm one (it printed "moves from
 # 266 to 266"); energy 200 W x busy s / 3.6e6 x 0.4, hardware 3000 / 1095 a day
 w=(-p 2000 -n 500 -q 50 --device-prefill 300 --device-decode 30 --device-overhead 50ms
    --device-load 2m --device-watts 200 --kwh-price 0.4 --device-price 3000 --api-rtt 80ms
    --api-ttft 300ms --api-prefill 5000 --api-decode 80 --price-in 3 --price-out 15)
-"$TOKMETER" decide "${w[@]}" --device-warm no >"$tmp/t5" || fail "warm no: exit code"
-"$TOKMETER" decide "${w[@]}" --device-warm no --json >"$tmp/j5" || fail "warm no --json"
-python3 - "$tmp/t5" "$tmp/j5" <<'PY' || fail "break-even with --device-warm no"
+"$TOKMETER" decide "${w[@]}" --device-warm no >"$dir/t5" || fail "warm no: exit code"
+"$TOKMETER" decide "${w[@]}" --device-warm no --json >"$dir/j5" || fail "warm no --json"
+python3 - "$dir/t5" "$dir/j5" <<'PY' || fail "break-even with --device-warm no"
 import json, sys
 busy = 0.05 + 2000 / 300 + 499 / 30            # warm: overhead + prefill + decode (s)
 api = 2000 * 3 / 1e6 + 500 * 15 / 1e6
@@ -150,16 +148,16 @@ PY
 # --device-warm no without --device-load: every answer waits for a load nobody gave
 expect_usage "warm no, no load" -p 1000 -n 201 "${dev[@]}" "${api[@]}" --device-warm no \
   --device-watts 100 --kwh-price 0.3
-grep -q -- "--device-warm no needs --device-load" "$tmp/err" || fail "warm no, no load: $(cat "$tmp/err")"
+grep -q -- "--device-warm no needs --device-load" "$dir/err" || fail "warm no, no load: $(cat "$dir/err")"
 
 # --- rates from real records ------------------------------------------------------
 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -p 16,64 -n 32 -t 1,2 -r 3 \
-  --out "$tmp/r.jsonl" >/dev/null 2>&1 || fail "bench for records"
-expect_usage "two configurations" -p 50 -n 32 "${api[@]}" --results "$tmp/r.jsonl"
-grep -q -- "--match" "$tmp/err" || fail "ambiguous: no --match hint"
-"$TOKMETER" decide -p 50 -n 32 "${api[@]}" --results "$tmp/r.jsonl" --match "| t2 |" --json \
-  >"$tmp/j3" || fail "decide from records"
-python3 - "$tmp/r.jsonl" "$tmp/j3" <<'PY' || fail "rates from records"
+  --out "$dir/r.jsonl" >/dev/null 2>&1 || fail "bench for records"
+expect_usage "two configurations" -p 50 -n 32 "${api[@]}" --results "$dir/r.jsonl"
+grep -q -- "--match" "$dir/err" || fail "ambiguous: no --match hint"
+"$TOKMETER" decide -p 50 -n 32 "${api[@]}" --results "$dir/r.jsonl" --match "| t2 |" --json \
+  >"$dir/j3" || fail "decide from records"
+python3 - "$dir/r.jsonl" "$dir/j3" <<'PY' || fail "rates from records"
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 runs = [r for r in runs if r["record"] == "run" and not r.get("warmup") and r.get("ok")
@@ -176,10 +174,10 @@ assert abs(d["device_warm"]["first_s"] - first) < 1e-9
 assert abs(d["device_warm"]["complete_s"] - (first + 31 / tg32)) < 1e-9
 PY
 # a given rate wins over the file's
-"$TOKMETER" decide -p 50 -n 32 "${api[@]}" --results "$tmp/r.jsonl" --match "| t1 |" \
-  --device-decode 7 --json >"$tmp/j4"
+"$TOKMETER" decide -p 50 -n 32 "${api[@]}" --results "$dir/r.jsonl" --match "| t1 |" \
+  --device-decode 7 --json >"$dir/j4"
 python3 -c "
-import json; d=json.load(open('$tmp/j4'))['inputs']
+import json; d=json.load(open('$dir/j4'))['inputs']
 assert d['device_decode_tok_s']==7 and d['device_decode_from'] is None and d['device_prefill_from']
 " || fail "given rate over the file's"
 
@@ -187,10 +185,10 @@ assert d['device_decode_tok_s']==7 and d['device_decode_from'] is None and d['de
 # A --ttft-sweep file holds prefill runs only; with --device-decode given it once
 # exited 2 "no decode runs in the results".
 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" --ttft-sweep -p 16,32,64 \
-  -t 1 -r 1 --out "$tmp/sweep.jsonl" >/dev/null 2>&1 || fail "ttft sweep for records"
-"$TOKMETER" decide -p 40 -n 10 --results "$tmp/sweep.jsonl" --device-decode 20 --api-ttft 1 \
-  --api-decode 5 --json >"$tmp/j6" || fail "prefill-only file with --device-decode refused"
-python3 - "$tmp/sweep.jsonl" "$tmp/j6" <<'PY' || fail "prefill from a sweep, decode given"
+  -t 1 -r 1 --out "$dir/sweep.jsonl" >/dev/null 2>&1 || fail "ttft sweep for records"
+"$TOKMETER" decide -p 40 -n 10 --results "$dir/sweep.jsonl" --device-decode 20 --api-ttft 1 \
+  --api-decode 5 --json >"$dir/j6" || fail "prefill-only file with --device-decode refused"
+python3 - "$dir/sweep.jsonl" "$dir/j6" <<'PY' || fail "prefill from a sweep, decode given"
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 pp32 = statistics.median(r["rate_tok_s"] for r in runs if r["record"] == "run"
@@ -200,36 +198,36 @@ assert i["device_decode_tok_s"] == 20 and i["device_decode_from"] is None, i
 assert abs(i["device_prefill_tok_s"] - pp32) < 1e-6 * pp32 and "pp32" in i["device_prefill_from"], (i, pp32)
 PY
 # without --device-decode the file must supply it: refused, naming what to give
-expect_usage "prefill-only file, no decode rate" -p 40 -n 10 --results "$tmp/sweep.jsonl" \
+expect_usage "prefill-only file, no decode rate" -p 40 -n 10 --results "$dir/sweep.jsonl" \
   --api-ttft 1 --api-decode 5
-grep -q "no decode runs in the results (or give --device-decode)" "$tmp/err" \
-  || fail "no decode runs: $(cat "$tmp/err")"
+grep -q "no decode runs in the results (or give --device-decode)" "$dir/err" \
+  || fail "no decode runs: $(cat "$dir/err")"
 # both given: the file is not needed (not even when it could not supply them)
-"$TOKMETER" decide -p 40 -n 10 --results "$tmp/sweep.jsonl" --device-prefill 100 \
-  --device-decode 20 --api-ttft 1 --api-decode 5 --json >"$tmp/j7" || fail "both rates given"
+"$TOKMETER" decide -p 40 -n 10 --results "$dir/sweep.jsonl" --device-prefill 100 \
+  --device-decode 20 --api-ttft 1 --api-decode 5 --json >"$dir/j7" || fail "both rates given"
 python3 -c "
-import json; i=json.load(open('$tmp/j7'))['inputs']
+import json; i=json.load(open('$dir/j7'))['inputs']
 assert i['device_prefill_tok_s']==100 and i['device_prefill_from'] is None, i
 " || fail "both given"
 
 # --- --match needs --results; bounds said as --help says them --------------------
 expect_usage "--match without --results" "${base[@]}" --match t2
-grep -q -- "--match chooses a configuration of --results" "$tmp/err" || fail "match: $(cat "$tmp/err")"
-grep -q "requests per day, above 0" "$tmp/help" || fail "-q help"
+grep -q -- "--match chooses a configuration of --results" "$dir/err" || fail "match: $(cat "$dir/err")"
+grep -q "requests per day, above 0" "$dir/help" || fail "-q help"
 expect_usage "-q 0" "${base[@]}" -q 0
-grep -q -- "--requests-per-day: '0' is not a number above 0" "$tmp/err" || fail "-q 0: $(cat "$tmp/err")"
+grep -q -- "--requests-per-day: '0' is not a number above 0" "$dir/err" || fail "-q 0: $(cat "$dir/err")"
 expect_usage "--device-lifetime-days 0" "${base[@]}" --device-lifetime-days 0
-grep -q -- "'0' is not a number above 0" "$tmp/err" || fail "lifetime 0: $(cat "$tmp/err")"
+grep -q -- "'0' is not a number above 0" "$dir/err" || fail "lifetime 0: $(cat "$dir/err")"
 expect_usage "-q 1e-10" "${base[@]}" -q 1e-10
-grep -q "below the limit of 1e-9" "$tmp/err" || fail "-q 1e-10: $(cat "$tmp/err")"
-grep -q "at least 1e-9" "$tmp/help" || fail "the 1e-9 floor is not in --help"
+grep -q "below the limit of 1e-9" "$dir/err" || fail "-q 1e-10: $(cat "$dir/err")"
+grep -q "at least 1e-9" "$dir/help" || fail "the 1e-9 floor is not in --help"
 
 # --- README's decide example, run as written, on results like the main job's -----
 # (two models, Q4_0 and Q8_0, at 1 and 2 threads: "| t2 |" once matched both and
 # exited 2; the type of a synthesized file was not in the label to match)
 for t in Q4_0 Q8_0; do
-  "$TOKMETER" synth --preset tiny --type $t -o "$tmp/tiny-$t.gguf" >/dev/null 2>&1 || fail "synth $t"
-  "$TOKMETER" bench -m "$tmp/tiny-$t.gguf" -p 64 -n 32 -t 1,2 -r 1 --out "$tmp/main.jsonl" \
+  "$TOKMETER" synth --preset tiny --type $t -o "$dir/tiny-$t.gguf" >/dev/null 2>&1 || fail "synth $t"
+  "$TOKMETER" bench -m "$dir/tiny-$t.gguf" -p 64 -n 32 -t 1,2 -r 1 --out "$dir/main.jsonl" \
     >/dev/null 2>&1 || fail "bench $t"
 done
 mapfile -t readme_args < <(python3 - "${TOKMETER_SOURCE_DIR:?source dir}/README.md" <<'PY'
@@ -244,14 +242,14 @@ PY
 [ "${#readme_args[@]}" -gt 4 ] || fail "README's decide example not found"
 args=()
 for a in "${readme_args[@]}"; do
-  [ "$a" = tokmeter-results.jsonl ] && a="$tmp/main.jsonl"
+  [ "$a" = tokmeter-results.jsonl ] && a="$dir/main.jsonl"
   args+=("$a")
 done
-"$TOKMETER" decide "${args[@]}" --json >"$tmp/j8" 2>"$tmp/err" \
-  || fail "README's decide example: $(cat "$tmp/err")"
+"$TOKMETER" decide "${args[@]}" --json >"$dir/j8" 2>"$dir/err" \
+  || fail "README's decide example: $(cat "$dir/err")"
 python3 -c "
-import json; i=json.load(open('$tmp/j8'))['inputs']
+import json; i=json.load(open('$dir/j8'))['inputs']
 assert 'tiny-Q4_0.gguf' in i['device_decode_from'] and '| t2 |' in i['device_decode_from'], i
 assert 'tiny-Q4_0.gguf' in i['device_prefill_from'] and '| t2 |' in i['device_prefill_from'], i
-" || fail "README's example chose: $(cat "$tmp/j8")"
+" || fail "README's example chose: $(cat "$dir/j8")"
 echo "ok"

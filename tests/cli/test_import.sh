@@ -6,22 +6,10 @@
 # empty, missing files and bad flags exit 2 without touching the results file.
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FIXTURES:?}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache"
+. "$(dirname "$0")/lib.sh"
 unset TOKMETER_PROBE_QUICK || true
-fail() { echo "test_import: FAIL: $*" >&2; exit 1; }
 LB="$TOKMETER_FIXTURES/llama-bench"
 GGUF="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
-
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
 
 # --help lists every flag with its default
 expect_exit 0 "$TOKMETER" import --help

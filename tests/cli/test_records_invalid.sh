@@ -8,10 +8,8 @@
 # output whose samples disagree, and -o onto a file that is not JSON Lines.
 set -euo pipefail
 : "${TOKMETER:?binary path}" "${TOKMETER_FIXTURES:?fixtures dir}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1
 
 good="$dir/good.jsonl"
 # -n 24: the fewest generated tokens that give a decode rate (rule 5), which
@@ -143,17 +141,7 @@ done <"$dir/expect.txt"
 # a server run against the fake llama.cpp server) are read; one figure of one
 # run edited by more than 2% is refused, naming file:line and the keys; an
 # edit within 1% (rounding) is read.
-start_fake() { # NAME ARGS...: sets PORT
-  local name=$1; shift
-  rm -f "$dir/$name.port"
-  "$TOKMETER_FAKESERVER" --port-file "$dir/$name.port" "$@" >/dev/null 2>"$dir/$name.log" &
-  fake_pids+=($!)
-  for _ in $(seq 100); do [ -s "$dir/$name.port" ] && break; sleep 0.05; done
-  PORT=$(cat "$dir/$name.port") || fail "fake server $name did not start"
-}
-fake_pids=()
-trap 'for p in "${fake_pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"' EXIT
-start_fake llama --mode paced --flavor llamacpp --template-tokens 14 --prompt-cache \
+start_server llama --mode paced --flavor llamacpp --template-tokens 14 --prompt-cache \
   --a 5 --b 0.02 --c 1
 srv="$dir/srv.jsonl"
 NO_PROXY='*' "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w generate -r 2 --out "$srv" \

@@ -7,24 +7,11 @@
 # still appended to, by each of them.
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}" "${TOKMETER_FIXTURES:?}"
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
-trap cleanup EXIT
-export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
 unset OPENAI_API_KEY
-fail() { echo "test_records_out: FAIL: $*" >&2; exit 1; }
 model="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
 LB="$TOKMETER_FIXTURES/llama-bench/llama-bench-output.jsonl"
-
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
 
 # expect_refused FILE WHY, then the command: exit 2, one line naming FILE and
 # WHY, nothing started, FILE unchanged (checksum)
@@ -72,12 +59,8 @@ expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --out "$dir/r.jsonl"
 cp "$dir/r.jsonl" "$dir/r1.jsonl"
 expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --out "$dir/r.jsonl"
 expect_exit 0 "$TOKMETER" import -o "$dir/r.jsonl" "$LB"
-rm -f "$dir/srv.port"
-"$TOKMETER_FAKESERVER" --port-file "$dir/srv.port" --mode paced --flavor llamacpp \
-  --a 5 --b 0.02 --c 1 >/dev/null 2>"$dir/srv.log" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$dir/srv.port" ] && break; sleep 0.05; done
-port=$(cat "$dir/srv.port") || fail "the fake server did not start"
+start_server srv --mode paced --flavor llamacpp --a 5 --b 0.02 --c 1
+port=$PORT
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$port" -w classify -r 1 --out "$dir/r.jsonl"
 n1=$(wc -c <"$dir/r1.jsonl")
 cmp -s -n "$n1" "$dir/r1.jsonl" "$dir/r.jsonl" || fail "the first invocation's lines changed"

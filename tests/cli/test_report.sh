@@ -6,19 +6,7 @@
 # with no timed run (exit 2, one line), an unwritable output (exit 1).
 set -euo pipefail
 : "${TOKMETER:?}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache"
-fail() { echo "test_report: FAIL: $*" >&2; exit 1; }
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
-
+. "$(dirname "$0")/lib.sh"
 run() { # test threads index warmup rate ms ceiling; tg: a curve of two halves
   local n=${1:2}
   printf '{"record":"run","schema":1,"identity":"e1","backend":"engine","target":"in-process","model":{"name":"m.gguf","type":"Q8_0"},"test":"%s","phase":"%s","threads":%s,"depth":0,"index":%s,"warmup":%s,"ok":true,"tokens":%s,"ms":%s,"rate_tok_s":%s,"ceiling":{"ceiling_tok_s":%s},"decode_by_segment":%s}\n' \

@@ -14,12 +14,8 @@
 #     by CSS shows no coloured pixel in any plot area (so step 2 can fail).
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}" "${TOKMETER_SOURCE_DIR:?}"
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
-trap cleanup EXIT
-export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
-fail() { echo "test_report_browser: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
 
 chromium=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$chromium" ] || fail "chromium not installed (scripts/deps test installs Debian's chromium)"
@@ -30,11 +26,8 @@ cc -O2 "$TOKMETER_SOURCE_DIR/tests/tools/png_count.c" -lpng -o "$dir/png_count" 
 "$TOKMETER" synth --preset tiny -o "$dir/tiny.gguf" >/dev/null 2>&1 || fail "synth"
 "$TOKMETER" bench -m "$dir/tiny.gguf" -p 16,32 -n 32 -t 1,2 -r 3 --out "$dir/r.jsonl" \
   >"$dir/bench.out" 2>&1 || fail "engine bench: $(tail -3 "$dir/bench.out")"
-"$TOKMETER_FAKESERVER" --port-file "$dir/port" --mode paced --a 5 --b 0.02 --c 1 \
-  >/dev/null 2>"$dir/fs.log" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
-port=$(cat "$dir/port") || fail "fake server did not start"
+start_server fs --mode paced --a 5 --b 0.02 --c 1
+port=$PORT
 "$TOKMETER" bench --url "http://127.0.0.1:$port" -r 2 --out "$dir/r.jsonl" \
   >"$dir/sbench.out" 2>&1 || fail "server bench: $(tail -3 "$dir/sbench.out")"
 

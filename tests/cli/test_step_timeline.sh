@@ -14,10 +14,7 @@ set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
 : "${TOKMETER_BUILD_DIR:?TOKMETER_BUILD_DIR must point at the build directory}"
 tl="$TOKMETER_BUILD_DIR/tests/tokmeter-step-timeline"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache"
-fail() { echo "test_step_timeline: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 [ -x "$tl" ] || fail "no step timeline binary at $tl"
 
 "$TOKMETER" synth --preset tiny --n-embd 1024 --heads 8 --n-ff 3072 --vocab 4096 --type Q8_0 \

@@ -4,19 +4,7 @@
 # shapes with exit 2 and one line, --list-presets and --help on stdout.
 set -euo pipefail
 : "${TOKMETER:?TOKMETER must point at the binary}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-export TOKMETER_CACHE_DIR="$dir/cache"
-fail() { echo "test_synth: FAIL: $*" >&2; exit 1; }
-
-expect_exit() { # expected_code, then the command
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
+. "$(dirname "$0")/lib.sh"
 
 # writes a file, prints one summary line naming it
 expect_exit 0 "$TOKMETER" synth --preset tiny --type Q4_0 -o "$dir/tiny.gguf"

@@ -6,28 +6,11 @@
 # and a fit printed; bad usage exits 2.
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}"
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
-trap cleanup EXIT
-export TOKMETER_CACHE_DIR="$dir/cache" TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
+. "$(dirname "$0")/lib.sh"
+export TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
 unset OPENAI_API_KEY
-fail() { echo "test_ttft_sweep: FAIL: $*" >&2; exit 1; }
-expect_exit() {
-  local want=$1; shift
-  set +e
-  "$@" >"$dir/out" 2>"$dir/err"
-  local got=$?
-  set -e
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want (stderr: $(cat "$dir/err"))"
-}
-
 # --- server: a = 30 ms, b = 0.5 ms/token (2000 tok/s) -------------------------
-"$TOKMETER_FAKESERVER" --port-file "$dir/port" --mode paced --flavor llamacpp --a 30 --b 0.5 \
-  --c 1 >/dev/null 2>"$dir/fs.log" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
-PORT=$(cat "$dir/port") || fail "fake server did not start"
+start_server fs --mode paced --flavor llamacpp --a 30 --b 0.5 --c 1
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --ttft-sweep -p 50,200,400,800 \
   -r 3 --out "$dir/s.jsonl"
 grep -q "TTFT = " "$dir/out" || fail "no fit printed: $(cat "$dir/out")"

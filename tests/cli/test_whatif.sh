@@ -4,26 +4,23 @@
 # from the tool's output.
 set -euo pipefail
 : "${TOKMETER:?binary path}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TOKMETER_CACHE_DIR="$tmp/cache"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 # --- help lists every flag ------------------------------------------------
-"$TOKMETER" whatif --help >"$tmp/help" || fail "--help exit code"
+"$TOKMETER" whatif --help >"$dir/help" || fail "--help exit code"
 for flag in --gen-tokens --read-tokens --items --concurrency --step --rate --prefill-rate \
             --prefill-ratio --baseline --claim --claim-prompt --claim-answer --streams \
             --bytes-per-token --json --html --help; do
-  grep -q -- "$flag" "$tmp/help" || fail "--help does not list $flag"
+  grep -q -- "$flag" "$dir/help" || fail "--help does not list $flag"
 done
 
 # --- bad usage: exit 2, one message on stderr, nothing on stdout -------------
 expect_usage() {
   local what=$1; shift
-  set +e; "$TOKMETER" whatif "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
-  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2 ($(cat "$tmp/err"))"
-  [ -s "$tmp/err" ] || fail "$what: nothing on stderr"
-  [ ! -s "$tmp/out" ] || fail "$what: output on stdout"
+  set +e; "$TOKMETER" whatif "$@" >"$dir/out" 2>"$dir/err"; local rc=$?; set -e
+  [ "$rc" = 2 ] || fail "$what: exit $rc, want 2 ($(cat "$dir/err"))"
+  [ -s "$dir/err" ] || fail "$what: nothing on stderr"
+  [ ! -s "$dir/out" ] || fail "$what: output on stdout"
 }
 expect_usage "no arguments"
 expect_usage "unknown flag" -g 100 --rate 50 --bogus
@@ -35,7 +32,7 @@ expect_usage "downward sweep" -g 100 --rate 1000..10
 expect_usage "bad step" -g 100 --rate 50 --step review
 expect_usage "bad step unit" -g 100 --rate 50 --step review=5parsecs
 expect_usage "read without prefill" -g 100 --read-tokens 500 --rate 50
-grep -q -- "--prefill-rate" "$tmp/err" || fail "read without prefill: does not name --prefill-rate"
+grep -q -- "--prefill-rate" "$dir/err" || fail "read without prefill: does not name --prefill-rate"
 expect_usage "zero items" -g 100 --rate 50 --items 0
 expect_usage "claim with rate" --claim 1M --rate 50
 expect_usage "bad claim" --claim lots
@@ -44,8 +41,8 @@ expect_usage "bad claim" --claim lots
 expect_flag() { # FLAG, then the arguments: usage error whose message names FLAG
   local flag=$1; shift
   expect_usage "$flag: $*" "$@"
-  grep -q -- "$flag" "$tmp/err" || fail "$*: message does not name $flag: $(cat "$tmp/err")"
-  [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "$*: more than one message: $(cat "$tmp/err")"
+  grep -q -- "$flag" "$dir/err" || fail "$*: message does not name $flag: $(cat "$dir/err")"
+  [ "$(wc -l <"$dir/err")" -le 2 ] || fail "$*: more than one message: $(cat "$dir/err")"
 }
 big=99999999999999999999   # above 2^64: once printed as '-0 waves' and '31688087814 years0 s'
 expect_flag --concurrency -g 100 -r 100 -c "$big"
@@ -77,21 +74,21 @@ expect_flag --streams -g 100 -r 100 --streams 5
 expect_flag --bytes-per-token -g 100 -r 100 --bytes-per-token 4GB
 # in range one by one, beyond a million years together
 expect_usage "a job of a million years" -g 1T --items 1T -r 0.001
-grep -q "million years" "$tmp/err" || fail "million years: $(cat "$tmp/err")"
+grep -q "million years" "$dir/err" || fail "million years: $(cat "$dir/err")"
 # the bounds themselves are accepted, and exact
-"$TOKMETER" whatif -g 1T --items 1M -c 1M -r 1T --json >"$tmp/edge" || fail "edge values refused"
+"$TOKMETER" whatif -g 1T --items 1M -c 1M -r 1T --json >"$dir/edge" || fail "edge values refused"
 python3 -c "
-import json; d=json.load(open('$tmp/edge'))
+import json; d=json.load(open('$dir/edge'))
 assert d['inputs']['gen_tokens'] == 1e12 and d['inputs']['concurrency'] == 1e6, d['inputs']
 assert d['rows'][0]['waves'] == 1 and d['rows'][0]['generate_s'] == 1.0, d['rows']
-" || fail "edge values: $(cat "$tmp/edge")"
+" || fail "edge values: $(cat "$dir/edge")"
 # a cell wider than its column still leaves a blank before the next one
-"$TOKMETER" whatif -g 1T -r 1000 >"$tmp/wide" || fail "wide cell run"
-grep -qE "^1000 tok/s +1000 tok/s +- +31.7 years +0 s +31.7 years +1.00x +0.0%$" "$tmp/wide" \
-  || fail "wide cells run together: $(cat "$tmp/wide")"
+"$TOKMETER" whatif -g 1T -r 1000 >"$dir/wide" || fail "wide cell run"
+grep -qE "^1000 tok/s +1000 tok/s +- +31.7 years +0 s +31.7 years +1.00x +0.0%$" "$dir/wide" \
+  || fail "wide cells run together: $(cat "$dir/wide")"
 # a rate below 1 tok/s is shown, not rounded to 0.00
-"$TOKMETER" whatif -g 10 -r 0.001 >"$tmp/slow" || fail "slow rate run"
-grep -qE "^0.001 tok/s " "$tmp/slow" || fail "0.001 tok/s shown as: $(cat "$tmp/slow")"
+"$TOKMETER" whatif -g 10 -r 0.001 >"$dir/slow" || fail "slow rate run"
+grep -qE "^0.001 tok/s " "$dir/slow" || fail "0.001 tok/s shown as: $(cat "$dir/slow")"
 
 # --- the worked example -------------------------------------------------------
 # 10 items, 4 streams -> 3 waves; per item read 2000 at 4000 tok/s, write 1000.
@@ -101,15 +98,15 @@ grep -qE "^0.001 tok/s " "$tmp/slow" || fail "0.001 tok/s shown as: $(cat "$tmp/
 # floor: 691.5 s = "11m 32s"; at most 721.5/691.5 = 1.04x
 args=(-g 1000 --read-tokens 2000 --items 10 -c 4 --prefill-rate 4000 --step test=30/item
       --step review=10m)
-"$TOKMETER" whatif "${args[@]}" --rate 100,1000 >"$tmp/table" || fail "table run"
-grep -E "^100 tok/s +400 tok/s +1.50 s +30.0 s +11m 30s +12m 2s +1.00x +95.6%$" "$tmp/table" \
-  >/dev/null || fail "row at 100 tok/s: $(cat "$tmp/table")"
-grep -E "^1000 tok/s +4000 tok/s +1.50 s +3.00 s +11m 30s +11m 35s +1.04x +99.4%$" "$tmp/table" \
-  >/dev/null || fail "row at 1000 tok/s: $(cat "$tmp/table")"
-grep -q "floor (infinitely fast generation): 11m 32s" "$tmp/table" || fail "floor line"
+"$TOKMETER" whatif "${args[@]}" --rate 100,1000 >"$dir/table" || fail "table run"
+grep -E "^100 tok/s +400 tok/s +1.50 s +30.0 s +11m 30s +12m 2s +1.00x +95.6%$" "$dir/table" \
+  >/dev/null || fail "row at 100 tok/s: $(cat "$dir/table")"
+grep -E "^1000 tok/s +4000 tok/s +1.50 s +3.00 s +11m 30s +11m 35s +1.04x +99.4%$" "$dir/table" \
+  >/dev/null || fail "row at 1000 tok/s: $(cat "$dir/table")"
+grep -q "floor (infinitely fast generation): 11m 32s" "$dir/table" || fail "floor line"
 
-"$TOKMETER" whatif "${args[@]}" --rate 100..1M --json >"$tmp/json" || fail "json run"
-python3 - "$tmp/json" <<'PY' || fail "json values"
+"$TOKMETER" whatif "${args[@]}" --rate 100..1M --json >"$dir/json" || fail "json run"
+python3 - "$dir/json" <<'PY' || fail "json values"
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = d["rows"]
@@ -129,23 +126,23 @@ assert d["inputs"]["baseline_tok_s"] == 100
 PY
 
 # a baseline other than the lowest rate: speedup 1.00x at the baseline itself
-"$TOKMETER" whatif -g 500 --rate 50,100 --baseline 100 --json >"$tmp/json2"
+"$TOKMETER" whatif -g 500 --rate 50,100 --baseline 100 --json >"$dir/json2"
 python3 -c "
-import json,sys; d=json.load(open('$tmp/json2'))
+import json,sys; d=json.load(open('$dir/json2'))
 assert abs(d['rows'][0]['speedup']-0.5)<1e-12 and abs(d['rows'][1]['speedup']-1)<1e-12, d['rows']
 assert d['rows'][0]['prefill_tok_s'] is None   # nothing read: blank, not 0
 " || fail "baseline / blank prefill"
 
 # --- the claim ----------------------------------------------------------------
-"$TOKMETER" whatif --claim "1M tok/s" --bytes-per-token 4GB --prefill-rate 2000 >"$tmp/claim"
-grep -q "context capacity (CC)" "$tmp/claim" || fail "claim: no context reading"
-grep -q "100k-token prompt is read in 100 ms" "$tmp/claim" || fail "claim: prefill consequence"
-grep -q "1000-token answer takes 1.00 ms" "$tmp/claim" || fail "claim: decode consequence"
-grep -q "4 PB/s" "$tmp/claim" || fail "claim: bandwidth (1M x 4 GB = 4 PB/s)"
-grep -q "takes 8m 20s" "$tmp/claim" || fail "claim: 1M tokens at 2000 tok/s = 500 s"
-grep -E "^  10k +100 tok/s +10.0 s$" "$tmp/claim" >/dev/null || fail "claim: 10k streams row"
+"$TOKMETER" whatif --claim "1M tok/s" --bytes-per-token 4GB --prefill-rate 2000 >"$dir/claim"
+grep -q "context capacity (CC)" "$dir/claim" || fail "claim: no context reading"
+grep -q "100k-token prompt is read in 100 ms" "$dir/claim" || fail "claim: prefill consequence"
+grep -q "1000-token answer takes 1.00 ms" "$dir/claim" || fail "claim: decode consequence"
+grep -q "4 PB/s" "$dir/claim" || fail "claim: bandwidth (1M x 4 GB = 4 PB/s)"
+grep -q "takes 8m 20s" "$dir/claim" || fail "claim: 1M tokens at 2000 tok/s = 500 s"
+grep -E "^  10k +100 tok/s +10.0 s$" "$dir/claim" >/dev/null || fail "claim: 10k streams row"
 # the header counts the readings that follow (it said "five" over four)
-python3 - "$tmp/claim" <<'PY' || fail "claim: header and readings disagree: $(head -1 "$tmp/claim")"
+python3 - "$dir/claim" <<'PY' || fail "claim: header and readings disagree: $(head -1 "$dir/claim")"
 import re, sys
 text = open(sys.argv[1]).read()
 words = {"two": 2, "three": 3, "four": 4, "five": 5}
@@ -153,20 +150,20 @@ said = re.search(r"read as each of the (\w+)", text.splitlines()[0]).group(1)
 readings = re.findall(r"^[a-z -]+ \((CC|PF|DC|AT|FX)\): ", text, re.M)
 assert words[said] == len(readings) == 4, (said, readings)
 PY
-"$TOKMETER" whatif --claim 1M --streams 1000 --json >"$tmp/cj"
+"$TOKMETER" whatif --claim 1M --streams 1000 --json >"$dir/cj"
 python3 -c "
-import json; d=json.load(open('$tmp/cj'))
+import json; d=json.load(open('$dir/cj'))
 assert d['aggregate']==[{'streams':1000.0,'per_stream_tok_s':1000.0,'answer_s':1.0}], d['aggregate']
 assert d['decode']['bandwidth_bytes_s'] is None and d['context']['fill_s'] is None
 assert abs(d['prefill']['prompt_s']-0.1)<1e-15
 " || fail "claim json"
 
 # --- the HTML plot: one mark per rate for each drawn series --------------------
-"$TOKMETER" whatif "${args[@]}" --rate 100..1000 --html "$tmp/w.html" >/dev/null || fail "html"
-grep -q '<svg class="tm-plot"' "$tmp/w.html" || fail "html: no plot"
+"$TOKMETER" whatif "${args[@]}" --rate 100..1000 --html "$dir/w.html" >/dev/null || fail "html"
+grep -q '<svg class="tm-plot"' "$dir/w.html" || fail "html: no plot"
 # 4 rates (100 200 500 1000) x 4 series (end-to-end, generate, fixed, read) = 16 marks
-grep -q 'data-marks="16"' "$tmp/w.html" || fail "html: want 16 marks: $(grep -o 'data-marks="[0-9]*"' "$tmp/w.html")"
-grep -q "(tok/s)" "$tmp/w.html" || fail "html: x axis unit"
-set +e; "$TOKMETER" whatif -g 10 --rate 5 --html "$tmp/no/such/dir.html" >/dev/null 2>"$tmp/err"; rc=$?; set -e
+grep -q 'data-marks="16"' "$dir/w.html" || fail "html: want 16 marks: $(grep -o 'data-marks="[0-9]*"' "$dir/w.html")"
+grep -q "(tok/s)" "$dir/w.html" || fail "html: x axis unit"
+set +e; "$TOKMETER" whatif -g 10 --rate 5 --html "$dir/no/such/dir.html" >/dev/null 2>"$dir/err"; rc=$?; set -e
 [ "$rc" = 1 ] || fail "unwritable html: exit $rc, want 1"
 echo "ok"
