@@ -188,6 +188,10 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
          : m->copy_bw_threads ? "memory-mapped (a copy read slower still, below)"
                               : "memory-mapped",
          pages);
+  if (m->info.max_batch < m->info.max_batch_asked)
+    printf("prefill in batches of %u tokens, not %u: the buffers of larger ones would break the "
+           "engine's memory bound (file + KV cache + 10%%)\n",
+           m->info.max_batch, m->info.max_batch_asked);
   print_memory(m);
   if (m->copied) {
     printf("mapped pages read in place (the probe's loop over this file's pages):");
@@ -740,6 +744,9 @@ void bench_engine_print_json(struct eb_state *s) {
                       m->weights_bw_threads);
     if (mo) json_object_set_new(mo, "weights", json_string(m->info.hugepages ? "copied"
                                                                               : "mapped"));
+    /* the prefill batch the engine ran, and the one asked (the memory bound) */
+    if (mo) json_object_set_new(mo, "prefill_batch", json_integer(m->info.max_batch));
+    if (mo) json_object_set_new(mo, "prefill_batch_asked", json_integer(m->info.max_batch_asked));
     /* whether the weights fit in the caches, and the reading that decided it */
     if (mo) json_object_set_new(mo, "fits_in_caches",
                                 m->fit_bw_threads ? json_boolean(m->fits_caches) : json_null());

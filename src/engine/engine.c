@@ -43,9 +43,14 @@ static unsigned touch_pages(const struct gguf_file *f) {
   return acc + p[n - 1];
 }
 
-/* calloc that counts what it allocated into e->buffer_bytes. */
+/* calloc that counts what it allocated into e->buffer_bytes; with
+ * e->sizing it counts only, and allocates nothing (NULL). */
 static void *xcalloc(struct engine *e, size_t n, size_t size, bool *ok) {
   if (n == 0) n = 1;
+  if (e->sizing) {
+    e->buffer_bytes += (uint64_t)n * size;
+    return NULL;
+  }
   void *p = calloc(n, size);
   if (!p) *ok = false;
   else e->buffer_bytes += (uint64_t)n * size;
@@ -87,7 +92,7 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
   bool ok = true;
 
   e->kv_bytes = 2ull * m->n_layer * e->n_ctx * KV * sizeof(uint16_t);
-  if (kv_map(e) != 0) ok = false;
+  if (!e->sizing && kv_map(e) != 0) ok = false;
   e->inv_freq = xcalloc(e, hd / 2, sizeof(float), &ok);
   e->rope_cs = xcalloc(e, B * hd, sizeof(float), &ok);
   e->x = xcalloc(e, B * E, sizeof(float), &ok);
@@ -118,12 +123,53 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
     e->moe_w = xcalloc(e, rows, sizeof(float), &ok);
     e->moe_active = xcalloc(e, m->n_expert, sizeof(int32_t), &ok);
   }
+  if (e->sizing) return 0;
   if (!ok)
     return tm_errf(err, "out of memory allocating the KV cache (%.1f MiB for %u tokens) and "
                    "buffers", (double)e->kv_bytes / 1048576.0, e->n_ctx);
   for (size_t i = 0; i < hd / 2; i++)
     e->inv_freq[i] = (float)pow((double)m->rope_base, -2.0 * (double)i / (double)hd);
   return 0;
+}
+
+/* What alloc_buffers allocates at a prefill batch of b tokens (the KV cache
+ * not included). */
+static uint64_t buffer_bytes_at(struct engine *e, uint32_t b) {
+  const uint32_t keep = e->max_batch;
+  struct tm_err ignored;
+  e->max_batch = b;
+  e->sizing = true;
+  e->buffer_bytes = 0;
+  alloc_buffers(e, &ignored);
+  const uint64_t bytes = e->buffer_bytes;
+  e->sizing = false;
+  e->buffer_bytes = 0;
+  e->max_batch = keep;
+  return bytes;
+}
+
+/* The largest prefill batch, at most `want`, whose buffers keep the engine
+ * within its memory bound (engine_memory: file + KV cache + 10%), less what
+ * the model's own vectors and the threads' state take (ENGINE_THREAD_RESERVE
+ * stands for the latter, allocated later). The buffers grow by a few KiB
+ * per batch token (activations of every width, their 8-bit copies), a
+ * Qwen3-0.6B's 33 MiB at 512 tokens within its 41 MiB of slack, but a 5 MiB
+ * model's 4.2 MiB at 512 tokens was 7 times its slack (2026-12-01). Rounded
+ * down to whole 16-row panels; never below ENGINE_MIN_BATCH, where the
+ * bound gives way (and engine_memory says so) rather than the prefill. */
+#define ENGINE_MIN_BATCH 32u
+#define ENGINE_THREAD_RESERVE (256u << 10)
+static uint32_t batch_within_bound(struct engine *e, uint32_t want) {
+  const uint64_t at1 = buffer_bytes_at(e, 1), at2 = buffer_bytes_at(e, 2);
+  const uint64_t per_token = at2 - at1, fixed = at1 - per_token;
+  const double slack =
+      (double)(e->file->file_size + e->kv_bytes) * ENGINE_MEMORY_SLACK -
+      (double)e->m.owned_bytes - (double)ENGINE_THREAD_RESERVE - (double)fixed;
+  if (per_token == 0 || want <= ENGINE_MIN_BATCH) return want;
+  const double fits = slack / (double)per_token;
+  if (fits >= (double)want) return want;
+  uint32_t b = fits > 0 ? (uint32_t)fits / 16 * 16 : 0;
+  return b < ENGINE_MIN_BATCH ? ENGINE_MIN_BATCH : b;
 }
 
 size_t engine_auto_decode_chunk_bytes(void) {
@@ -244,6 +290,8 @@ struct engine *engine_load(const char *path, const struct engine_options *opt,
   if (e->m.n_ctx_train && e->n_ctx > e->m.n_ctx_train) e->n_ctx = e->m.n_ctx_train;
   e->max_batch = opt->max_batch ? opt->max_batch : 512;
   if (e->max_batch > e->n_ctx) e->max_batch = e->n_ctx;
+  e->max_batch_asked = e->max_batch;
+  e->max_batch = batch_within_bound(e, e->max_batch);
   e->decode_chunk_bytes =
       opt->decode_chunk_bytes ? opt->decode_chunk_bytes : engine_auto_decode_chunk_bytes();
   if (alloc_buffers(e, err) != 0 || engine_set_threads(e, opt->n_threads, err) != 0) {
@@ -282,6 +330,8 @@ void engine_get_info(const struct engine *e, struct engine_info *out) {
   out->n_expert = m->n_expert;
   out->n_expert_used = m->n_expert_used;
   out->n_ctx = e->n_ctx;
+  out->max_batch = e->max_batch;
+  out->max_batch_asked = e->max_batch_asked;
   out->n_threads = e->n_threads;
   out->kernel_path = e->ops->name;
   out->best_cpu_path = kernel_path_name(kernels_best_for_cpu());

@@ -24,7 +24,9 @@ struct engine_options {
   uint32_t n_ctx;            /* KV cache capacity in tokens (default 4096, at
                                 most the model's context_length) */
   enum kernel_path kernels;  /* KERNEL_AUTO by default; tests force KERNEL_SCALAR */
-  uint32_t max_batch;        /* largest prefill batch (default 512) */
+  uint32_t max_batch;        /* largest prefill batch (default 512); the engine
+                                takes less when its buffers would break the
+                                memory bound (engine_memory), down to 32 */
   bool hugepages;            /* copy the weights into transparent huge pages at
                                 load instead of reading them through the file
                                 mapping (off by default: weights then are NOT
@@ -51,6 +53,10 @@ struct engine_info {
   uint32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab;
   uint32_t n_expert, n_expert_used;
   uint32_t n_ctx;              /* KV capacity */
+  /* The largest prefill batch the engine runs (longer prompts go in batches
+   * of it), and what engine_options asked (capped at n_ctx): smaller when
+   * the buffers of the asked batch would break the memory bound (below). */
+  uint32_t max_batch, max_batch_asked;
   int n_threads;
   const char *kernel_path;     /* "avx512_vnni", ... */
   const char *best_cpu_path;   /* what this CPU could run */

@@ -70,6 +70,8 @@ struct engine {
   /* Bytes allocated for activation buffers (alloc_buffers) and for the
    * threads' state (engine_set_threads): engine_memory's "buffers". */
   uint64_t buffer_bytes, thread_state_bytes;
+  bool sizing; /* alloc_buffers only counts buffer_bytes (batch_within_bound) */
+  uint32_t max_batch_asked; /* engine_options.max_batch before the memory bound */
 
   float *inv_freq;   /* (head_dim / 2): rope_base^(-2i/head_dim) */
   float *rope_cs;    /* (B, head_dim / 2, 2): cos, sin per position of the batch */

@@ -264,6 +264,22 @@ if len(open("/proc/stat").readline().split()) >= 9:
     assert v is not None and 0 <= v <= 1, end
 PY
 # no decode measured: no second reading (it is the decode ceiling's)
+# a prompt of 512 on a 5 MiB model: the engine prefills in smaller batches, so
+# that its buffers keep it within file + KV cache + 10% (engine.c
+# batch_within_bound), and says so
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 512 -n 0 -t 1 -r 1 --json --out "$dir/b.jsonl"
+python3 - "$dir/out" <<'PY' || fail "the prefill batch within the memory bound (see above)"
+import json, sys
+mo = json.load(open(sys.argv[1]))["models"][0]
+assert mo["prefill_batch_asked"] == 512, mo
+assert 32 <= mo["prefill_batch"] < 512 and mo["prefill_batch"] % 16 == 0, mo
+assert mo["memory"]["within_limit"] is True, mo["memory"]
+PY
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 512 -n 0 -t 1 -r 1 --out "$dir/b.jsonl"
+grep -q "^prefill in batches of [0-9]* tokens, not 512: the buffers of larger ones would break" \
+  "$dir/out" || fail "no line on the prefill batch: $(cat "$dir/out")"
+grep -q "): within the bound, file + KV cache + 10%" "$dir/out" || fail "memory: $(cat "$dir/out")"
+
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['read_bandwidth_after_by_threads'] == [], r" \
   "$dir/out" || fail "-n 0 measured the bandwidth again"
