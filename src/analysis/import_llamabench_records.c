@@ -133,18 +133,13 @@ static json_t *entry_settings(json_t *o) {
 
 static json_t *head(const char *kind, const char *id, const struct lb_entry *e,
                     const struct ceil_fig *c) {
-  char arch[64], type[32], test[48], when[32];
+  char arch[64], type[32], test[48];
   import_parse_model_type(e->model_type, arch, sizeof arch, type, sizeof type);
   test_name(e, test, sizeof test);
-  record_time_utc(when);
-  json_t *o = json_object();
+  /* the time the test ran (llama-bench's), not the import's */
+  json_t *o = record_head_json(kind, id, e->test_time);
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "record", json_string(kind));
-  bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
-  bad |= put(o, "identity", json_string(id));
-  /* the time the test ran (llama-bench's), not the import's */
-  bad |= put(o, "time", json_string(e->test_time ? e->test_time : when));
   bad |= put(o, "backend", json_string("llama-bench"));
   bad |= put(o, "target", json_string("in-process"));
   json_t *m = json_object();
@@ -172,19 +167,7 @@ static json_t *head(const char *kind, const char *id, const struct lb_entry *e,
 static json_t *figure(const double *x, size_t n) {
   struct stats_summary s;
   stats_describe(x, n, &s);
-  json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = put(o, "n", json_integer((json_int_t)s.n));
-  bad |= put(o, "median", num(s.median));
-  bad |= put(o, "mean", num(s.mean));
-  bad |= put(o, "sd", num(s.sd));
-  bad |= put(o, "min", num(s.min));
-  bad |= put(o, "max", num(s.max));
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return record_stats_json(&s);
 }
 
 

@@ -22,23 +22,6 @@ static double rel_ms(uint64_t t, uint64_t base) {
   return ms_of_ns(t - base);
 }
 
-/* Common head of every record: record kind, schema, identity, time. */
-static json_t *head(const char *kind, const char *identity) {
-  char when[32];
-  record_time_utc(when);
-  json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = 0;
-  bad |= put(o, "record", json_string(kind));
-  bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
-  bad |= put(o, "identity", str(identity));
-  bad |= put(o, "time", json_string(when));
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
-}
 
 static json_t *settings_copy(const void *settings) {
   return settings ? json_deep_copy((const json_t *)settings) : json_object();
@@ -256,7 +239,7 @@ static json_t *run_verdicts(const struct run_metrics *m) {
 
 void *record_run_build(const struct record_run_in *in, const struct run_result *r,
                        const struct run_metrics *m) {
-  json_t *o = head("run", in->identity);
+  json_t *o = record_head_json("run", in->identity, NULL);
   if (!o) return NULL;
   char target[512];
   record_redact_url(in->target, target, sizeof target);
@@ -317,23 +300,6 @@ void *record_run_build(const struct record_run_in *in, const struct run_result *
 
 /* ----------------------------------------------------------- summary --- */
 
-/* {"n", "median", "mean", "sd", "min", "max"} of one figure. */
-static json_t *stats_json(const struct stats_summary *s) {
-  json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = 0;
-  bad |= put(o, "n", json_integer((json_int_t)s->n));
-  bad |= put(o, "median", num(s->n ? s->median : NAN));
-  bad |= put(o, "mean", num(s->n ? s->mean : NAN));
-  bad |= put(o, "sd", num(s->n > 1 ? s->sd : NAN));
-  bad |= put(o, "min", num(s->n ? s->min : NAN));
-  bad |= put(o, "max", num(s->n ? s->max : NAN));
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
-}
 
 static json_t *rate_stats_json(const struct stats_summary *server,
                                const struct stats_summary *client,
@@ -341,9 +307,9 @@ static json_t *rate_stats_json(const struct stats_summary *server,
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "server", stats_json(server));
-  bad |= put(o, "client", stats_json(client));
-  bad |= put(o, "headline", stats_json(headline));
+  bad |= put(o, "server", record_stats_json(server));
+  bad |= put(o, "client", record_stats_json(client));
+  bad |= put(o, "headline", record_stats_json(headline));
   bad |= put(o, "source", str(source));
   if (bad) {
     json_decref(o);
@@ -355,7 +321,7 @@ static json_t *rate_stats_json(const struct stats_summary *server,
 void *record_summary_build(const char *identity, const struct bench_summary *s,
                            const void *settings, const struct record_ceiling *ceiling,
                            double cpu_steal_share) {
-  json_t *o = head("summary", identity);
+  json_t *o = record_head_json("summary", identity, NULL);
   if (!o) return NULL;
   int bad = 0;
   bad |= put(o, "workload", str(s->workload));
@@ -367,14 +333,14 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
 
   json_t *tokens = json_object();
   bad |= !tokens;
-  bad |= put(tokens, "prompt", stats_json(&s->prompt_tokens));
-  bad |= put(tokens, "processed", stats_json(&s->prompt_processed));
-  bad |= put(tokens, "completion", stats_json(&s->completion_tokens));
-  bad |= put(tokens, "reasoning", stats_json(&s->reasoning_tokens));
+  bad |= put(tokens, "prompt", record_stats_json(&s->prompt_tokens));
+  bad |= put(tokens, "processed", record_stats_json(&s->prompt_processed));
+  bad |= put(tokens, "completion", record_stats_json(&s->completion_tokens));
+  bad |= put(tokens, "reasoning", record_stats_json(&s->reasoning_tokens));
   bad |= put(o, "tokens", tokens);
-  bad |= put(o, "ttft_ms", stats_json(&s->ttft_ms));
-  bad |= put(o, "ttft_gap_ms", stats_json(&s->ttft_gap_ms));
-  bad |= put(o, "server_prompt_ms", stats_json(&s->server_prompt_ms));
+  bad |= put(o, "ttft_ms", record_stats_json(&s->ttft_ms));
+  bad |= put(o, "ttft_gap_ms", record_stats_json(&s->ttft_gap_ms));
+  bad |= put(o, "server_prompt_ms", record_stats_json(&s->server_prompt_ms));
 
   json_t *rates = json_object();
   bad |= !rates;
@@ -424,7 +390,7 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
 void *record_end_build(const char *identity, const struct machine_thermal *thermal_after,
                        uint32_t runs, const uint32_t *failed_by_kind, bool interrupted,
                        double cpu_steal_share) {
-  json_t *o = head("end", identity);
+  json_t *o = record_head_json("end", identity, NULL);
   if (!o) return NULL;
   uint32_t n_failed = 0;
   for (int k = 1; failed_by_kind && k < RUN_ERR_COUNT; k++) n_failed += failed_by_kind[k];

@@ -15,15 +15,10 @@ static double ms_round(double ms) { return isfinite(ms) ? round(ms * 1e3) / 1e3 
 
 static json_t *head(const char *kind, const struct record_engine_in *in,
                     const struct engine_bench_config *cfg, int threads) {
-  char when[32], test[32];
-  record_time_utc(when);
-  json_t *o = json_object();
+  char test[32];
+  json_t *o = record_head_json(kind, in->identity, NULL);
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "record", json_string(kind));
-  bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
-  bad |= put(o, "identity", str(in->identity));
-  bad |= put(o, "time", json_string(when));
   bad |= put(o, "backend", json_string("engine"));
   bad |= put(o, "target", json_string("in-process"));
   json_t *m = json_object();
@@ -108,22 +103,6 @@ static json_t *segments_json(const struct engine_bench_segment *seg, size_t n,
   return a;
 }
 
-static json_t *stats_json(const struct stats_summary *s) {
-  json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = 0;
-  bad |= put(o, "n", json_integer((json_int_t)s->n));
-  bad |= put(o, "median", num(s->median));
-  bad |= put(o, "mean", num(s->mean));
-  bad |= put(o, "sd", num(s->sd));
-  bad |= put(o, "min", num(s->min));
-  bad |= put(o, "max", num(s->max));
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
-}
 
 void *record_engine_run_build(const struct record_engine_in *in,
                               const struct engine_bench_config *cfg, int threads, int index,
@@ -156,8 +135,8 @@ void *record_engine_summary_build(const struct record_engine_in *in,
   bad |= put(o, "warmups", json_integer(r->cfg.warmups ? r->cfg.warmups : 1));
   bad |= put(o, "tokens", json_integer(r->cfg.tokens));
   bad |= put(o, "mean_depth", num(r->mean_depth));
-  bad |= put(o, "rate_tok_s", stats_json(&r->tok_s));
-  bad |= put(o, "ms", stats_json(&r->ms));
+  bad |= put(o, "rate_tok_s", record_stats_json(&r->tok_s));
+  bad |= put(o, "ms", record_stats_json(&r->ms));
   bad |= put(o, "ceiling", ceiling_json(in, &r->cfg));
   bad |= put(o, "percent_of_ceiling",
              num(record_percent_of(r->tok_s.n ? r->tok_s.mean : NAN, in->ceiling_tok_s)));

@@ -268,6 +268,43 @@ int record_json_set(void *obj, const char *key, void *value) {
 #define str_or_null record_json_str
 #define put record_json_set
 
+void *record_head_json(const char *kind, const char *identity, const char *time) {
+  char now[32];
+  if (!time) {
+    record_time_utc(now);
+    time = now;
+  }
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "record", json_string(kind));
+  bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
+  bad |= put(o, "identity", str_or_null(identity));
+  bad |= put(o, "time", json_string(time));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+void *record_stats_json(const struct stats_summary *s) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = 0;
+  bad |= put(o, "n", json_integer((json_int_t)s->n));
+  bad |= put(o, "median", record_json_num(s->n ? s->median : NAN));
+  bad |= put(o, "mean", record_json_num(s->n ? s->mean : NAN));
+  bad |= put(o, "sd", record_json_num(s->n > 1 ? s->sd : NAN));
+  bad |= put(o, "min", record_json_num(s->n ? s->min : NAN));
+  bad |= put(o, "max", record_json_num(s->n ? s->max : NAN));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
 void *record_machine_json(const struct machine_info *m) {
   if (!m) return json_null();
   json_t *o = json_object();

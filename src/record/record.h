@@ -30,6 +30,7 @@
 
 #include "backend/backend.h" /* struct server_info (header-only use) */
 #include "machine/probe.h"
+#include "stats/stats.h"
 #include "util/err.h"
 
 /* Version of the record format; bumped when a key changes meaning or goes. */
@@ -99,6 +100,14 @@ void *record_json_str(const char *s);
  * from an allocation that failed, or no memory), 0 on success, so a builder
  * ORs the results and checks once. value is stolen either way. */
 int record_json_set(void *obj, const char *key, void *value);
+/* The keys every record opens with: {"record": kind, "schema":
+ * RECORD_SCHEMA, "identity": identity (NULL -> null), "time": time, or now
+ * (record_time_utc) when time is NULL}; NULL when out of memory. */
+void *record_head_json(const char *kind, const char *identity, const char *time);
+/* One figure over a configuration's runs: {"n", "median", "mean", "sd",
+ * "min", "max"} of a stats_describe summary (NAN -> null: all but n when
+ * n is 0, sd when n < 2); NULL when out of memory. */
+void *record_stats_json(const struct stats_summary *s);
 /* machine_info -> {cpu, arch, cores, memory_bytes, memory_available_bytes,
  * llc_bytes, os, flags[]}. */
 void *record_machine_json(const struct machine_info *m);

@@ -152,6 +152,44 @@ static void test_nan_is_null(void) {
   json_decref(o);
 }
 
+/* The head every record opens with, and one figure's summary: an empty
+ * sample is all null but n, one value has no sd. */
+static void test_head_and_stats(void) {
+  json_t *h = record_head_json("run", "ab12", "2026-12-01T00:00:00Z");
+  char *s = record_dump(h);
+  CHECK_STR(s, "{\"record\":\"run\",\"schema\":1,\"identity\":\"ab12\","
+               "\"time\":\"2026-12-01T00:00:00Z\"}");
+  free(s);
+  json_decref(h);
+  h = record_head_json("summary", NULL, NULL); /* no identity: null; no time: now */
+  CHECK(json_is_null(json_object_get(h, "identity")));
+  const char *t = json_string_value(json_object_get(h, "time"));
+  CHECK(t && strlen(t) == 20 && t[19] == 'Z');
+  json_decref(h);
+
+  const double x[] = {3, NAN, 1, 2};
+  struct stats_summary st;
+  stats_describe(x, 4, &st);
+  json_t *o = record_stats_json(&st);
+  s = record_dump(o);
+  CHECK_STR(s, "{\"n\":3,\"median\":2.0,\"mean\":2.0,\"sd\":1.0,\"min\":1.0,\"max\":3.0}");
+  free(s);
+  json_decref(o);
+  stats_describe(x, 1, &st);
+  o = record_stats_json(&st);
+  s = record_dump(o);
+  CHECK_STR(s, "{\"n\":1,\"median\":3.0,\"mean\":3.0,\"sd\":null,\"min\":3.0,\"max\":3.0}");
+  free(s);
+  json_decref(o);
+  stats_describe(x + 1, 1, &st);
+  o = record_stats_json(&st);
+  s = record_dump(o);
+  CHECK_STR(s, "{\"n\":0,\"median\":null,\"mean\":null,\"sd\":null,\"min\":null,"
+               "\"max\":null}");
+  free(s);
+  json_decref(o);
+}
+
 static bool is_hex_id(const char *s) {
   if (strlen(s) != RECORD_ID_LEN) return false;
   for (const char *p = s; *p; p++)
@@ -408,6 +446,7 @@ void tm_run_tests(void) {
   TM_RUN(test_lines_survive_without_close);
   TM_RUN(test_open_and_write_errors);
   TM_RUN(test_nan_is_null);
+  TM_RUN(test_head_and_stats);
   TM_RUN(test_ids_and_time);
   TM_RUN(test_redact_url);
   TM_RUN(test_redact_secrets);
