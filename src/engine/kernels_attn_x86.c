@@ -513,12 +513,23 @@ attn_score_rows(int nr, bool tree, int64_t hd, const uint16_t *k, int64_t k_left
 }
 
 /* A span the pipeline prefetches into L1 beside its own rows (attn_rows_next):
- * `per` lines per position while `lines` remain. */
+ * from position `from` on, `per` lines per position while `lines` remain. */
 struct attn_side {
   const char *p;
   int64_t lines;
   int64_t per;
+  int64_t from;
 };
+
+/* How much of the next item's K rows attn_rows_next prefetches: its first
+ * 64 KiB (256 positions of a 128-wide head), over this item's last
+ * positions, 4 lines (one row) a position. A deep context's whole next
+ * head spread over the item (1 MiB at 4000 positions) was evicted from L2
+ * by the item's own 2 MiB before it was used: read twice, tg64 at depth 4000
+ * ran at 61% of its ceiling (2026-12-01). Within 256 positions it is the
+ * whole head, spread over the whole item, as before. */
+#define ATTN_NEXT_MAX_BYTES (64u << 10)
+#define ATTN_NEXT_LINES_PER_POS 4
 
 /* One block: accumulate the np V rows at v (factors ms/vs per row) into the
  * nr accumulators acc0/acc1 (nv vectors of 16 each, in registers for the
@@ -607,7 +618,8 @@ attn_pipe(int nr, bool tree, int nv, const float *q32a, const float *q32b, const
     const uint16_t *k_next = np_next ? k + (size_t)(p0 + np) * kv_stride : k;
     attn_pipe_block(nr, tree, nv, acc0, acc1, v + (size_t)p0 * kv_stride, n_pos - p0, k_next,
                     rest, kv_stride, np, np_next, ms0, vs0, ms1, vs1, q0, q1, scale,
-                    s[cur ^ 1][0], s[cur ^ 1][1], P0, P1, side);
+                    s[cur ^ 1][0], s[cur ^ 1][1], P0, P1,
+                    side && p0 + ATTN_BLK > side->from ? side : NULL);
     if (tree && np_next) {
       attn_scores_finish(P0, np_next, scale, s[cur ^ 1][0]);
       if (nr == 2) attn_scores_finish(P1, np_next, scale, s[cur ^ 1][1]);
@@ -665,10 +677,16 @@ avx512_attn_rows_any(bool tree, const float *q, size_t q_stride, int nq, const u
                      float *out, size_t out_stride, const void *next, size_t next_bytes) {
   int h = 0;
   if (ATTN_PIPE_OK(hd)) {
-    /* the side span goes with the first pipeline pass, spread over its
-     * positions (lines / n_pos per position, rounded up) */
-    struct attn_side side = {next, next ? (int64_t)((next_bytes + 63) / 64) : 0, 0};
+    /* the side span goes with the first pipeline pass: at most
+     * ATTN_NEXT_MAX_BYTES of it, over the pass's last positions, at least
+     * ATTN_NEXT_LINES_PER_POS lines a position (more when the pass is
+     * shorter than the span) */
+    if (next_bytes > ATTN_NEXT_MAX_BYTES) next_bytes = ATTN_NEXT_MAX_BYTES;
+    struct attn_side side = {next, next ? (int64_t)((next_bytes + 63) / 64) : 0, 0, 0};
     side.per = (side.lines + n_pos - 1) / n_pos;
+    if (side.per < ATTN_NEXT_LINES_PER_POS) side.per = ATTN_NEXT_LINES_PER_POS;
+    side.from = n_pos - (side.lines + side.per - 1) / side.per;
+    if (side.from < 0) side.from = 0;
     struct attn_side *sp = side.lines > 0 ? &side : NULL;
     for (; h + 2 <= nq; h += 2, sp = NULL)
       attn_pipe_rows(2, tree, q + (size_t)h * q_stride, q + (size_t)(h + 1) * q_stride, k, v,
