@@ -18,7 +18,9 @@
  *      build/libtm_util.a -lpthread -lm -o /tmp/step_ab
  *   /tmp/step_ab MODEL.gguf THREADS FLAGS [REPS [STEPS [--copy]]]
  * --copy reads the weights from an anonymous copy (engine option hugepages):
- * on a VM whose page cache reads slowly, what the kernels can do. */
+ * on a VM whose page cache reads slowly, what the kernels can do. With
+ * DEPTH=N in the environment each repetition first prefills N tokens
+ * (untimed), so the steps attend over N + s positions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   o.hugepages = argc > 6;
-  o.n_ctx = (uint32_t)steps;
+  const char *depth_env = getenv("DEPTH");
+  const int depth = depth_env ? arg_int(depth_env, 0, 1 << 20, "DEPTH") : 0;
+  o.n_ctx = (uint32_t)(steps + depth);
   struct tm_err err = {{0}};
   struct engine *e = engine_load(argv[1], &o, &err);
   if (!e) {
@@ -71,6 +75,16 @@ int main(int argc, char **argv) {
   for (int r = -1; r < reps; r++) {
     engine_reset(e);
     int32_t tok = 1;
+    if (depth > 0) {
+      int32_t *pt = malloc(sizeof(int32_t) * (size_t)depth);
+      if (!pt) return 1;
+      for (int d = 0; d < depth; d++) pt[d] = 1 + (int32_t)((d * 7919u) % (info.n_vocab - 1));
+      if (engine_prefill(e, pt, (uint32_t)depth, NULL, &err) != 0) {
+        fprintf(stderr, "step_ab: prefill of the depth failed: %s\n", err.msg);
+        return 1;
+      }
+      free(pt);
+    }
     double on = 0, off = 0;
     long r_on = 0, r_off = 0;
     for (int s = 0; s < steps; s++) {
