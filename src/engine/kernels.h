@@ -119,11 +119,13 @@ struct kernel_ops {
   void (*attn_rows)(const float *q, size_t q_stride, int nq, const uint16_t *k,
                     const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd, float scale,
                     float *out, size_t out_stride);
-  /* attn_rows that meanwhile prefetches into L1 the next_bytes at next
-   * (the cache rows the caller attends to next: the next KV head's K rows),
-   * spread evenly over this call's positions, so the misses of the two
-   * streams overlap. Results are attn_rows' bits. NULL on paths without it
-   * (the caller then uses attn_rows). */
+  /* attn_rows that meanwhile prefetches into L1 the first next_bytes at
+   * next (the cache rows the caller attends to next: the next KV head's K
+   * rows), at most 64 KiB of them, over this call's last positions (all of
+   * its positions when the span is longer), so the misses of the two
+   * streams overlap and the prefetched rows are still cached when used.
+   * Results are attn_rows' bits. NULL on paths without it (the caller then
+   * uses attn_rows). */
   void (*attn_rows_next)(const float *q, size_t q_stride, int nq, const uint16_t *k,
                          const uint16_t *v, size_t kv_stride, int64_t n_pos, int64_t hd,
                          float scale, float *out, size_t out_stride, const void *next,
