@@ -154,12 +154,16 @@ static void print_memory(const struct eb_model *m) {
            tm_fmt_bytes((double)mem->buffers, a, sizeof a), f);
     return;
   }
-  printf("memory: %s resident after the runs (weights %s %s, KV cache %s of %s, buffers %s): "
+  /* A cache smaller than its last page is resident in whole pages: say so
+   * rather than print "40 KiB of 38 KiB". */
+  const bool kv_whole_pages = mem->kv_resident > (int64_t)mem->kv_bytes;
+  printf("memory: %s resident after the runs (weights %s %s, KV cache %s %s %s, buffers %s): "
          "%s the bound, file + KV cache + 10%% (%s)\n",
          tm_fmt_bytes((double)mem->total, a, sizeof a),
          tm_fmt_bytes((double)mem->weights_resident, b, sizeof b),
          m->info.hugepages ? "copied" : "memory-mapped",
          tm_fmt_bytes((double)mem->kv_resident, c, sizeof c),
+         kv_whole_pages ? "in whole pages for" : "of",
          tm_fmt_bytes((double)mem->kv_bytes, d, sizeof d),
          tm_fmt_bytes((double)mem->buffers, e, sizeof e),
          (uint64_t)mem->total <= mem->limit ? "within" : "ABOVE", f);
