@@ -1,6 +1,8 @@
 /* engine_bench: the in-process pp / tg method (see engine_bench.h). */
 #include "bench/engine_bench.h"
 
+#include "bench/drift.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +150,7 @@ int engine_bench_run(struct engine *e, const struct engine_bench_config *cfg,
   }
   stats_describe(rates, out->n_reps, &out->tok_s);
   stats_describe(times, out->n_reps, &out->ms);
+  out->drift_tested = bench_drift_test(rates, out->n_reps, &out->drift);
   if (cfg->kind == ENGINE_BENCH_TG) {
     out->n_segments = engine_bench_segments(cfg->tokens, out->seg);
     for (size_t s = 0; s < out->n_segments; s++) {

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS (rule 5) */
+#include "stats/significance.h"
 #include "stats/stats.h"
 #include "util/err.h"
 
@@ -80,6 +81,10 @@ struct engine_bench_result {
   size_t n_segments;
   struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
   double mean_depth;               /* mean context depth the timed tokens saw */
+  /* Rule 11 over the timed repetitions' rates in run order (drift.h);
+   * drift_tested false when fewer than 3 rates (then drift is not set). */
+  struct stats_drift drift;
+  bool drift_tested;
 };
 
 /* Called after each repetition (warm-ups included); index counts all of them

@@ -303,7 +303,8 @@ void *record_run_build(const struct record_run_in *in, const struct run_result *
 
 static json_t *rate_stats_json(const struct stats_summary *server,
                                const struct stats_summary *client,
-                               const struct stats_summary *headline, const char *source) {
+                               const struct stats_summary *headline, const char *source,
+                               const struct stats_drift *drift, bool drift_tested) {
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
@@ -311,6 +312,8 @@ static json_t *rate_stats_json(const struct stats_summary *server,
   bad |= put(o, "client", record_stats_json(client));
   bad |= put(o, "headline", record_stats_json(headline));
   bad |= put(o, "source", str(source));
+  /* rule 11 on the headline's runs in order */
+  bad |= put(o, "drift", record_drift_json(drift, drift_tested));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -345,9 +348,12 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
   json_t *rates = json_object();
   bad |= !rates;
   bad |= put(rates, "prefill_tok_s", rate_stats_json(&s->prefill_server, &s->prefill_client,
-                                                     &s->prefill_headline, s->prefill_source));
+                                                     &s->prefill_headline, s->prefill_source,
+                                                     &s->prefill_drift,
+                                                     s->prefill_drift_tested));
   bad |= put(rates, "decode_tok_s", rate_stats_json(&s->decode_server, &s->decode_client,
-                                                    &s->decode_headline, s->decode_source));
+                                                    &s->decode_headline, s->decode_source,
+                                                    &s->decode_drift, s->decode_drift_tested));
   bad |= put(rates, "decode_by_segment", segments_json(s->segments, s->n_segments));
   bad |= put(o, "rates", rates);
 

@@ -145,6 +145,8 @@ void *record_engine_summary_build(const struct record_engine_in *in,
   bad |= put(o, "percent_of_ceiling_median",
              num(record_percent_of(r->tok_s.n ? r->tok_s.median : NAN, in->ceiling_tok_s)));
   bad |= put(o, "decode_by_segment", segments_json(r->seg, r->n_segments, r->cfg.kind));
+  /* rule 11: the rates in run order, slower at the end beyond the noise? */
+  bad |= put(o, "drift", record_drift_json(&r->drift, r->drift_tested));
   bad |= put(o, "cpu_steal_share", num(in->cpu_steal_share));
   bad |= put(o, "other_cpus_busy", num(in->other_cpus_busy));
   if (r->cfg.kind == ENGINE_BENCH_TG) {

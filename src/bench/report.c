@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "bench/drift.h"
 #include "util/units.h"
 
 #define PM "\xc2\xb1" /* ± */
@@ -219,6 +220,15 @@ static void details(FILE *out, const struct bench_summary *s, const struct recor
             w, ph ? "decode" : "prefill", (unsigned)sv->n, (unsigned)cv->n,
             server ? "server" : "client", (unsigned)(server ? sv->n : cv->n),
             server ? "client" : "server", fmt_rate(server ? cv->median : sv->median, a, sizeof a));
+  }
+
+  /* Rule 11: the later runs slower than the first beyond the noise. */
+  for (int ph = 0; ph < 2; ph++) {
+    const struct stats_drift *dr = ph ? &s->decode_drift : &s->prefill_drift;
+    if (!(ph ? s->decode_drift_tested : s->prefill_drift_tested)) continue;
+    char note[320];
+    if (*bench_drift_note(dr, "run", note, sizeof note))
+      fprintf(out, "  %s: %s %s; %s\n", w, ph ? "decode" : "prefill", note, BENCH_DRIFT_ADVICE);
   }
 
   if (isfinite(s->cold_ttft_ms) || isfinite(s->cold_load_ms)) {

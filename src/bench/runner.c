@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "machine/probe.h"
+#include "util/clock.h"
 
 /* ------------------------------------------------------------ workloads --- */
 
@@ -426,6 +427,18 @@ static void cold_series(struct run_ctx *c) {
   }
 }
 
+/* --cooldown: the machine idle for opt->cooldown_s before the next
+ * workload, in slices of 100 ms so an interrupt ends the pause. */
+static void cool_down(const struct run_ctx *c, const char *next) {
+  progress(c, "cooling down for %g s before %s (--cooldown)", c->opt->cooldown_s, next);
+  const uint64_t end = tm_now_ns() + (uint64_t)(c->opt->cooldown_s * 1e9);
+  for (uint64_t now = tm_now_ns(); now < end && !backend_interrupted(); now = tm_now_ns()) {
+    uint64_t left = end - now, slice = left < 100000000u ? left : 100000000u;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice};
+    nanosleep(&ts, NULL);
+  }
+}
+
 int runner_run(const struct runner_options *opt, struct runner_result *res, struct tm_err *err) {
   memset(res, 0, sizeof *res);
   res->cache_baseline_tokens = -1;
@@ -449,6 +462,7 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
   int any_failed = 0;
   res->n_workloads = opt->n_workloads;
   for (size_t i = 0; i < opt->n_workloads; i++) {
+    if (i > 0 && opt->cooldown_s > 0) cool_down(&c, opt->workloads[i].name);
     int rc = run_workload(&c, i);
     if (rc == -2 || backend_interrupted()) {
       res->interrupted = true;

@@ -92,6 +92,9 @@ struct runner_options {
   bool skip_tokenize;             /* the server's /tokenize is known not to count
                                      (backend_server_info's probe): never asked */
   double idle_timeout_s, total_timeout_s;
+  double cooldown_s;              /* pause before each workload after the first
+                                     (rule 11: a machine heating under load);
+                                     0 = none; an interrupt ends it */
   uint32_t seed;
   runner_sink_fn sink;
   runner_progress_fn progress;

@@ -11,6 +11,8 @@
  *       is not counted in n_runs (the runner passes it separately). */
 #include "bench/summary.h"
 
+#include "bench/drift.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,18 @@ static void describe(const struct run_metrics *runs, size_t n, double *buf, fiel
     buf[k++] = f(&runs[i]);
   }
   stats_describe(buf, k, out);
+}
+
+/* Rule 11 over one figure's values in run order (the runs describe takes). */
+static bool drift_of(const struct run_metrics *runs, size_t n, double *buf, field_fn f,
+                     bool prefill_only, bool allow_cache, struct stats_drift *out) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!runs[i].ok) continue;
+    if (prefill_only && !used_for_prefill(&runs[i], allow_cache)) continue;
+    buf[k++] = f(&runs[i]);
+  }
+  return bench_drift_test(buf, k, out);
 }
 
 /* One source for a headline, never a blend: the server's figure when every
@@ -181,15 +195,24 @@ void bench_summarize(const char *workload, const struct run_metrics *runs, size_
       empty_summary(figs[i].dst); /* no runs, or no memory: n 0, NAN figures */
   }
   if (buf) summarize_segments(runs, n, buf, out);
-  free(buf);
 
   /* Headlines: one source each (source_of), its own figure copied. */
   out->prefill_source = source_of(runs, n, true, allow_cache);
   out->decode_source = source_of(runs, n, false, allow_cache);
-  out->prefill_headline = strcmp(out->prefill_source, "server") == 0 ? out->prefill_server
-                                                                     : out->prefill_client;
-  out->decode_headline = strcmp(out->decode_source, "server") == 0 ? out->decode_server
-                                                                   : out->decode_client;
+  const bool prefill_server = strcmp(out->prefill_source, "server") == 0;
+  const bool decode_server = strcmp(out->decode_source, "server") == 0;
+  out->prefill_headline = prefill_server ? out->prefill_server : out->prefill_client;
+  out->decode_headline = decode_server ? out->decode_server : out->decode_client;
+  /* Rule 11 on the headlines' own series, in run order. */
+  if (buf) {
+    out->prefill_drift_tested =
+        drift_of(runs, n, buf, prefill_server ? f_prefill_server : f_prefill_client, true,
+                 allow_cache, &out->prefill_drift);
+    out->decode_drift_tested =
+        drift_of(runs, n, buf, decode_server ? f_decode_server : f_decode_client, false,
+                 allow_cache, &out->decode_drift);
+  }
+  free(buf);
 
   if (cold && cold->ok) {
     out->cold_ttft_ms = cold->ttft_ms;

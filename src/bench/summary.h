@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "bench/metrics.h"
+#include "stats/significance.h"
 #include "stats/stats.h"
 
 struct bench_summary {
@@ -43,6 +44,12 @@ struct bench_summary {
    * over those runs only. "server" / "client" / "" (no figure). */
   const char *prefill_source;
   const char *decode_source;
+
+  /* Rule 11 (drift.h) on the headlines' series in run order: the later
+   * runs slower than the first beyond the noise. *_tested false when fewer
+   * than 3 runs had the figure (then the drift is not set). */
+  struct stats_drift prefill_drift, decode_drift;
+  bool prefill_drift_tested, decode_drift_tested;
 
   /* The decode curve: per segment, the median over runs. */
   size_t n_segments;

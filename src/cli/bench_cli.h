@@ -25,6 +25,9 @@ struct bench_opts {
   size_t n_depth;              /* 0 = default (0) */
   bool reprobe, json;
   bool hugepages;              /* --hugepages: weights copied into huge pages */
+  double cooldown_s;           /* --cooldown: pause before each configuration
+                                  (in-process) or workload (--url) after the
+                                  first; 0 = none */
   bool ttft_sweep;             /* --ttft-sweep: pp (in-process) or custom workloads
                                   (--url) at several prompt lengths, then the TTFT
                                   fit (cmd_bench_ttft.c) */

@@ -96,6 +96,12 @@ struct eb_row {
    * highest of the readings between the repetitions; NAN when none was read
    * (then the ceiling used the figure read before the runs, or the probe's). */
   double bw, bw_lo, bw_hi;
+  /* Decode: the first and the last of those readings (after the warm-up,
+   * after the last repetition); NAN when not read. */
+  double bw_first, bw_last;
+  /* Rule 11 over the repetitions' rates in run order (engine_bench_result). */
+  struct stats_drift drift;
+  bool drift_tested;
   size_t n_segments;
   struct engine_bench_segment seg[ENGINE_BENCH_MAX_SEGMENTS];
 };
@@ -111,6 +117,7 @@ struct eb_state {
   uint64_t record_failures; /* records that could not be written (exit 1) */
   char identity[RECORD_ID_LEN + 1];
   uint32_t runs;
+  uint32_t configs_started; /* configurations begun (--cooldown skips the first) */
   json_t *summaries;  /* for --json */
   json_t *conclusions;
   uint32_t reps;

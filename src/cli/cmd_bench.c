@@ -127,6 +127,14 @@ static void usage(FILE *out) {
           "                         pp runs at each -d depth (default 0; no tg unless -n);\n"
           "                         --url: one custom workload per length, -n tokens each\n"
           "                         (default 16, at most 8 lengths). Default off\n"
+          "      --cooldown S       pause S seconds (at most 3600) before each configuration\n"
+          "                         after the first (in-process: each model, thread count,\n"
+          "                         length and depth; --url: each workload), so a machine\n"
+          "                         that heats up under load starts each one rested;\n"
+          "                         default none. Either way, a configuration whose later\n"
+          "                         timed runs are slower than its first beyond the noise\n"
+          "                         is called out (a fitted line over the runs in order,\n"
+          "                         as tokmeter compare tests drift; 3+ runs)\n"
           "      --json             machine-readable output on stdout instead of the\n"
           "                         table: in-process one JSON document; --url the\n"
           "                         summary records, one JSON object per line (JSON Lines)\n"
@@ -179,7 +187,7 @@ static int check_unique(const uint32_t *v, size_t n, const char *what) {
 
 static int parse_args(int argc, char **argv, struct bench_opts *o) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_PFILE, O_ALLOW, O_COLD, O_LIST,
-         O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT };
+         O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT, O_COOLDOWN };
   static const struct option longopts[] = {
       {"gguf", required_argument, 0, 'm'},          {"threads", required_argument, 0, 't'},
       {"depth", required_argument, 0, 'd'},
@@ -194,6 +202,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       {"allow-cache", no_argument, 0, O_ALLOW},     {"cold", no_argument, 0, O_COLD},
       {"list-models", no_argument, 0, O_LIST},      {"out", required_argument, 0, O_OUT},
       {"idle-timeout", required_argument, 0, O_IDLE}, {"timeout", required_argument, 0, O_TIMEOUT},
+      {"cooldown", required_argument, 0, O_COOLDOWN},
       {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
   struct tm_err err;
   memset(o, 0, sizeof *o);
@@ -262,6 +271,15 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
         if (parse_seconds(optarg, "--timeout", &o->timeout_s)) return TM_EXIT_USAGE;
         timeouts_given = true;
         break;
+      case O_COOLDOWN: {
+        char *end;
+        double v = strtod(optarg, &end);
+        if (end == optarg || *end || !(v >= 0) || v > 3600)
+          return cli_usage_error(CMD, "--cooldown: '%s' is not a number of seconds (0 to 3600)",
+                                 optarg);
+        o->cooldown_s = v;
+        break;
+      }
       case O_REPROBE: o->reprobe = true; break;
       case O_HUGEPAGES: o->hugepages = true; break;
       case O_JSON: o->json = true; break;

@@ -19,11 +19,13 @@
  * summary per configuration, end (records_engine.h, docs/records.md).
  * Exit codes: 0 ok; 1 probe / synthesis / engine failure; 2 bad flag, model
  * file that cannot be read or run (architecture, type), lengths too large. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/engine_bench.h"
@@ -314,12 +316,31 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
                        .steal_share = in.cpu_steal_share, .other_cpus = in.other_cpus_busy,
                        .n_segments = res.n_segments,
                        .bw = rc.bw_n ? in.read_bandwidth_bytes_s : NAN,
-                       .bw_lo = bw_lo, .bw_hi = bw_hi};
+                       .bw_lo = bw_lo, .bw_hi = bw_hi,
+                       .bw_first = decode && rc.bw_readings[0] > 0 ? rc.bw_readings[0] : NAN,
+                       .bw_last = decode && rc.bw_readings[n_readings - 1] > 0
+                                      ? rc.bw_readings[n_readings - 1]
+                                      : NAN,
+                       .drift = res.drift, .drift_tested = res.drift_tested};
   free(rc.bw_readings);
   memcpy(row.seg, res.seg, sizeof row.seg);
   engine_bench_result_free(&res);
   if (add_row(s, &row) != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
   return 0;
+}
+
+/* --cooldown: before every configuration but the invocation's first, a
+ * pause with the machine idle (rule 11: a machine that heats up under load
+ * slows the configurations that come later). */
+static void cooldown(struct eb_state *s) {
+  if (s->configs_started++ == 0 || !(s->o->cooldown_s > 0)) return;
+  char msg[96];
+  snprintf(msg, sizeof msg, "cooling down for %g s (--cooldown)", s->o->cooldown_s);
+  cli_progress(msg, (void *)CMD);
+  struct timespec ts = {.tv_sec = (time_t)s->o->cooldown_s,
+                        .tv_nsec = (long)((s->o->cooldown_s - floor(s->o->cooldown_s)) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 /* Every configuration of one model, threads outermost (the pool is rebuilt
@@ -344,6 +365,7 @@ static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
               .kind = kind == 0 ? ENGINE_BENCH_PP : ENGINE_BENCH_TG, .tokens = len[li],
               .depth = o->depth[di], .reps = s->reps, .warmups = 1, .max_batch = max_batch,
               .seed = BENCH_SEED + 7919u * li + 104729u * di + (uint64_t)kind};
+          cooldown(s);
           int rc = run_config(s, e, mi, o->threads[ti], &cfg);
           if (rc) return rc;
         }
@@ -524,6 +546,7 @@ static json_t *settings_json(const struct eb_state *s) {
   json_object_set_new(st, "depth", d);
   json_object_set_new(st, "reps", json_integer(s->reps));
   json_object_set_new(st, "hugepages", json_boolean(s->o->hugepages));
+  json_object_set_new(st, "cooldown_s", json_real(s->o->cooldown_s));
   json_object_set_new(st, "warmups", json_integer(1));
   json_object_set_new(st, "ignore_eos", json_true());
   json_object_set_new(st, "models", ms);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/drift.h"
 #include "bench/records_engine.h"
 #include "cli/bench_engine.h"
 #include "cli/cli.h"
@@ -613,6 +614,28 @@ void bench_engine_conclude(struct eb_state *s) {
              s->models[r->model].fits_caches ? "read from the caches at" : "memory read",
              r->bw_lo / 1e9, r->bw_hi / 1e9,
              100.0 * (r->bw_hi / r->bw_lo - 1), what);
+  }
+  /* Rule 11: a configuration whose later repetitions ran slower than its
+   * first beyond the noise. For a decode, the memory readings between its
+   * repetitions tell whether the machine's memory fell with it. */
+  for (size_t i = 0; i < s->n_rows; i++) {
+    const struct eb_row *r = &s->rows[i];
+    char note[320], test[32], dnote[32], mem[200] = "";
+    if (!r->drift_tested || !*bench_drift_note(&r->drift, "repetition", note, sizeof note))
+      continue;
+    if (r->bw_first > 0 && r->bw_last > 0) {
+      const double fell = r->bw_last / r->bw_first - 1;
+      snprintf(mem, sizeof mem,
+               fell <= r->drift.change / 2
+                   ? " (the memory readings between them fell too, from %.1f to %.1f GB/s: "
+                     "the machine slowed, not the engine alone)"
+                   : " (the memory readings between them went from %.1f to %.1f GB/s: not "
+                     "the memory)",
+               r->bw_first / 1e9, r->bw_last / 1e9);
+    }
+    conclude(s, "%s %s%s at %u thread%s: %s%s; %s.", s->models[r->model].short_label,
+             engine_bench_test_name(&r->cfg, test, sizeof test), depth_note(r, dnote, sizeof dnote),
+             r->threads, r->threads == 1 ? "" : "s", note, mem, BENCH_DRIFT_ADVICE);
   }
   /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */
   for (size_t ti = 0; ti < s->o->n_threads; ti++) {

@@ -532,6 +532,7 @@ int bench_server(const struct bench_opts *o) {
                                         "prompt_tokens", ro.workloads[i].prompt_tokens,
                                         "max_tokens", ro.workloads[i].max_tokens));
   json_object_set_new(settings, "workloads", wl);
+  json_object_set_new(settings, "cooldown_s", json_real(o->cooldown_s));
   struct record_model rm = {.name = model.have ? model.name : sc.model,
                             .file = o->gguf,
                             .arch = model.have ? model.arch : NULL,
@@ -564,6 +565,7 @@ int bench_server(const struct bench_opts *o) {
    * again would cost a request (a timeout, for one that hangs) for nothing. */
   ro.skip_tokenize = !si.has_tokenize && si.tokenize_error[0];
   ro.idle_timeout_s = o->idle_timeout_s;
+  ro.cooldown_s = o->cooldown_s;
   ro.total_timeout_s = o->timeout_s;
   ro.sink = sink;
   ro.progress = progress;

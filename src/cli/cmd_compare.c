@@ -22,6 +22,7 @@
 #include "analysis/results.h"
 #include "analysis/series.h"
 #include "cli/cli.h"
+#include "record/record.h"
 #include "util/units.h"
 
 #define CMD "compare"
@@ -179,13 +180,6 @@ static json_t *summary_json(const struct stats_summary *s) {
                    "min", num_or_null(s->min), "max", num_or_null(s->max));
 }
 
-static json_t *drift_json(const struct stats_drift *d, bool ok) {
-  if (!ok) return json_null();
-  return json_pack("{s:I,s:b,s:o,s:o,s:o}", "n", (json_int_t)d->n, "slower", d->slower,
-                   "change", num_or_null(d->change), "t", num_or_null(d->t), "t_crit",
-                   num_or_null(d->t_crit));
-}
-
 static int print_json(const struct compare_result *cr, const char *path_a, const char *path_b,
                       const struct compare_opts *o) {
   json_t *rows = json_array();
@@ -203,8 +197,8 @@ static int print_json(const struct compare_result *cr, const char *path_a, const
         num_or_null(row->ci.ratio), "ci", ci, "verdict", compare_verdict_name(row->verdict),
         "predicted_ratio", num_or_null(row->predicted_ratio), "predicted_from",
         row->predicted_from[0] ? json_string(row->predicted_from) : json_null(), "drift", "a",
-        drift_json(&row->drift_a, row->drift_a_ok), "b",
-        drift_json(&row->drift_b, row->drift_b_ok));
+        (json_t *)record_drift_json(&row->drift_a, row->drift_a_ok), "b",
+        (json_t *)record_drift_json(&row->drift_b, row->drift_b_ok));
     char na[256], nb[256];
     if (j && (json_object_set_new(j, "ceiling_note_a",
                                   series_ceiling_note(row->a, na, sizeof na) ? json_string(na)

@@ -305,6 +305,13 @@ void *record_stats_json(const struct stats_summary *s) {
   return o;
 }
 
+void *record_drift_json(const struct stats_drift *d, bool tested) {
+  if (!tested) return json_null();
+  return json_pack("{s:I,s:b,s:o,s:o,s:o}", "n", (json_int_t)d->n, "slower", d->slower,
+                   "change", record_json_num(d->change), "t", record_json_num(d->t), "t_crit",
+                   record_json_num(d->t_crit));
+}
+
 void *record_machine_json(const struct machine_info *m) {
   if (!m) return json_null();
   json_t *o = json_object();

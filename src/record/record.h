@@ -30,6 +30,7 @@
 
 #include "backend/backend.h" /* struct server_info (header-only use) */
 #include "machine/probe.h"
+#include "stats/significance.h" /* struct stats_drift */
 #include "stats/stats.h"
 #include "util/err.h"
 
@@ -108,6 +109,10 @@ void *record_head_json(const char *kind, const char *identity, const char *time)
  * "min", "max"} of a stats_describe summary (NAN -> null: all but n when
  * n is 0, sd when n < 2); NULL when out of memory. */
 void *record_stats_json(const struct stats_summary *s);
+/* A drift test over one series (rule 11, stats_drift): {"n", "slower",
+ * "change", "t", "t_crit"} (NAN -> null), or JSON null when no test was
+ * possible (tested false: fewer than 3 values); NULL when out of memory. */
+void *record_drift_json(const struct stats_drift *d, bool tested);
 /* machine_info -> {cpu, arch, cores, memory_bytes, memory_available_bytes,
  * llc_bytes, os, flags[]}. */
 void *record_machine_json(const struct machine_info *m);

@@ -114,6 +114,9 @@ struct fs_config {
   double time_scale;          /* FS_REPLAY pacing multiplier (1 = as recorded;
                                  0 = as fast as possible) */
   double a_ms, b_ms, c_ms;    /* FS_PACED/FS_BUFFERED timing */
+  double heat;                /* FS_PACED/FS_BUFFERED: a server heating up:
+                                 generation k (0-based, as received) takes
+                                 b_ms and c_ms x (1 + heat)^k; 0 = steady */
   uint32_t fixed_prompt_tokens; /* 0 = count words */
   uint32_t template_tokens;   /* tokens a chat template adds before the user
                                  message (reported in prompt_tokens; cached on a

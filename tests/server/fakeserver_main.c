@@ -22,6 +22,8 @@ static void usage(FILE *f) {
           "  --a MS                prefill fixed delay (default 20)\n"
           "  --b MS                prefill delay per uncached prompt token (default 0.5)\n"
           "  --c MS                interval between tokens (default 10)\n"
+          "  --heat X              generation k takes --b and --c x (1 + X)^k: a server\n"
+          "                        that heats up (default 0)\n"
           "  --template-tokens N   tokens the chat template adds (default 0)\n"
           "  --fixed-prompt-tokens N  user prompt tokens instead of its word count\n"
           "                        (default 0 = count words)\n"
@@ -120,6 +122,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--c") == 0) {
       NEEDV();
       if (parse_num(a, v, &cfg.c_ms)) return 2;
+    } else if (strcmp(a, "--heat") == 0) {
+      NEEDV();
+      if (parse_num(a, v, &cfg.heat)) return 2;
     } else if (strcmp(a, "--template-tokens") == 0) {
       NEEDV();
       if (parse_num(a, v, &x)) return 2;

@@ -91,6 +91,7 @@ struct fakeserver {
   struct fs_prompt cache[FS_CACHE_PROMPTS];
   uint32_t n_cache, cache_next;
   uint64_t seq;               /* response ids */
+  uint32_t n_generations;     /* generation requests set up (cfg.heat) */
   struct fs_exchange *ex;     /* FS_REPLAY */
   size_t n_ex;
 };

@@ -38,6 +38,7 @@
  * Ollama or LM Studio exists here: those shapes are documented, not recorded.
  * FS_BREAK breaks generation requests only (info endpoints answer normally),
  * except close-on-accept, which closes every connection. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,9 +509,10 @@ static void gen_setup(struct fakeserver *s, const struct fs_request *req, enum e
   g->reasoning = cfg->reasoning && !cfg->think_tags &&
                  (!text_only || ep == EP_OLLAMA_GENERATE);
   g->n_reason = (g->think_tags || g->reasoning) ? g->n_gen / 2 : 0;
-  g->prefill_ms = cfg->a_ms + cfg->b_ms * (double)(g->prompt_tokens - g->cached);
-  g->runtime_prompt_ms = cfg->b_ms * (double)(g->prompt_tokens - g->cached);
-  g->c_ms = cfg->c_ms;
+  const double heat = pow(1.0 + cfg->heat, (double)s->n_generations++);
+  g->prefill_ms = cfg->a_ms + heat * cfg->b_ms * (double)(g->prompt_tokens - g->cached);
+  g->runtime_prompt_ms = heat * cfg->b_ms * (double)(g->prompt_tokens - g->cached);
+  g->c_ms = heat * cfg->c_ms;
   g->usage_every = cfg->usage_every_chunk;
   g->t_first = g->t0 + (uint64_t)(g->prefill_ms * 1e6);
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "bench/drift.h"
 #include "bench/engine_bench.h"
 #include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS */
 #include "bench/records_engine.h"
@@ -150,6 +151,17 @@ static void test_pp(void) {
   CHECK_EQ_INT(r.n_segments, 0);
   CHECK_EQ_INT(r.reps[0].n_segments, 0);
   CHECK_NEAR(r.mean_depth, 20.0, 1e-12);
+  /* Rule 11 over the three timed rates in run order (the same test as on
+   * those rates directly). */
+  CHECK(r.drift_tested);
+  if (r.drift_tested) {
+    const double rates[3] = {r.reps[0].tok_s, r.reps[1].tok_s, r.reps[2].tok_s};
+    struct stats_drift d;
+    CHECK(bench_drift_test(rates, 3, &d));
+    CHECK_EQ_INT(r.drift.n, 3);
+    CHECK_NEAR(r.drift.change, d.change, 1e-12);
+    CHECK(r.drift.slower == d.slower);
+  }
   /* Exactly 40 tokens went into the cache of the last repetition. */
   CHECK_EQ_INT(engine_n_past(e), 40);
   engine_bench_result_free(&r);
@@ -366,6 +378,9 @@ static void test_records(void) {
   if (sum) {
     CHECK_STR(json_string_value(json_object_get(sum, "record")), "summary");
     CHECK_EQ_INT(json_integer_value(json_object_get(sum, "n")), 2);
+    /* two repetitions: no drift test (rule 11 needs three), null not absent */
+    CHECK(!r.drift_tested);
+    CHECK(json_is_null(json_object_get(sum, "drift")));
     json_t *rate = json_object_get(sum, "rate_tok_s");
     CHECK_NEAR(json_real_value(json_object_get(rate, "mean")), r.tok_s.mean, 1e-9);
     CHECK_NEAR(json_real_value(json_object_get(sum, "percent_of_ceiling")), 50.0, 1e-9);

@@ -209,7 +209,39 @@ static void test_summary_empty_and_all_failed(void) {
   CHECK_EQ_INT(strlen(s.workload), sizeof s.workload - 1);
 }
 
+/* Rule 11 on the headlines' series in run order: the decode falls by 2 tok/s
+ * a run (50 .. 42, -16% fitted, on a line), the prefill is flat noise; a
+ * cache hit's prefill (5000) is left out of the prefill series as it is of
+ * the figures, so it cannot fake a fall. */
+static void test_summary_drift(void) {
+  struct run_metrics runs[6] = {
+      ok_run(1000, 900, 200, 50, 49), ok_run(1010, 910, 200, 48, 47),
+      ok_run(5000, 4000, 20, 47, 46), ok_run(990, 890, 200, 46, 45),
+      ok_run(1005, 905, 200, 44, 43), ok_run(995, 895, 200, 42, 41)};
+  runs[2].cache = CACHE_HIT;
+  runs[2].prefill_excluded = true;
+  runs[2].decode_server = 47; /* keeps the line: 50 48 47 46 44 42 */
+  struct bench_summary s;
+  bench_summarize("generate", runs, 6, NULL, false, &s);
+  CHECK(s.decode_drift_tested);
+  CHECK(s.decode_drift.slower);
+  CHECK_EQ_INT(s.decode_drift.n, 6);
+  CHECK(s.decode_drift.change < -0.14 && s.decode_drift.change > -0.18);
+  CHECK(s.prefill_drift_tested);
+  CHECK_EQ_INT(s.prefill_drift.n, 5); /* the cache hit left out */
+  CHECK(!s.prefill_drift.slower);
+  /* with --allow-cache the hit is in, and its 5000 in the middle is no trend */
+  bench_summarize("generate", runs, 6, NULL, true, &s);
+  CHECK_EQ_INT(s.prefill_drift.n, 6);
+  CHECK(!s.prefill_drift.slower);
+  /* two runs: no test */
+  bench_summarize("generate", runs, 2, NULL, false, &s);
+  CHECK(!s.decode_drift_tested);
+  CHECK(!s.prefill_drift_tested);
+}
+
 void tm_run_tests(void) {
+  TM_RUN(test_summary_drift);
   TM_RUN(test_summary_counts_and_figures);
   TM_RUN(test_summary_allow_cache);
   TM_RUN(test_summary_cold_apart);
