@@ -4,6 +4,7 @@
 #include "util/err.h"
 #include "util/units.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,4 +95,22 @@ int cli_parse_rate(const char *cmd, const char *s, const char *flag, double *out
   if (cli_check_rate(cmd, v, flag, s) != 0) return TM_EXIT_USAGE;
   *out = v;
   return 0;
+}
+
+void cli_print_report_hint(const char *path) {
+  bool plain = *path != 0;
+  for (const char *c = path; *c; c++)
+    if (!(isalnum((unsigned char)*c) || strchr("._/-+,:=@%", *c))) plain = false;
+  fputs("report: tokmeter report ", stdout);
+  if (*path == '-') fputs("./", stdout); /* not an option to report */
+  if (plain) {
+    fputs(path, stdout);
+  } else { /* 'it'\''s': each ' closes the quote, adds an escaped one, reopens */
+    putchar('\'');
+    for (const char *c = path; *c; c++)
+      if (*c == '\'') fputs("'\\''", stdout);
+      else putchar(*c);
+    putchar('\'');
+  }
+  fputs(" --html report.html (a table, and a page of plots)\n", stdout);
 }

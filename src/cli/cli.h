@@ -38,6 +38,11 @@ int cli_parse_rate(const char *cmd, const char *s, const char *flag, double *out
 int cli_check_rate(const char *cmd, double v, const char *flag, const char *s);
 
 /* True when stderr is a terminal (progress lines are shown only then). */
+/* After a bench: the line that says how to look at its records, e.g.
+ * "report: tokmeter report tokmeter-results.jsonl --html report.html (a table,
+ * and a page of plots)", the path single-quoted for a shell when it needs it. */
+void cli_print_report_hint(const char *records_path);
+
 bool cli_progress_enabled(void);
 /* A progress callback (ctx = command name): on a TTY, rewrites one status line
  * on stderr; when piped, silent. cli_progress_done() clears the line. */

@@ -716,6 +716,7 @@ void bench_engine_print(struct eb_state *s, bool probe_cached) {
   for (size_t i = 0; i < json_array_size(s->conclusions); i++)
     printf("%s\n", json_string_value(json_array_get(s->conclusions, i)));
   printf("\nrecords: %s (%u timed runs)\n", o->out ? o->out : RECORD_DEFAULT_FILE, s->runs);
+  cli_print_report_hint(o->out ? o->out : RECORD_DEFAULT_FILE);
 }
 
 /* obj[key] = [{threads, bytes_s}] for bw[1..n] (an empty list when n = 0);

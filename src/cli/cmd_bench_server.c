@@ -662,6 +662,7 @@ int bench_server(const struct bench_opts *o) {
     print_steal(res, steal);
     printf("records: %s (%llu lines this run)\n", out_path,
            (unsigned long long)record_lines_written(sc.file));
+    cli_print_report_hint(out_path);
   }
   if (sc.write_errors)
     cli_warn(CMD, "%u records could not be written to %s: %s", sc.write_errors, out_path,

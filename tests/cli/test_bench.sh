@@ -155,6 +155,9 @@ if [ "$ncpu" -ge 2 ]; then
     fail "no scaling conclusion: $(cat "$dir/out")"
 fi
 grep -q "records: $dir/r2.jsonl" "$dir/out" || fail "records file not named"
+# the next step, a command that works as printed (a path with a space is quoted)
+grep -qx "report: tokmeter report $dir/r2.jsonl --html report.html (a table, and a page of plots)" \
+  "$dir/out" || fail "no report hint: $(tail -2 "$dir/out")"
 grep -q "read now, before the runs (the cached probe's:" "$dir/out" ||
   fail "a cached probe: the bandwidth must be read again before the runs"
 grep -qE "^ +memory read between the decode's repetitions \(GB/s, lowest-highest\): 1 thread [0-9.]+-[0-9.]+" \

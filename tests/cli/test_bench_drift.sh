@@ -5,7 +5,9 @@
 # under the table and the summary record carries the test; a steady server
 # gets the test (an object) without the sentence. --cooldown pauses before
 # every configuration but the first (in-process and --url), is recorded in
-# the identity's settings, and its value is checked (exit 2, one line).
+# the identity's settings, and its value is checked (exit 2, one line). The
+# line after the records names the report command, quoted for a shell, and
+# that command works as printed.
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}" "${TOKMETER_FIXTURES:?}"
 . "$(dirname "$0")/lib.sh"
@@ -85,6 +87,16 @@ assert len(sums) == 2, len(sums)
 for s in sums:  # three repetitions: the test ran over them
     assert s["drift"]["n"] == 3 and isinstance(s["drift"]["slower"], bool), s["drift"]
 PY
+# the report hint quotes a path a shell would split, and the command works
+mkdir -p "$dir/a b"
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/a b/it's.jsonl"
+hint=$(grep "^report: " "$dir/out") || fail "no report hint"
+[ "$hint" = "report: tokmeter report '$dir/a b/it'\''s.jsonl' --html report.html (a table, and a page of plots)" ] ||
+  fail "report hint: $hint"
+cmd=${hint#report: tokmeter }
+cmd=${cmd% (a table, and a page of plots)}
+(cd "$dir" && eval "\"\$TOKMETER\" $cmd" >/dev/null) || fail "the hinted command failed: $cmd"
+[ -s "$dir/report.html" ] || fail "the hinted command wrote no report.html"
 # --json carries the same summaries
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); s=d['summaries'][0]; assert s['drift'] is None, s" \
