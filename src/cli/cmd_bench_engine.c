@@ -631,11 +631,15 @@ static int get_probe(struct eb_state *s, bool *cached) {
   struct tm_err err = {{0}};
   *cached = !s->o->reprobe && probe_load_cached(s->probe, &err) == 1 &&
             s->probe->quick == probe_quick_from_env() && probe_covers_machine(s->probe);
+  /* a cache taken while other work ran is taken again on a quiet machine */
+  char retake[400] = "";
+  if (*cached && probe_retake_busy(s->probe, retake, sizeof retake)) *cached = false;
   if (*cached) return 0;
+  if (retake[0]) cli_warn(CMD, "%s", retake);
   memset(&err, 0, sizeof err);
   cli_progress("probing this machine (memory bandwidth, compute; once, then cached)",
                (void *)CMD);
-  if (probe_get(s->probe, s->o->reprobe, cli_progress, (void *)CMD, &err) != 0) {
+  if (probe_get(s->probe, s->o->reprobe || retake[0], cli_progress, (void *)CMD, &err) != 0) {
     cli_progress_done();
     return cli_fail(CMD, TM_EXIT_RUNTIME, "probe failed: %s", err.msg);
   }

@@ -449,6 +449,25 @@ bool probe_busy_warning(const struct machine_probe *p, char *buf, size_t n) {
   return true;
 }
 
+bool probe_retake_busy(const struct machine_probe *p, char *buf, size_t n) {
+  char warn[400];
+  if (!probe_busy_warning(p, warn, sizeof warn)) return false; /* no reading needed */
+  return probe_retake_busy_at(p, machine_busy_cpus(250), buf, n);
+}
+
+bool probe_retake_busy_at(const struct machine_probe *p, double now, char *buf, size_t n) {
+  char warn[400];
+  if (!probe_busy_warning(p, warn, sizeof warn)) return false;
+  if (now < 0 || now > PROBE_BUSY_WARN_CPUS) return false;
+  const double then = p->busy_cpus_before > p->busy_cpus_after ? p->busy_cpus_before
+                                                                : p->busy_cpus_after;
+  snprintf(buf, n,
+           "the cached probe (%s) was measured while other processes kept %.1f of %u CPUs "
+           "busy; they keep %.1f busy now, so this machine is measured again",
+           p->measured_at, then, p->info.cpus, now);
+  return true;
+}
+
 int probe_run(struct machine_probe *p, uint32_t max_threads, probe_progress_fn progress,
               void *ctx, struct tm_err *err) {
   struct probe_options o = {max_threads, probe_quick_from_env()};
@@ -538,7 +557,9 @@ int probe_get(struct machine_probe *p, bool rerun, probe_progress_fn progress, v
     struct tm_err lerr = {{0}};
     int r = probe_load_cached(p, &lerr);
     /* A quick result is fine for quick callers, never for real ceilings. */
-    if (r == 1 && (quick || !p->quick) && probe_covers_machine(p)) return 0;
+    if (r == 1 && (quick || !p->quick) && probe_covers_machine(p) &&
+        !probe_retake_busy(p, note, sizeof note))
+      return 0;
     if (r == 1 && !probe_covers_machine(p))
       snprintf(note, sizeof note, "the cached probe measured 1..%u threads of this machine's %u: "
                "measured again", p->max_threads, machine_default_threads(&p->info));

@@ -217,6 +217,14 @@ double machine_busy_cpus(uint32_t window_ms);
 /* When other processes were busy around the probe, writes one line saying so
  * (and what to do) into buf and returns true. */
 bool probe_busy_warning(const struct machine_probe *p, char *buf, size_t n);
+/* A cached probe measured while other processes were busy (the warning
+ * above) is measured again once the machine is quiet: true when the probe
+ * carries that warning and other processes keep at most
+ * PROBE_BUSY_WARN_CPUS busy now (250 ms of /proc/stat), with a note saying
+ * so in buf. False otherwise (then the cache stands, with its warning). */
+bool probe_retake_busy(const struct machine_probe *p, char *buf, size_t n);
+/* Its decision for a given reading of the CPUs busy now (-1: unknown). */
+bool probe_retake_busy_at(const struct machine_probe *p, double busy_now, char *buf, size_t n);
 
 /* The number of threads a default probe uses: online CPUs, or fewer when the
  * process's affinity mask allows fewer. */

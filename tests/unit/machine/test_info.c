@@ -311,6 +311,24 @@ static void test_busy_warning(void) {
   CHECK(probe_busy_warning(&p, buf, sizeof buf));
   CHECK_CONTAINS(buf, "0.9 of 2 CPUs busy");
   CHECK_CONTAINS(buf, "re-run 'tokmeter probe'");
+
+  /* The retake: never for a probe without the warning; with it, only when
+   * the machine is quiet now, and then the note names the cached probe. */
+  snprintf(p.measured_at, sizeof p.measured_at, "2026-12-01T00:19:30Z");
+  p.busy_cpus_before = 0.1, p.busy_cpus_after = 0.2;
+  buf[0] = 0;
+  CHECK(!probe_retake_busy_at(&p, 0.0, buf, sizeof buf));
+  CHECK(!probe_retake_busy(&p, buf, sizeof buf)); /* no warning: no reading either */
+  CHECK_STR(buf, "");
+  p.busy_cpus_before = 1.1;
+  CHECK(!probe_retake_busy_at(&p, 0.9, buf, sizeof buf));  /* still busy: keep it */
+  CHECK(!probe_retake_busy_at(&p, -1, buf, sizeof buf));   /* unknown: keep it */
+  CHECK(!probe_retake_busy_at(&p, PROBE_BUSY_WARN_CPUS + 0.01, buf, sizeof buf));
+  CHECK(probe_retake_busy_at(&p, PROBE_BUSY_WARN_CPUS, buf, sizeof buf));
+  CHECK(probe_retake_busy_at(&p, 0.04, buf, sizeof buf));
+  CHECK_STR(buf, "the cached probe (2026-12-01T00:19:30Z) was measured while other processes "
+                 "kept 1.1 of 2 CPUs busy; they keep 0.0 busy now, so this machine is measured "
+                 "again");
 }
 
 void tm_run_tests(void) {
