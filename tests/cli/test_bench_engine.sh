@@ -425,4 +425,23 @@ recs = [json.loads(l) for l in open(sys.argv[1])]
 types = {r["model"]["type"] for r in recs if r["record"] in ("identity", "run", "summary")}
 assert types == {"Q4_K_M"}, types
 ' "$dir/kq.jsonl" || fail "records name the Q4_K_M file $(grep -o '"type":"[^"]*"' "$dir/kq.jsonl" | sort -u)"
+# A rate above its ceiling in process: no cached prompt, buffered stream or
+# speculative decoding can explain it here, so the conclusion names the
+# ceiling's figure. A cached probe whose compute rates are a thousandth of a
+# GOPS puts any prefill far above: the probe's figure is low, and says so.
+python3 - "$TOKMETER_CACHE_DIR" <<'PY' || fail "crafting a low-compute probe"
+import glob, json, sys
+f = glob.glob(sys.argv[1] + "/probe*.json")
+assert len(f) == 1, f
+p = json.load(open(f[0]))
+p["compute_int8_ops"] = p["compute_f32_flops"] = 1e6
+for e in p["compute_int8_by_threads"]: e["ops_s"] = 1e6
+for e in p["compute_f32_by_threads"]: e["flops"] = 1e6
+json.dump(p, open(f[0], "w"))
+PY
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/above.jsonl"
+grep -qE "^Q8_0 pp32 at 1 thread: [0-9]+% of the ceiling: above the probe's compute rate at that thread count, so that figure is low here \(other work while probing\? --reprobe on a quiet machine\)\.$" \
+  "$dir/out" || fail "prefill above its ceiling: $(cat "$dir/out")"
+grep -qE "cached prompt|buffered stream|speculative" "$dir/out" &&
+  fail "server causes named for an in-process rate: $(cat "$dir/out")"
 echo "test_bench_engine: ok"
