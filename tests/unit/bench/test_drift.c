@@ -33,11 +33,17 @@ static void test_drift_steady_or_rising(void) {
   CHECK(bench_drift_test(up, 4, &d));
   CHECK(!d.slower);
   CHECK(d.change > 0);
-  /* a clear but tiny fall: below BENCH_DRIFT_MIN_CHANGE (1%), not called out */
-  const double tiny[] = {100, 99.9, 99.8, 99.7, 99.6};
-  CHECK(bench_drift_test(tiny, 5, &d));
+  /* a clear but small fall (-2%, on a line): below BENCH_DRIFT_MIN_CHANGE
+   * (3%), not called out; noise, not a machine throttling */
+  const double small[] = {100, 99.5, 99, 98.5, 98};
+  CHECK(bench_drift_test(small, 5, &d));
   CHECK(!d.slower);
-  CHECK(d.change < 0 && d.change > -BENCH_DRIFT_MIN_CHANGE);
+  CHECK(d.change < -0.019 && d.change > -BENCH_DRIFT_MIN_CHANGE);
+  /* three noisy rates near a line, -2.9% (the first fresh clone of
+   * 2026-12-01, Q8_0 tg128): not called out at 99% and 3% */
+  const double clone[] = {85.608, 84.142, 83.156};
+  CHECK(bench_drift_test(clone, 3, &d));
+  CHECK(!d.slower);
 }
 
 static void test_drift_needs_three_rates(void) {
