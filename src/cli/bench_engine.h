@@ -32,18 +32,25 @@ struct eb_model {
    * index = threads, up to weights_bw_threads; 0 when not measured. */
   double weights_read_bw[PROBE_MAX_THREADS + 1];
   uint32_t weights_bw_threads;
+  /* The probe's buffer read just before those weights, at the same thread
+   * counts (the reference the pages are held against: the machine's
+   * bandwidth moves within minutes, and the probe's figure may be older
+   * than a model's turn: a second model's pages once read "38% slower"
+   * when the whole machine had slowed, 2026-12-01). Where it could not be
+   * read, the probe's figure. */
+  double weights_ref_bw[PROBE_MAX_THREADS + 1];
   /* The main job only: the mapped weights read more than 5% below the
    * probe's buffer (EB_PAGES_COPY), so the model was loaded again from an
    * anonymous copy (engine option hugepages) and weights_read_bw is the
    * copy's; the mapped pages' figures are kept here. */
   bool copied;
-  double mapped_read_bw[PROBE_MAX_THREADS + 1];
+  double mapped_read_bw[PROBE_MAX_THREADS + 1], mapped_ref_bw[PROBE_MAX_THREADS + 1];
   uint32_t mapped_bw_threads;
   /* The main job only: such a copy was made but read slower than the
    * mapping (summed over the thread counts), so the model was loaded mapped
    * again and weights_read_bw is the mapping's; the copy's figures are kept
    * here (copy_bw_threads = 0 when no copy was dropped). */
-  double copy_read_bw[PROBE_MAX_THREADS + 1];
+  double copy_read_bw[PROBE_MAX_THREADS + 1], copy_ref_bw[PROBE_MAX_THREADS + 1];
   uint32_t copy_bw_threads;
   /* A fresh anonymous buffer of the weights' size, read with the probe's
    * loop (eb_measure_cache_fit), index = threads up to fit_bw_threads; 0
@@ -164,7 +171,8 @@ double eb_read_bw_at(struct eb_state *s, uint32_t t);
  * NAN when it cannot be measured. */
 double eb_read_weights_bw_at(const struct eb_state *s, const struct eb_model *m, uint32_t t);
 /* Model mi's weights read in place at 1..the run's largest thread count
- * (its weights_read_bw, weights_bw_threads). */
+ * (its weights_read_bw, weights_bw_threads), each beside a reading of the
+ * probe's buffer (weights_ref_bw). */
 void eb_measure_weights_bw(struct eb_state *s, size_t mi);
 /* Whether model mi's weights fit in the caches: a fresh buffer of their size
  * read at 1..the run's largest thread count against the probe's buffer (its

@@ -430,7 +430,7 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
   struct eb_model *m = &s->models[mi];
   bool slow = false;
   for (uint32_t t = 1; t <= m->weights_bw_threads; t++)
-    slow |= eb_pages_below(s->probe->read_bw_bytes_s[t], m->weights_read_bw[t], EB_PAGES_COPY);
+    slow |= eb_pages_below(m->weights_ref_bw[t], m->weights_read_bw[t], EB_PAGES_COPY);
   /* weights read from the caches: their pages' speed is not what decode sees */
   if (!slow || m->info.hugepages || m->fits_caches) return 0;
   /* The copy is anonymous memory on top of the mapping while it is made:
@@ -445,6 +445,7 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
     return 0;
   }
   memcpy(m->mapped_read_bw, m->weights_read_bw, sizeof m->mapped_read_bw);
+  memcpy(m->mapped_ref_bw, m->weights_ref_bw, sizeof m->mapped_ref_bw);
   m->mapped_bw_threads = m->weights_bw_threads;
   engine_free(*e);
   int rc = 0;
@@ -458,22 +459,26 @@ static int copy_if_pages_slow(struct eb_state *s, size_t mi, struct engine **e) 
   /* The copy has to read faster than what it replaces: on this project's VM
    * a fresh copy once read 9-14% slower than the mapping it was made for
    * (anonymous memory is placed by the host too). Then the mapping is used
-   * after all, and both figures are reported. */
+   * after all, and both figures are reported. Each side is held against
+   * the buffer read beside it (the machine moves between the two). */
   double sum_copy = 0, sum_mapped = 0;
   uint32_t tn = m->weights_bw_threads < m->mapped_bw_threads ? m->weights_bw_threads
                                                              : m->mapped_bw_threads;
   for (uint32_t t = 1; t <= tn; t++) {
-    sum_copy += m->weights_read_bw[t];
-    sum_mapped += m->mapped_read_bw[t];
+    if (!(m->weights_ref_bw[t] > 0 && m->mapped_ref_bw[t] > 0)) continue;
+    sum_copy += m->weights_read_bw[t] / m->weights_ref_bw[t];
+    sum_mapped += m->mapped_read_bw[t] / m->mapped_ref_bw[t];
   }
   if (m->copied && tn && sum_copy < sum_mapped) {
     memcpy(m->copy_read_bw, m->weights_read_bw, sizeof m->copy_read_bw);
+    memcpy(m->copy_ref_bw, m->weights_ref_bw, sizeof m->copy_ref_bw);
     m->copy_bw_threads = m->weights_bw_threads;
     engine_free(*e);
     *e = load_engine(s, mi, TM_EXIT_RUNTIME, false, &rc);
     if (!*e) return rc;
     m->copied = false;
     memcpy(m->weights_read_bw, m->mapped_read_bw, sizeof m->weights_read_bw);
+    memcpy(m->weights_ref_bw, m->mapped_ref_bw, sizeof m->weights_ref_bw);
     m->weights_bw_threads = m->mapped_bw_threads;
   }
   return 0;

@@ -122,6 +122,14 @@ void eb_measure_weights_bw(struct eb_state *s, size_t mi) {
   uint32_t t = eb_max_of(s->o->threads, s->o->n_threads);
   if (t > PROBE_MAX_THREADS) t = PROBE_MAX_THREADS;
   struct tm_err err = {{0}};
+  /* The reference first, in the same minute (a failure: the probe's). */
+  cli_progress("reading memory (the reference for the weights' pages)", (void *)CMD);
+  double ref[PROBE_MAX_THREADS + 1] = {0};
+  const bool have_ref = t && read_bw(s, 1, t, ref) == 0;
+  for (uint32_t i = 0; i <= PROBE_MAX_THREADS; i++)
+    m->weights_ref_bw[i] = have_ref && i >= 1 && i <= t && ref[i] > 0
+                               ? ref[i]
+                               : s->probe->read_bw_bytes_s[i];
   cli_progress("reading the weights in place", (void *)CMD);
   m->weights_bw_threads = 0;
   if (t && machine_read_bw_of(m->info.weights, m->info.weights_bytes, t, 3, m->weights_read_bw,
@@ -150,9 +158,8 @@ void eb_measure_cache_fit(struct eb_state *s, size_t mi) {
   if (t && machine_read_bw_fresh(bytes, t, 10, m->fit_read_bw, &err) == 0) {
     m->fit_bw_threads = t;
     bool fits = true;
-    for (uint32_t i = 1; i <= t; i++)
-      fits &= s->probe->read_bw_bytes_s[i] > 0 &&
-              m->fit_read_bw[i] >= EB_CACHE_FIT * s->probe->read_bw_bytes_s[i];
+    for (uint32_t i = 1; i <= t; i++) /* against the buffer read beside the weights */
+      fits &= m->weights_ref_bw[i] > 0 && m->fit_read_bw[i] >= EB_CACHE_FIT * m->weights_ref_bw[i];
     m->fits_caches = fits;
   }
   cli_progress_done();

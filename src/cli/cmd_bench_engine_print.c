@@ -203,15 +203,16 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
     for (uint32_t t = 1; t <= m->mapped_bw_threads; t++)
       printf(" %s (%u thread%s, probe's buffer %.1f)%s",
              tm_fmt_bandwidth(m->mapped_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
-             s->probe->read_bw_bytes_s[t] / 1e9, t < m->mapped_bw_threads ? "," : "");
+             m->mapped_ref_bw[t] / 1e9, t < m->mapped_bw_threads ? "," : "");
     printf("\n  more than 5%% below fresh memory, so the main job runs this model from an "
            "anonymous copy, as --hugepages does\n");
   }
   if (m->copy_bw_threads) {
     printf("an anonymous copy of them read in place:");
     for (uint32_t t = 1; t <= m->copy_bw_threads; t++)
-      printf(" %s (%u thread%s)%s", tm_fmt_bandwidth(m->copy_read_bw[t], a, sizeof a), t,
-             t == 1 ? "" : "s", t < m->copy_bw_threads ? "," : "");
+      printf(" %s (%u thread%s, probe's buffer %.1f)%s",
+             tm_fmt_bandwidth(m->copy_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
+             m->copy_ref_bw[t] / 1e9, t < m->copy_bw_threads ? "," : "");
     printf("\n  slower than the mapping, so the main job runs this model memory-mapped after "
            "all\n");
   }
@@ -221,7 +222,7 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
     for (uint32_t t = 1; t <= m->weights_bw_threads; t++)
       printf(" %s (%u thread%s, probe's buffer %.1f)%s",
              tm_fmt_bandwidth(m->weights_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
-             s->probe->read_bw_bytes_s[t] / 1e9, t < m->weights_bw_threads ? "," : "");
+             m->weights_ref_bw[t] / 1e9, t < m->weights_bw_threads ? "," : "");
     printf("\n");
   }
   if (m->fits_caches) {
@@ -229,7 +230,7 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
     for (uint32_t t = 1; t <= m->fit_bw_threads; t++)
       printf(" %s (%u thread%s, %.1fx the probe's buffer)%s",
              tm_fmt_bandwidth(m->fit_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
-             m->fit_read_bw[t] / s->probe->read_bw_bytes_s[t], t < m->fit_bw_threads ? "," : "");
+             m->fit_read_bw[t] / m->weights_ref_bw[t], t < m->fit_bw_threads ? "," : "");
     printf("\n  so decode reads them from the caches, and its ceiling below is the caches' read "
            "rate, not memory's\n");
   }
@@ -384,12 +385,12 @@ static double ratio(const struct eb_row *a, const struct eb_row *b) {
  * buffer (eb_pages_below); beyond four of them, the range ("19-32% slower at
  * 40 of 64 thread counts").
  * Returns whether there was any. */
-static bool slow_pages_list(const struct eb_state *s, const double *bw, uint32_t n, double frac,
+static bool slow_pages_list(const double *ref, const double *bw, uint32_t n, double frac,
                             char *out, size_t cap) {
   uint32_t n_slow = 0;
   double lo = 100, hi = 0;
   for (uint32_t t = 1; t <= n; t++) {
-    double probe_bw = s->probe->read_bw_bytes_s[t];
+    double probe_bw = ref[t];
     if (!eb_pages_below(probe_bw, bw[t], frac)) continue;
     double pct = 100.0 * (1.0 - bw[t] / probe_bw);
     lo = pct < lo ? pct : lo;
@@ -403,7 +404,7 @@ static bool slow_pages_list(const struct eb_state *s, const double *bw, uint32_t
   }
   size_t len = 0;
   for (uint32_t t = 1; t <= n && len < cap; t++) {
-    double probe_bw = s->probe->read_bw_bytes_s[t];
+    double probe_bw = ref[t];
     if (!eb_pages_below(probe_bw, bw[t], frac)) continue;
     int w = snprintf(out + len, cap - len, "%s%.0f%% slower at %u thread%s (%.1f GB/s)",
                      len ? ", " : "", 100.0 * (1.0 - bw[t] / probe_bw), t, t == 1 ? "" : "s",
@@ -515,7 +516,7 @@ void bench_engine_conclude(struct eb_state *s) {
       size_t at = 0;
       for (uint32_t t = 1; t <= m->fit_bw_threads && at < sizeof fit; t++)
         at += (size_t)snprintf(fit + at, sizeof fit - at, "%s%.1fx%s at %u thread%s",
-                               t > 1 ? ", " : "", m->fit_read_bw[t] / s->probe->read_bw_bytes_s[t],
+                               t > 1 ? ", " : "", m->fit_read_bw[t] / m->weights_ref_bw[t],
                                t == 1 ? " as fast as the probe's buffer" : "", t,
                                t == 1 ? "" : "s");
       conclude(s,
@@ -529,7 +530,7 @@ void bench_engine_conclude(struct eb_state *s) {
     if (m->fits_caches) {
       /* no page conclusions: see above */
     } else if (m->copied &&
-        slow_pages_list(s, m->mapped_read_bw, m->mapped_bw_threads, EB_PAGES_COPY, slow,
+        slow_pages_list(m->mapped_ref_bw, m->mapped_read_bw, m->mapped_bw_threads, EB_PAGES_COPY, slow,
                         sizeof slow)) {
       bw_list(m->weights_read_bw, m->weights_bw_threads, copy, sizeof copy);
       conclude(s,
@@ -543,10 +544,10 @@ void bench_engine_conclude(struct eb_state *s) {
     /* One conclusion per model about its pages: with a copy tried and slower
      * still, the one that says both. */
     const bool very_slow = !m->fits_caches &&
-                           slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads,
+                           slow_pages_list(m->weights_ref_bw, m->weights_read_bw, m->weights_bw_threads,
                                            EB_PAGES_SLOW, slow, sizeof slow);
     if (!m->fits_caches && m->copy_bw_threads &&
-        (very_slow || slow_pages_list(s, m->weights_read_bw, m->weights_bw_threads,
+        (very_slow || slow_pages_list(m->weights_ref_bw, m->weights_read_bw, m->weights_bw_threads,
                                       EB_PAGES_COPY, slow, sizeof slow))) {
       /* The copy is dropped on the sum over the thread counts (copy_if_pages_slow):
        * both sides' figures, so a thread count where the copy was faster shows. */
@@ -808,6 +809,9 @@ void bench_engine_print_json(struct eb_state *s) {
     /* the probe's read loop over the weights as run, per thread count */
     set_bw_by_threads(mo, "weights_read_bandwidth_by_threads", m->weights_read_bw,
                       m->weights_bw_threads);
+    /* ... and the probe's buffer read just before, the pages' reference */
+    set_bw_by_threads(mo, "reference_read_bandwidth_by_threads", m->weights_ref_bw,
+                      m->weights_bw_threads);
     if (mo) json_object_set_new(mo, "weights", json_string(m->info.hugepages ? "copied"
                                                                               : "mapped"));
     /* the prefill batch the engine ran, and the one asked (the memory bound) */
@@ -822,9 +826,15 @@ void bench_engine_print_json(struct eb_state *s) {
     if (m->copied)
       set_bw_by_threads(mo, "mapped_weights_read_bandwidth_by_threads", m->mapped_read_bw,
                         m->mapped_bw_threads);
+    if (m->copied)
+      set_bw_by_threads(mo, "mapped_reference_read_bandwidth_by_threads", m->mapped_ref_bw,
+                        m->mapped_bw_threads);
     /* ... or the copy it made and dropped, which read slower than the mapping */
     if (m->copy_bw_threads)
       set_bw_by_threads(mo, "copy_weights_read_bandwidth_by_threads", m->copy_read_bw,
+                        m->copy_bw_threads);
+    if (m->copy_bw_threads)
+      set_bw_by_threads(mo, "copy_reference_read_bandwidth_by_threads", m->copy_ref_bw,
                         m->copy_bw_threads);
     json_array_append_new(models, mo);
   }

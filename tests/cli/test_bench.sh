@@ -75,15 +75,20 @@ if t4.get("read_bandwidth_readings_bytes_s") and t8.get("read_bandwidth_readings
 # weights mapped, or copied because their mapped pages read >5% below the
 # probe's buffer (the main job's rule; which one happens depends on where this
 # machine put the file's pages): either way the figures must agree with it.
-# The rule holds the pages against the probe's buffer (this run's probe,
-# cached as it was measured), not against a decode's own reading.
+# The rule holds the pages against the probe's buffer read just before them
+# (reference_read_bandwidth_by_threads: the same minute, within the probe's
+# figure's reach), not against a decode's own reading.
 pj = json.load(open(glob.glob(sys.argv[3] + "/probe*.json")[0]))
-probe = {x["threads"]: x["bytes_s"] for x in pj["read_bandwidth_by_threads"]}
+by_t = lambda xs: {x["threads"]: x["bytes_s"] for x in xs}
 for m in ms:
     assert m["weights"] in ("mapped", "copied"), m
+    probe = by_t(m["reference_read_bandwidth_by_threads"])
+    assert set(probe) == set(by_t(m["weights_read_bandwidth_by_threads"])), m
+    assert all(v > 0 for v in probe.values()), m
     if m["weights"] == "copied":
         mb = m["mapped_weights_read_bandwidth_by_threads"]
-        assert any(x["bytes_s"] < 0.95 * probe[x["threads"]] for x in mb if x["threads"] in probe), (m, probe)
+        mref = by_t(m["mapped_reference_read_bandwidth_by_threads"])
+        assert any(x["bytes_s"] < 0.95 * mref[x["threads"]] for x in mb if x["threads"] in mref), (m, mref)
         assert any(c.startswith(m["type"] + ": its memory-mapped weights, read in place,") and
                    "anonymous copy" in c for c in cs), cs
     else:
@@ -104,10 +109,12 @@ for m in ms:
         dropped = m.get("copy_weights_read_bandwidth_by_threads")
         if dropped:
             # a copy was made, read slower than the mapping, and was dropped
-            cb = {x["threads"]: x["bytes_s"] for x in dropped}
-            mb = {x["threads"]: x["bytes_s"] for x in m["weights_read_bandwidth_by_threads"]}
+            # each side against the buffer read beside it, summed
+            cb, cref = by_t(dropped), by_t(m["copy_reference_read_bandwidth_by_threads"])
+            mb = by_t(m["weights_read_bandwidth_by_threads"])
             common = sorted(set(cb) & set(mb))
-            assert common and sum(cb[t] for t in common) < sum(mb[t] for t in common), (cb, mb)
+            assert common and (sum(cb[t] / cref[t] for t in common) <
+                               sum(mb[t] / probe[t] for t in common)), (cb, cref, mb, probe)
             assert copy_due, (m, probe)
             assert any(c.startswith(m["type"] + ": its memory-mapped weights, read in place,") and
                        "read slower still over the thread counts together" in c and
