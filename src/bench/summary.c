@@ -45,29 +45,28 @@ static bool used_for_prefill(const struct run_metrics *m, bool allow_cache) {
   return m->ok && (allow_cache || !m->prefill_excluded);
 }
 
-/* stats over the runs selected by prefill_only (see the header comment);
- * buf has room for n values. */
-static void describe(const struct run_metrics *runs, size_t n, double *buf, field_fn f,
-                     bool prefill_only, bool allow_cache, struct stats_summary *out) {
+/* The values of f over the runs selected by prefill_only (see the header
+ * comment), in run order, into buf (room for n); returns how many. */
+static size_t collect(const struct run_metrics *runs, size_t n, double *buf, field_fn f,
+                      bool prefill_only, bool allow_cache) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (!runs[i].ok) continue;
     if (prefill_only && !used_for_prefill(&runs[i], allow_cache)) continue;
     buf[k++] = f(&runs[i]);
   }
-  stats_describe(buf, k, out);
+  return k;
 }
 
-/* Rule 11 over one figure's values in run order (the runs describe takes). */
+static void describe(const struct run_metrics *runs, size_t n, double *buf, field_fn f,
+                     bool prefill_only, bool allow_cache, struct stats_summary *out) {
+  stats_describe(buf, collect(runs, n, buf, f, prefill_only, allow_cache), out);
+}
+
+/* Rule 11 over the same values, in run order. */
 static bool drift_of(const struct run_metrics *runs, size_t n, double *buf, field_fn f,
                      bool prefill_only, bool allow_cache, struct stats_drift *out) {
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!runs[i].ok) continue;
-    if (prefill_only && !used_for_prefill(&runs[i], allow_cache)) continue;
-    buf[k++] = f(&runs[i]);
-  }
-  return bench_drift_test(buf, k, out);
+  return bench_drift_test(buf, collect(runs, n, buf, f, prefill_only, allow_cache), out);
 }
 
 /* One source for a headline, never a blend: the server's figure when every
