@@ -137,12 +137,17 @@ chrome --window-size=1200,"$height" --screenshot="$dir/shot.png" "file://$dir/te
   fail "chromium --screenshot failed: $(tail -3 "$dir/chrome.log")"
 # shellcheck disable=SC2086
 "$dir/png_count" "$dir/shot.png" $rects >"$dir/pixels" || fail "png_count"
-ids=$(python3 -c 'import json,sys; print(" ".join(p["id"] for p in json.load(open(sys.argv[1]))["plots"]))' "$dir/geom.json")
+# Coloured pixels wanted per plot: 20, or 5 per mark when it has fewer than 4
+# (one mark, e.g. a curve whose other run's stream came coalesced under the
+# suite's load, showed 10 pixels; the control below shows 0).
+ids=$(python3 -c 'import json,sys; print(" ".join("%s:%d" % (p["id"], min(20, 5 * p["marks"])) for p in json.load(open(sys.argv[1]))["plots"]))' "$dir/geom.json")
 paste <(tr ' ' '\n' <<<"$ids") "$dir/pixels" >"$dir/pixels.by_plot"
-while read -r id total nonbg colored; do
+while read -r idneed total nonbg colored; do
+  id=${idneed%:*} need=${idneed##*:}
   [ "$total" -gt 1000 ] || fail "plot $id: its area is not on the screenshot ($total pixels)"
   [ "$nonbg" -gt 50 ] || fail "plot $id: only $nonbg non-background pixels inside its area"
-  [ "$colored" -gt 20 ] || fail "plot $id: only $colored coloured pixels (marks, lines) inside its area"
+  [ "$colored" -gt "$need" ] ||
+    fail "plot $id: only $colored coloured pixels (marks, lines) inside its area (want > $need)"
 done <"$dir/pixels.by_plot"
 # outside the plots (the left page margin) nothing is drawn: the counter is not blind
 margin=$("$dir/png_count" "$dir/shot.png" 0 0 12 "$height")
@@ -155,6 +160,6 @@ chrome --window-size=1200,"$height" --screenshot="$dir/hidden.png" "file://$dir/
 # shellcheck disable=SC2086
 "$dir/png_count" "$dir/hidden.png" $rects >"$dir/hidden.pixels"
 while read -r _ _ colored; do
-  [ "$colored" -le 20 ] || fail "control: $colored coloured pixels in a plot with its marks hidden"
+  [ "$colored" -le 5 ] || fail "control: $colored coloured pixels in a plot with its marks hidden"
 done <"$dir/hidden.pixels"
 echo "test_report_browser: ok ($(wc -l <"$dir/pixels.by_plot") plots)"
