@@ -16,8 +16,9 @@ static const struct {
     {"SVE", "sve"},
 };
 
-/* Finds "NAME = 0" as a whole word (so "AVX" does not match "AVX2 = 0"). */
-static bool reported_off(const char *s, const char *name) {
+/* The first character of NAME's value in "NAME = V" (NAME a whole word, so
+ * "AVX" does not match "AVX2 = 0"); 0 when the string does not say. */
+static char reported_value(const char *s, const char *name) {
   size_t n = strlen(name);
   for (const char *p = strstr(s, name); p; p = strstr(p + 1, name)) {
     bool starts = p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
@@ -27,9 +28,13 @@ static bool reported_off(const char *s, const char *name) {
     if (*q != '=') continue;
     q++;
     while (*q == ' ') q++;
-    return *q == '0';
+    return *q;
   }
-  return false;
+  return 0;
+}
+
+bool buildcheck_reports_on(const char *system_info, const char *name) {
+  return system_info && name && reported_value(system_info, name) == '1';
 }
 
 int buildcheck_missing(const char *system_info, const struct machine_info *mi,
@@ -37,7 +42,7 @@ int buildcheck_missing(const char *system_info, const struct machine_info *mi,
   int n = 0;
   if (!system_info || !*system_info || !mi) return 0;
   for (size_t i = 0; i < sizeof features / sizeof features[0] && n < BUILDCHECK_MAX; i++)
-    if (reported_off(system_info, features[i].build) && machine_has_flag(mi, features[i].flag))
+    if (reported_value(system_info, features[i].build) == '0' && machine_has_flag(mi, features[i].flag))
       missing[n++] = features[i].flag;
   return n;
 }

@@ -16,4 +16,8 @@
 int buildcheck_missing(const char *system_info, const struct machine_info *mi,
                        const char *missing[BUILDCHECK_MAX]);
 
+/* True when the build reports feature `name` (its own spelling, "AMX_INT8")
+ * as on: "AMX_INT8 = 1". */
+bool buildcheck_reports_on(const char *system_info, const char *name);
+
 #endif

@@ -64,6 +64,15 @@ void cli_warn(const char *cmd, const char *fmt, ...) {
   va_end(ap);
 }
 
+void cli_note(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "tokmeter %s: note: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
 static int progress_shown;
 
 bool cli_progress_enabled(void) { return isatty(STDERR_FILENO) == 1; }

@@ -19,6 +19,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_fail(const char *cmd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "tokmeter CMD: warning: <msg>" on stderr. */
 void cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "tokmeter CMD: note: ..." on stderr: a fact the reader needs to read the
+ * figures right, not a problem. */
+void cli_note(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct option;
 /* The usage error for an option getopt_long refused ('?'), arg =

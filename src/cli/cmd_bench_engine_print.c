@@ -117,6 +117,14 @@ static void print_machine(const struct eb_state *s, bool cached) {
   if (probe_best_int8(p, NULL) > 0)
     printf(", int8 dot %s (%s)", tm_fmt_ops(probe_best_int8(p, NULL), "OPS", b, sizeof b),
            p->int8_path);
+  /* The tiles are this CPU's compute too, but not the engine's: its prefill
+   * ceilings stay on the vector path its kernels run on (DESIGN.md), and the
+   * reader learns what a runtime with tile kernels could reach. */
+  if (probe_best_int8_tile(p, NULL) > 0)
+    printf("\n                int8 tiles %s (%s): the engine has no kernels for them, so its "
+           "prefill ceilings use the %s rate",
+           tm_fmt_ops(probe_best_int8_tile(p, NULL), "OPS", b, sizeof b), p->int8_tile_path,
+           p->int8_path[0] ? p->int8_path : "f32");
   printf("\nprobe: %s%s, %s\n", cached ? "cached from " : "measured ", p->measured_at,
          p->quick ? "QUICK (test mode: figures are not memory bandwidth)" : "full");
   char warn[400];

@@ -135,6 +135,7 @@ struct served_model {
   char arch[64], type[32], name[256];
   double bandwidth, compute;   /* this machine's best; NAN when not probed */
   bool int8;
+  bool int8_tiles;             /* compute is the int8 tile (AMX) rate */
 };
 
 static int load_model(const char *path, struct served_model *m) {
@@ -162,7 +163,12 @@ static int load_model(const char *path, struct served_model *m) {
   return 0;
 }
 
-static void probe_for_ceilings(struct served_model *m) {
+/* The server's prefill ceiling is held against the compute its kernels can
+ * use: the int8 vector path, or the int8 tiles (AMX) when a server on this
+ * machine reports a build that uses them (llama.cpp's "AMX_INT8 = 1"): its
+ * prefill can run far past the vector rate, and "above the ceiling" would
+ * then be a false alarm. */
+static void probe_for_ceilings(struct served_model *m, bool server_uses_tiles) {
   struct machine_probe *p = calloc(1, sizeof *p);
   struct tm_err err = {{0}};
   m->bandwidth = m->compute = NAN;
@@ -180,6 +186,13 @@ static void probe_for_ceilings(struct served_model *m) {
   m->bandwidth = probe_best_read_bw(p, NULL);
   m->int8 = ceiling_use_int8(m->cost.quantized_bytes_fraction, probe_best_int8(p, NULL));
   m->compute = m->int8 ? probe_best_int8(p, NULL) : probe_best_f32(p, NULL);
+  if (m->int8 && server_uses_tiles && probe_best_int8_tile(p, NULL) > m->compute) {
+    m->compute = probe_best_int8_tile(p, NULL);
+    m->int8_tiles = true;
+    char a[32];
+    cli_note(CMD, "the server's build uses %s tiles: its prefill ceiling is their int8 rate, %s",
+             p->int8_tile_path, tm_fmt_ops(m->compute, "OPS", a, sizeof a));
+  }
   free(p);
 }
 
@@ -201,7 +214,7 @@ static struct record_ceiling ceiling_at(const struct served_model *m, double pro
   if (prompt >= 1 && isfinite(m->compute)) {
     c.flops_per_token = model_prefill_flops_per_token(&m->cost, (uint64_t)prompt);
     c.compute_ops_s = m->compute;
-    c.compute_path = m->int8 ? "int8" : "f32";
+    c.compute_path = m->int8_tiles ? "int8_tile" : m->int8 ? "int8" : "f32";
     c.prefill_ceiling_tok_s = ceiling_tok_s(m->compute, c.flops_per_token);
   }
   return c;
@@ -504,7 +517,8 @@ int bench_server(const struct bench_opts *o) {
   }
   check_build_flags(&si, &mi, o->url);
   if (model.have) {
-    probe_for_ceilings(&model);
+    probe_for_ceilings(&model, url_is_local(o->url) &&
+                                   buildcheck_reports_on(si.system_info, "AMX_INT8"));
     if (!url_is_local(o->url))
       cli_warn(CMD, "the ceilings use THIS machine's bandwidth and compute; the server at %s "
                     "may run on other hardware",

@@ -73,18 +73,22 @@ static void print_human(const struct machine_probe *p) {
     printf("frequencies:  not readable\n");
   }
   tm_fmt_bytes((double)p->buffer_bytes, buf, sizeof buf);
-  printf("buffer:       %s; loads %s; f32 path %s; int8 path %s\n", buf, p->mem_path,
-         p->f32_path, p->int8_path[0] ? p->int8_path : "none");
+  printf("buffer:       %s; loads %s; f32 path %s; int8 path %s%s%s\n", buf, p->mem_path,
+         p->f32_path, p->int8_path[0] ? p->int8_path : "none",
+         p->int8_tile_path[0] ? "; int8 tiles " : "", p->int8_tile_path);
   printf("measured:     %s%s\n", p->measured_at,
          p->quick ? " (QUICK: small buffer, short passes; not a measurement of memory)" : "");
 
-  bool int8 = p->int8_path[0] != 0;
-  printf("\nthreads  read GB/s  copy GB/s  f32 GFLOPS  int8 GOPS\n");
+  bool int8 = p->int8_path[0] != 0, tile = p->int8_tile_path[0] != 0;
+  printf("\nthreads  read GB/s  copy GB/s  f32 GFLOPS  int8 GOPS%s\n",
+         tile ? "  int8 tile GOPS" : "");
   for (uint32_t n = 1; n <= p->max_threads && n <= PROBE_MAX_THREADS; n++) {
     printf("%7u  %9.1f  %9.1f  %10.1f  ", n, gb(p->read_bw_bytes_s[n]), gb(p->copy_bw_bytes_s[n]),
            gb(p->f32_flops[n]));
-    if (int8) printf("%9.1f\n", gb(p->int8_ops[n]));
-    else printf("%9s\n", "-");
+    if (int8) printf("%9.1f", gb(p->int8_ops[n]));
+    else printf("%9s", "-");
+    if (tile) printf("  %14.1f", gb(p->int8_tile_ops[n]));
+    printf("\n");
   }
   uint32_t tr = 0, tf = 0, ti = 0;
   char r[32], f[32], i8[32];
@@ -97,6 +101,10 @@ static void print_human(const struct machine_probe *p) {
     printf(", int8 %s (%u thread%s)", i8, ti, ti == 1 ? "" : "s");
   } else {
     printf(", int8 none (no int8 dot-product instructions)");
+  }
+  if (tile) {
+    tm_fmt_ops(probe_best_int8_tile(p, &ti), "OPS", i8, sizeof i8);
+    printf(", int8 tiles %s (%s, %u thread%s)", i8, p->int8_tile_path, ti, ti == 1 ? "" : "s");
   }
   printf("\ncopy counts bytes read + bytes written.%s\n",
          p->quick ? " Quick result: run 'tokmeter probe' without --quick for real figures." : "");

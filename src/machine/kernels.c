@@ -67,12 +67,15 @@ __attribute__((unused)) static double fma_scalar(uint64_t iters, float mul, floa
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define TM_AVX512 __attribute__((target("avx512f")))
 #define TM_AVX2 __attribute__((target("avx2")))
 #define TM_AVX2FMA __attribute__((target("avx2,fma")))
 #define TM_AVX512VNNI __attribute__((target("avx512f,avx512vnni")))
 #define TM_AVXVNNI __attribute__((target("avx2,avxvnni")))
+#define TM_AMXINT8 __attribute__((target("amx-tile,amx-int8")))
 
 /* The read loops stream four quarters of the buffer at once, one 64-byte
  * line of each per turn, each with software prefetch pf_bytes ahead (none
@@ -319,6 +322,68 @@ TM_AVXVNNI static int64_t dot_avxvnni(uint64_t iters, int8_t seed) {
   return r;
 }
 
+/* AMX int8: tdpbssd multiplies a 16 x 64 s8 tile by a 64 x 16 s8 tile
+ * (stored as 16 rows of 16 x 4 bytes) into a 16 x 16 int32 tile: 16384
+ * multiply-adds = 32768 ops. Four independent accumulator tiles keep the
+ * unit busy (one product's latency is several times its issue interval);
+ * four products per iteration -> 131072 ops. The A tiles' rows are 33 ones
+ * and 31 minus ones, the B tiles all seed: each product adds 2 x seed to
+ * every element, so the result is known (tested) and stays far from
+ * int32's range for any iteration count a pass runs. */
+struct amx_tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+TM_AMXINT8 static int64_t dot_amx_int8(uint64_t iters, int8_t seed) {
+  struct amx_tilecfg cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  int8_t a[16 * 64], b[16 * 64];
+  for (int i = 0; i < 16 * 64; i++) a[i] = (int8_t)(i % 64 < 33 ? 1 : -1), b[i] = seed;
+  _tile_loadconfig(&cfg);
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, b, 64);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, a, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (uint64_t i = 0; i < iters; i++) {
+    _tile_dpbssd(0, 4, 5);
+    _tile_dpbssd(1, 4, 6);
+    _tile_dpbssd(2, 7, 5);
+    _tile_dpbssd(3, 7, 6);
+  }
+  int32_t c[4][16 * 16];
+  _tile_stored(0, c[0], 64);
+  _tile_stored(1, c[1], 64);
+  _tile_stored(2, c[2], 64);
+  _tile_stored(3, c[3], 64);
+  _tile_release();
+  int64_t r = 0;
+  for (int t = 0; t < 4; t++)
+    for (int k = 0; k < 16 * 16; k++) r += c[t][k];
+  return r;
+}
+
+/* AMX-TILE and AMX-INT8 are CPUID leaf 7 EDX bits 24 and 25; the OS saves
+ * the tile state when XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA) are set;
+ * Linux (5.16 and later) lends the tile data to a process that asks. */
+static int cpu_amx_int8_usable(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+  if (!((d >> 24) & 1) || !((d >> 25) & 1)) return 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1)) return 0; /* OSXSAVE */
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return 0;
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+}
+
 /* AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4. Asked directly because not
  * every compiler's __builtin_cpu_supports knows the name; the caller has
  * already checked AVX2 (which implies the OS saves the YMM state). */
@@ -331,6 +396,7 @@ static int cpu_has_avx_vnni(void) {
 void kernels_select(struct kernels *k) {
   memset(k, 0, sizeof *k);
   k->int8_path = "";
+  k->int8_tile_path = "";
   __builtin_cpu_init();
   /* __builtin_cpu_supports checks the OS state (XGETBV) too, so a kernel that
    * does not save ZMM registers never gets AVX-512 code. */
@@ -356,6 +422,9 @@ void kernels_select(struct kernels *k) {
   } else if (avx2 && cpu_has_avx_vnni()) {
     k->dot = dot_avxvnni, k->int8_path = "avx_vnni", k->int8_ops_per_iter = 12 * 32 * 2;
   }
+  if (cpu_amx_int8_usable())
+    k->tile_dot = dot_amx_int8, k->int8_tile_path = "amx_int8",
+    k->int8_tile_ops_per_iter = 4.0 * 16 * 16 * 64 * 2;
 }
 
 /* --------------------------------------------------------------- aarch64 --- */
@@ -444,6 +513,7 @@ void kernels_select(struct kernels *k) {
   k->read = read_neon, k->copy = copy_neon, k->mem_path = "neon";
   k->fma = fma_neon, k->f32_path = "neon", k->f32_flops_per_iter = 12 * 4 * 2;
   k->int8_path = "";
+  k->int8_tile_path = "";
 #if TM_HAVE_DOTPROD
   if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP)
     k->dot = dot_neon, k->int8_path = "dotprod", k->int8_ops_per_iter = 12 * 16 * 2;
@@ -457,5 +527,6 @@ void kernels_select(struct kernels *k) {
   k->read = read_scalar, k->copy = copy_scalar, k->mem_path = "scalar";
   k->fma = fma_scalar, k->f32_path = "scalar", k->f32_flops_per_iter = 8 * 2;
   k->int8_path = "";
+  k->int8_tile_path = "";
 }
 #endif

@@ -44,6 +44,14 @@ struct kernels {
   kern_dot_fn dot;            /* NULL when the CPU has no int8 dot product */
   const char *int8_path;      /* "avx512_vnni", "avx_vnni", "dotprod", "" */
   double int8_ops_per_iter;   /* 2 ops per multiply-add */
+  /* Matrix tiles (Intel AMX int8: tdpbssd on 16 x 64-byte tiles), a unit
+   * apart from the vector registers: NULL unless the CPU has AMX-TILE and
+   * AMX-INT8, the OS saves the tile state, and Linux granted this process
+   * the tile data (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here). Each
+   * call configures the tiles of its own thread and releases them. */
+  kern_dot_fn tile_dot;
+  const char *int8_tile_path; /* "amx_int8", "" */
+  double int8_tile_ops_per_iter;
 };
 
 /* Fills k with the best loops this CPU runs. Cheap; call once per probe. */

@@ -67,6 +67,10 @@ double probe_best_int8(const struct machine_probe *p, uint32_t *threads) {
   return best_of(p->int8_ops, p->max_threads, threads);
 }
 
+double probe_best_int8_tile(const struct machine_probe *p, uint32_t *threads) {
+  return best_of(p->int8_tile_ops, p->max_threads, threads);
+}
+
 bool probe_quick_from_env(void) {
   const char *v = getenv("TOKMETER_PROBE_QUICK");
   return v && *v && strcmp(v, "0") != 0;
@@ -318,9 +322,11 @@ static int measure_memory(struct machine_probe *p, struct probe_pool *pool,
 
 /* ------------------------------------------------------------ compute --- */
 
+enum compute_path { PATH_F32, PATH_INT8, PATH_INT8_TILE, PATH_COUNT };
+
 struct compute_job {
   const struct kernels *k;
-  bool int8;
+  enum compute_path path;
   uint64_t iters;
   float mul, add;
   int8_t seed;
@@ -329,7 +335,9 @@ struct compute_job {
 
 static void compute_job_run(void *arg, uint32_t index, uint32_t active) {
   struct compute_job *j = arg;
-  if (j->int8)
+  if (j->path == PATH_INT8_TILE)
+    j->sinks[index * 8] += (double)j->k->tile_dot(j->iters, j->seed);
+  else if (j->path == PATH_INT8)
     j->sinks[index * 8] += (double)j->k->dot(j->iters, j->seed);
   else
     j->sinks[index * 8] += j->k->fma(j->iters, j->mul, j->add);
@@ -359,24 +367,29 @@ static int measure_compute(struct machine_probe *p, struct probe_pool *pool,
   /* Read through volatiles so the compiler cannot fold the loops' arithmetic. */
   volatile float mul = 0.9999f, add = 0.001f;
   volatile int8_t seed = 1;
-  for (int path = 0; path < 2; path++) {
-    bool int8 = path == 1;
-    if (int8 && !k->dot) break;
-    struct compute_job job = {k, int8, 0, mul, add, seed, sinks};
-    report(progress, ctx, "%s compute: calibrating", int8 ? "int8" : "f32");
+  for (int path = 0; path < PATH_COUNT; path++) {
+    if ((path == PATH_INT8 && !k->dot) || (path == PATH_INT8_TILE && !k->tile_dot)) continue;
+    const char *what = path == PATH_F32 ? "f32" : path == PATH_INT8 ? "int8" : "int8 tile";
+    const char *via = path == PATH_F32    ? k->f32_path
+                      : path == PATH_INT8 ? k->int8_path
+                                          : k->int8_tile_path;
+    double per_iter = path == PATH_F32    ? k->f32_flops_per_iter
+                      : path == PATH_INT8 ? k->int8_ops_per_iter
+                                          : k->int8_tile_ops_per_iter;
+    double *out = path == PATH_F32 ? p->f32_flops : path == PATH_INT8 ? p->int8_ops : p->int8_tile_ops;
+    struct compute_job job = {k, (enum compute_path)path, 0, mul, add, seed, sinks};
+    report(progress, ctx, "%s compute: calibrating", what);
     job.iters = calibrate(&job, plan->compute_target_ns);
-    double per_iter = int8 ? k->int8_ops_per_iter : k->f32_flops_per_iter;
     for (uint32_t t = 1; t <= pool->n; t++) {
       double best = 0;
       for (int pass = 0; pass < plan->compute_passes; pass++) {
-        report(progress, ctx, "%s compute (%s): %u thread%s, pass %d/%d", int8 ? "int8" : "f32",
-               int8 ? k->int8_path : k->f32_path, t, t == 1 ? "" : "s", pass + 1,
-               plan->compute_passes);
+        report(progress, ctx, "%s compute (%s): %u thread%s, pass %d/%d", what, via, t,
+               t == 1 ? "" : "s", pass + 1, plan->compute_passes);
         uint64_t ns = pool_run(pool, t, compute_job_run, &job);
         double rate = (double)t * (double)job.iters * per_iter * 1e9 / (double)ns;
         if (rate > best) best = rate;
       }
-      (int8 ? p->int8_ops : p->f32_flops)[t] = best;
+      out[t] = best;
     }
   }
   volatile double fold = 0;
@@ -404,6 +417,8 @@ int probe_run_opts(struct machine_probe *p, const struct probe_options *opts,
   snprintf(p->read_loop, sizeof p->read_loop, "%s", PROBE_READ_LOOP);
   snprintf(p->f32_path, sizeof p->f32_path, "%s", k.f32_path);
   snprintf(p->int8_path, sizeof p->int8_path, "%s", k.int8_path);
+  snprintf(p->int8_tile_path, sizeof p->int8_tile_path, "%s", k.int8_tile_path);
+  p->tiles_probed = true;
 
   struct probe_plan plan;
   plan.buffer_bytes = plan_buffer_bytes(&p->info, opts->quick);
@@ -533,6 +548,9 @@ int probe_load_cached(struct machine_probe *p, struct tm_err *err) {
     return tm_errf(err, "probe cache %s was measured with an older read loop (%s): its "
                    "bandwidth is not comparable", path,
                    p->read_loop[0] ? p->read_loop : "prefetch 2 KiB ahead only");
+  if (!p->tiles_probed && machine_has_flag(&now, "amx_int8"))
+    return tm_errf(err, "probe cache %s predates the int8 tile (AMX) measurement this CPU "
+                   "needs", path);
   return 1;
 }
 

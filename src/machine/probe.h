@@ -78,6 +78,13 @@ struct machine_probe {
   double f32_flops[PROBE_MAX_THREADS + 1];         /* FMA = 2 FLOPs */
   double int8_ops[PROBE_MAX_THREADS + 1];          /* 0 when no int8 dot path */
   char int8_path[24];        /* "avx512_vnni", "avx_vnni", "dotprod", "" */
+  /* int8 on matrix tiles (AMX), a unit apart from the vector path above: a
+   * runtime gets it only with kernels written for it (tokmeter's engine has
+   * none), so it never replaces int8_ops in a ceiling unless a runtime says
+   * it uses it. 0 / "" when the CPU or OS has none. */
+  double int8_tile_ops[PROBE_MAX_THREADS + 1];
+  char int8_tile_path[24];   /* "amx_int8", "" */
+  bool tiles_probed;         /* false: a cache file from before tiles were measured */
   char f32_path[24];         /* "avx512f", "avx2+fma", "neon", "scalar" */
   char mem_path[24];         /* loads used for bandwidth: "avx512f", "avx2", "neon", "scalar" */
   char read_loop[64];        /* how the read passes ran: PROBE_READ_LOOP; "" when a
@@ -133,6 +140,8 @@ int machine_read_bw_of_at(const void *buf, uint64_t bytes, uint32_t threads, int
                           double *bw_out, struct tm_err *err);
 double probe_best_f32(const struct machine_probe *p, uint32_t *threads);
 double probe_best_int8(const struct machine_probe *p, uint32_t *threads);
+/* 0 when the probe has no tile path. */
+double probe_best_int8_tile(const struct machine_probe *p, uint32_t *threads);
 
 /* Reads identity and a thermal snapshot (cheap, no measurement). */
 int machine_info_read(struct machine_info *info, struct tm_err *err);

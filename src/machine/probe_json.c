@@ -15,7 +15,10 @@
  *   compute_f32_by_threads [{threads, flops}],
  *   int8_path (null when none), compute_int8_ops (best; null when none),
  *   compute_int8_threads, compute_int8_by_threads [{threads, ops_s}] (empty when
- *   none), machine {cpu, arch, cores, memory_bytes, memory_available_bytes,
+ *   none), int8_tile_path ("amx_int8"; null when none), compute_int8_tile_ops
+ *   (best; null when none), compute_int8_tile_threads,
+ *   compute_int8_tile_by_threads [{threads, ops_s}] (empty when none; the key
+ *   absent in files written before tiles were measured), machine {cpu, arch, cores, memory_bytes, memory_available_bytes,
  *   llc_bytes (null when unknown), os, flags[]}, thermal {readable, temps [{name, celsius}],
  *   freqs_mhz []}. */
 #include <math.h>
@@ -88,6 +91,15 @@ void *probe_to_json(const struct machine_probe *p) {
   json_object_set_new(o, "compute_int8_threads", has_int8 ? json_integer(t) : json_null());
   json_object_set_new(o, "compute_int8_by_threads",
                       has_int8 ? by_threads(p->int8_ops, p->max_threads, "ops_s") : json_array());
+
+  bool has_tile = p->int8_tile_path[0] != 0;
+  json_object_set_new(o, "int8_tile_path", has_tile ? json_string(p->int8_tile_path) : json_null());
+  best = probe_best_int8_tile(p, &t);
+  json_object_set_new(o, "compute_int8_tile_ops", has_tile ? num(best) : json_null());
+  json_object_set_new(o, "compute_int8_tile_threads", has_tile ? json_integer(t) : json_null());
+  json_object_set_new(o, "compute_int8_tile_by_threads",
+                      has_tile ? by_threads(p->int8_tile_ops, p->max_threads, "ops_s")
+                               : json_array());
 
   const struct machine_info *m = &p->info;
   json_t *mj = json_object();
@@ -226,6 +238,15 @@ int probe_from_json(struct machine_probe *p, const void *json, struct tm_err *er
       get_series(o, "compute_f32_by_threads", "flops", p->f32_flops, p->max_threads, err) ||
       get_series(o, "compute_int8_by_threads", "ops_s", p->int8_ops, p->max_threads, err))
     return -1;
+  /* Absent in files written before int8 tiles were measured: tiles_probed
+   * stays false (probe_load_cached re-measures a machine that has them). */
+  if (json_object_get(o, "compute_int8_tile_by_threads")) {
+    if (get_str(o, "", "int8_tile_path", p->int8_tile_path, sizeof p->int8_tile_path, true, err) ||
+        get_series(o, "compute_int8_tile_by_threads", "ops_s", p->int8_tile_ops, p->max_threads,
+                   err))
+      return -1;
+    p->tiles_probed = true;
+  }
   if (probe_best_read_bw(p, NULL) <= 0)
     return tm_errf(err, "probe JSON: read_bandwidth_by_threads has no positive figure");
 

@@ -129,8 +129,9 @@ struct record_ceiling {
   double read_bandwidth_bytes_s;
   /* What the two ceilings are made of: decode = read_bandwidth_bytes_s /
    * bytes_per_token (the mean over the depths the tokens were generated at),
-   * prefill = compute_ops_s / flops_per_token (on the compute_path, "int8" or
-   * "f32"); NAN / NULL where unknown. */
+   * prefill = compute_ops_s / flops_per_token (on the compute_path, "int8",
+   * "int8_tile" (AMX, for a server whose build uses it) or "f32"); NAN / NULL
+   * where unknown. */
   double bytes_per_token;
   double flops_per_token;
   double compute_ops_s;

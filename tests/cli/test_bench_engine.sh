@@ -444,4 +444,42 @@ grep -qE "^Q8_0 pp32 at 1 thread: [0-9]+% of the ceiling: above the probe's comp
   "$dir/out" || fail "prefill above its ceiling: $(cat "$dir/out")"
 grep -qE "cached prompt|buffered stream|speculative" "$dir/out" &&
   fail "server causes named for an in-process rate: $(cat "$dir/out")"
+# A CPU with int8 tiles (AMX): the engine has no kernels for them, so its
+# prefill ceiling stays on the vector path and the header says what the tiles
+# offer. The cached probe is given tiles here, so this runs on any CPU.
+python3 - "$TOKMETER_CACHE_DIR" <<'PY' || fail "crafting a probe with int8 tiles"
+import glob, json, sys
+f = glob.glob(sys.argv[1] + "/probe*.json")
+p = json.load(open(f[0]))
+p["int8_tile_path"] = "amx_int8"
+p["compute_int8_tile_by_threads"] = [{"threads": e["threads"], "ops_s": 7e12 * e["threads"]}
+                                     for e in p["compute_int8_by_threads"]]
+p["compute_int8_tile_ops"] = max(e["ops_s"] for e in p["compute_int8_tile_by_threads"])
+json.dump(p, open(f[0], "w"))
+PY
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/tiles.jsonl"
+grep -qE "^ +int8 tiles [0-9.]+ TOPS \(amx_int8\): the engine has no kernels for them, so its prefill ceilings use the [a-z0-9_]+ rate$" \
+  "$dir/out" || fail "int8 tiles: no header line: $(head -12 "$dir/out")"
+python3 - "$dir/tiles.jsonl" "$TOKMETER_CACHE_DIR" <<'PY' || fail "int8 tiles: the engine's prefill ceiling (see above)"
+import glob, json, sys
+p = json.load(open(glob.glob(sys.argv[2] + "/probe*.json")[0]))
+int8 = {e["threads"]: e["ops_s"] for e in p["compute_int8_by_threads"]}
+sums = [json.loads(l) for l in open(sys.argv[1])]
+sums = [r for r in sums if r["record"] == "summary" and r["test"].startswith("pp")]
+assert sums
+for r in sums:
+    c = r["ceiling"]
+    assert c["compute_path"] != "int8_tile" and c["compute_ops_s"] < 1e12, c
+PY
+# ... and none without them
+python3 - "$TOKMETER_CACHE_DIR" <<'PY' || fail "removing the probe's int8 tiles"
+import glob, json, sys
+f = glob.glob(sys.argv[1] + "/probe*.json")
+p = json.load(open(f[0]))
+p["int8_tile_path"] = p["compute_int8_tile_ops"] = p["compute_int8_tile_threads"] = None
+p["compute_int8_tile_by_threads"] = []
+json.dump(p, open(f[0], "w"))
+PY
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/notiles.jsonl"
+grep -q "int8 tiles" "$dir/out" && fail "int8 tiles named without them: $(head -12 "$dir/out")"
 echo "test_bench_engine: ok"

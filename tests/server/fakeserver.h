@@ -114,6 +114,9 @@ struct fs_config {
   double time_scale;          /* FS_REPLAY pacing multiplier (1 = as recorded;
                                  0 = as fast as possible) */
   double a_ms, b_ms, c_ms;    /* FS_PACED/FS_BUFFERED timing */
+  const char *system_info;    /* llamacpp /props "system_info" (the build's CPU
+                                 features, "AVX512 = 1 | AMX_INT8 = 1 |");
+                                 NULL: the key is absent */
   double heat;                /* FS_PACED/FS_BUFFERED: a server heating up:
                                  generation k (0-based, as received) takes
                                  b_ms and c_ms x (1 + heat)^k; 0 = steady */

@@ -24,6 +24,8 @@ static void usage(FILE *f) {
           "  --c MS                interval between tokens (default 10)\n"
           "  --heat X              generation k takes --b and --c x (1 + X)^k: a server\n"
           "                        that heats up (default 0)\n"
+          "  --system-info S       llamacpp: /props reports this build feature string\n"
+          "                        (\"AVX512 = 1 | AMX_INT8 = 1 |\"; default: none)\n"
           "  --template-tokens N   tokens the chat template adds (default 0)\n"
           "  --fixed-prompt-tokens N  user prompt tokens instead of its word count\n"
           "                        (default 0 = count words)\n"
@@ -122,6 +124,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--c") == 0) {
       NEEDV();
       if (parse_num(a, v, &cfg.c_ms)) return 2;
+    } else if (strcmp(a, "--system-info") == 0) {
+      NEEDV();
+      cfg.system_info = v;
     } else if (strcmp(a, "--heat") == 0) {
       NEEDV();
       if (parse_num(a, v, &cfg.heat)) return 2;

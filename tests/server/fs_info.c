@@ -42,17 +42,20 @@ static json_t *ollama_details(void) {
 static int info_llamacpp(struct fakeserver *s, int fd, const struct fs_request *req,
                          const char *path, bool get) {
   const char *model = fs_default_model(FS_FLAVOR_LLAMACPP);
-  if (get && strcmp(path, "/props") == 0)
-    return reply(s, fd, req,
-                 json_pack("{s:{s:{s:i,s:f},s:i},s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:{s:b,s:b}}",
-                           "default_generation_settings", "params", "n_predict", -1,
-                           "temperature", 0.8, "n_ctx", FS_N_CTX, "total_slots", 1,
-                           "model_alias", model, "model_path", model, "chat_template",
-                           "{% for message in messages %}{{'<|im_start|>' + message['role'] + "
-                           "'\\n' + message['content'] + '<|im_end|>\\n'}}{% endfor %}",
-                           "bos_token", "<|endoftext|>", "eos_token", "<|endoftext|>",
-                           "build_info", "b1-fakeserver", "modalities", "vision", 0, "audio",
-                           0));
+  if (get && strcmp(path, "/props") == 0) {
+    json_t *props =
+        json_pack("{s:{s:{s:i,s:f},s:i},s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:{s:b,s:b}}",
+                  "default_generation_settings", "params", "n_predict", -1, "temperature", 0.8,
+                  "n_ctx", FS_N_CTX, "total_slots", 1, "model_alias", model, "model_path", model,
+                  "chat_template",
+                  "{% for message in messages %}{{'<|im_start|>' + message['role'] + "
+                  "'\\n' + message['content'] + '<|im_end|>\\n'}}{% endfor %}",
+                  "bos_token", "<|endoftext|>", "eos_token", "<|endoftext|>", "build_info",
+                  "b1-fakeserver", "modalities", "vision", 0, "audio", 0);
+    if (props && s->cfg.system_info)
+      json_object_set_new(props, "system_info", json_string(s->cfg.system_info));
+    return reply(s, fd, req, props);
+  }
   if (get && strcmp(path, "/health") == 0) return reply(s, fd, req, json_pack("{s:s}", "status", "ok"));
   if (get && (strcmp(path, "/v1/models") == 0 || strcmp(path, "/models") == 0))
     return reply(s, fd, req,

@@ -26,4 +26,21 @@ static void names_what_the_build_lacks(void) {
   CHECK_EQ_INT(buildcheck_missing("garbage = = 0 AVX2", &mi, missing), 0);
 }
 
-void tm_run_tests(void) { TM_RUN(names_what_the_build_lacks); }
+/* A feature the build says it uses: "NAME = 1", whole words only. */
+static void reads_what_the_build_uses(void) {
+  const char *info = "CPU : AVX512 = 1 | AVX512_VNNI = 1 | AMX_INT8 = 1 | LLAMAFILE = 1 |";
+  CHECK(buildcheck_reports_on(info, "AMX_INT8"));
+  CHECK(buildcheck_reports_on(info, "AVX512"));
+  CHECK(!buildcheck_reports_on("AMX_INT8 = 0 |", "AMX_INT8"));
+  CHECK(!buildcheck_reports_on("AVX512_AMX_INT8 = 1 |", "AMX_INT8"));
+  CHECK(!buildcheck_reports_on("AMX_INT8X = 1", "AMX_INT8"));
+  CHECK(buildcheck_reports_on("AMX_INT8=1", "AMX_INT8"));
+  CHECK(!buildcheck_reports_on("", "AMX_INT8"));
+  CHECK(!buildcheck_reports_on(NULL, "AMX_INT8"));
+  CHECK(!buildcheck_reports_on("AMX_INT8 =", "AMX_INT8"));
+}
+
+void tm_run_tests(void) {
+  TM_RUN(names_what_the_build_lacks);
+  TM_RUN(reads_what_the_build_uses);
+}

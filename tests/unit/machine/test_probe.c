@@ -192,7 +192,10 @@ static void check_equal(const struct machine_probe *a, const struct machine_prob
   CHECK_STR(a->read_loop, b->read_loop);
   CHECK_STR(a->f32_path, b->f32_path);
   CHECK_STR(a->int8_path, b->int8_path);
+  CHECK_STR(a->int8_tile_path, b->int8_tile_path);
+  CHECK_EQ_INT(a->tiles_probed, b->tiles_probed);
   for (uint32_t t = 0; t <= PROBE_MAX_THREADS; t++) {
+    CHECK_MSG(a->int8_tile_ops[t] == b->int8_tile_ops[t], "int8 tile[%u]", t);
     CHECK_MSG(a->read_bw_bytes_s[t] == b->read_bw_bytes_s[t], "read[%u]", t);
     CHECK_MSG(a->copy_bw_bytes_s[t] == b->copy_bw_bytes_s[t], "copy[%u]", t);
     CHECK_MSG(a->f32_flops[t] == b->f32_flops[t], "f32[%u]", t);
@@ -240,6 +243,7 @@ static void make_synthetic(struct machine_probe *p) {
     p->copy_bw_bytes_s[t] = 7.77e9 + t;
     p->f32_flops[t] = 1.0 / 3.0 * 1e11 * t;
   }
+  p->tiles_probed = true; /* a probe of this version: tiles measured, none found */
 }
 
 static void test_json_round_trip(void) {
@@ -285,6 +289,87 @@ static void test_json_round_trip(void) {
   CHECK(json_is_true(json_object_get(j, "quick")));
   json_decref(j);
   check_equal(q, &b);
+}
+
+/* The int8 tile figures go through JSON; a file from before they were
+ * measured reads as tiles_probed = false, and on a CPU with AMX the cache
+ * is not reused (its compute lacks what the CPU offers). */
+static void test_json_tiles(void) {
+  struct machine_probe a, b;
+  make_synthetic(&a);
+  snprintf(a.int8_tile_path, sizeof a.int8_tile_path, "amx_int8");
+  for (uint32_t t = 1; t <= 3; t++) a.int8_tile_ops[t] = 6.5e12 * t + 0.25;
+  struct tm_err err = {{0}};
+  json_t *j = probe_to_json(&a);
+  CHECK(j != NULL);
+  if (!j) return;
+  CHECK_STR(json_string_value(json_object_get(j, "int8_tile_path")), "amx_int8");
+  CHECK_NEAR(json_real_value(json_object_get(j, "compute_int8_tile_ops")), 3 * 6.5e12 + 0.25, 1e-3);
+  CHECK_EQ_INT(json_integer_value(json_object_get(j, "compute_int8_tile_threads")), 3);
+  CHECK_EQ_INT(probe_from_json(&b, j, &err), 0);
+  check_equal(&a, &b);
+  CHECK(memcmp(&a, &b, sizeof a) == 0);
+  CHECK_NEAR(probe_best_int8_tile(&b, NULL), 3 * 6.5e12 + 0.25, 1e-3);
+  /* a bad figure is named */
+  json_t *bad = json_deep_copy(j);
+  json_object_set_new(json_array_get(json_object_get(bad, "compute_int8_tile_by_threads"), 1),
+                      "ops_s", json_string("fast"));
+  CHECK_EQ_INT(probe_from_json(&b, bad, &err), -1);
+  CHECK_CONTAINS(err.msg, "compute_int8_tile_by_threads[1].ops_s");
+  json_decref(bad);
+  /* written before the key existed */
+  json_object_del(j, "compute_int8_tile_by_threads");
+  json_object_del(j, "compute_int8_tile_ops");
+  json_object_del(j, "compute_int8_tile_threads");
+  json_object_del(j, "int8_tile_path");
+  CHECK_EQ_INT(probe_from_json(&b, j, &err), 0);
+  CHECK(!b.tiles_probed);
+  CHECK_STR(b.int8_tile_path, "");
+  CHECK(probe_best_int8_tile(&b, NULL) == 0);
+  json_decref(j);
+
+  /* The real quick probe, written as an older file: reused unless this CPU
+   * has AMX int8. */
+  const struct machine_probe *q = get_quick();
+  if (!have_quick) return;
+  CHECK(q->tiles_probed);
+  char path[4200];
+  CHECK_EQ_INT(probe_cache_path(&q->info, path, sizeof path, &err), 0);
+  j = probe_to_json(q);
+  CHECK(j != NULL);
+  if (!j) return;
+  json_object_del(j, "compute_int8_tile_by_threads");
+  CHECK_EQ_INT(json_dump_file(j, path, 0), 0);
+  json_decref(j);
+  memset(&err, 0, sizeof err);
+  int r = probe_load_cached(&b, &err);
+  if (machine_has_flag(&q->info, "amx_int8")) {
+    CHECK_EQ_INT(r, -1);
+    CHECK_CONTAINS(err.msg, "predates the int8 tile");
+  } else {
+    CHECK_EQ_INT(r, 1);
+  }
+  remove(path);
+}
+
+/* The tile loop does the arithmetic it is timed for (it runs only where the
+ * CPU and OS give this process AMX): each of its 4 products per iteration
+ * adds, to each of 256 elements, the seed times the sum of a 64-weight row
+ * of +1 and -1 that sums to 2. */
+static void test_tile_loop_arithmetic(void) {
+  struct kernels k;
+  kernels_select(&k);
+  CHECK(k.int8_tile_path != NULL);
+  if (!k.tile_dot) {
+    CHECK_STR(k.int8_tile_path, "");
+    return;
+  }
+  CHECK_STR(k.int8_tile_path, "amx_int8");
+  for (int seed = -3; seed <= 5; seed += 4)
+    for (uint64_t iters = 1; iters <= 1001; iters += 500)
+      CHECK_MSG(k.tile_dot(iters, (int8_t)seed) == (int64_t)4 * 256 * 2 * seed * (int64_t)iters,
+                "tile loop, %llu iterations, seed %d: %lld", (unsigned long long)iters, seed,
+                (long long)k.tile_dot(iters, (int8_t)seed));
 }
 
 /* Each malformed document fails with a message naming the bad field. */
@@ -535,6 +620,8 @@ void tm_run_tests(void) {
   TM_RUN(test_read_bw_fresh);
   TM_RUN(test_bw_buffer);
   TM_RUN(test_json_round_trip);
+  TM_RUN(test_json_tiles);
+  TM_RUN(test_tile_loop_arithmetic);
   TM_RUN(test_json_malformed);
   TM_RUN(test_cache_save_load);
   TM_RUN(test_cache_corrupt);
