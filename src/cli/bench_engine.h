@@ -26,6 +26,10 @@ struct eb_model {
   uint64_t file_bytes;
   struct model_cost cost;
   bool int8;            /* prefill ceiling on the int8 path */
+  /* ... on the int8 tiles (AMX): the engine's kernels run this model's
+   * prefill there (most of its bytes Q4_0 / Q8_0, batches of at least
+   * info.prefill_tiles_min_batch tokens) and the probe measured them */
+  bool tiles;
   struct engine_info info;
   char kernel_path[32], best_path[32];
   /* The probe's read loop over this model's mapped weights (machine_read_bw_of),
@@ -167,6 +171,9 @@ uint64_t eb_mem_available_bytes(void);
  * it cannot be measured (the ceiling then falls back to the figure read
  * before the runs, or the probe's). */
 double eb_read_bw_at(struct eb_state *s, uint32_t t);
+/* True when a prefill of prompt_tokens tokens of model m runs on the int8
+ * tiles (m->tiles and a batch the tile kernels take): its ceiling is theirs. */
+bool eb_prefill_on_tiles(const struct eb_model *m, uint32_t prompt_tokens);
 /* The probe's loop over model m's weights in place at exactly t threads;
  * NAN when it cannot be measured. */
 double eb_read_weights_bw_at(const struct eb_state *s, const struct eb_model *m, uint32_t t);

@@ -104,6 +104,29 @@ static int analyse_file(const char *path, struct eb_model *m) {
   return 0;
 }
 
+/* The share of a model's tensor bytes in the types whose prefill the engine
+ * runs on int8 tiles where it has them (kernels_amx.c: Q4_0, Q8_0). */
+static double tile_bytes_share(const struct model_cost *c) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < c->n_types; i++)
+    if (c->types[i].type == GGML_TYPE_Q4_0 || c->types[i].type == GGML_TYPE_Q8_0)
+      b += c->types[i].bytes;
+  return c->bytes_total ? (double)b / (double)c->bytes_total : 0;
+}
+
+/* m->tiles from the engine's kernels (m->info, once loaded), the model's
+ * types and the probe; again whenever one of them is set. */
+static void set_tiles(const struct eb_state *s, struct eb_model *m) {
+  m->tiles = m->int8 && m->info.prefill_tiles && probe_best_int8_tile(s->probe, NULL) > 0 &&
+             tile_bytes_share(&m->cost) > 0.5;
+}
+
+/* Whether a prefill configuration's ceiling is the int8 tiles' rate: the
+ * engine runs its batches there. */
+bool eb_prefill_on_tiles(const struct eb_model *m, uint32_t prompt_tokens) {
+  return m->tiles && prompt_tokens >= m->info.prefill_tiles_min_batch;
+}
+
 /* Fills the ceiling part of a record input for one configuration. bw_now:
  * the read bandwidth at t threads just read for this decode configuration,
  * or NAN (then the probe's figure, or the reading before the runs). */
@@ -118,8 +141,11 @@ static void ceiling_of(const struct eb_state *s, const struct eb_model *m, uint3
     in->bytes_per_token = model_decode_bytes_mean(&m->cost, cfg->depth, cfg->tokens);
     in->ceiling_tok_s = ceiling_tok_s(in->read_bandwidth_bytes_s, in->bytes_per_token);
   } else {
-    in->compute_path = m->int8 ? "int8" : "f32";
-    in->compute_ops_s = m->int8 ? s->probe->int8_ops[t] : s->probe->f32_flops[t];
+    const bool tiles = eb_prefill_on_tiles(m, cfg->tokens);
+    in->compute_path = tiles ? "int8_tile" : m->int8 ? "int8" : "f32";
+    in->compute_ops_s = tiles     ? s->probe->int8_tile_ops[t]
+                        : m->int8 ? s->probe->int8_ops[t]
+                                  : s->probe->f32_flops[t];
     in->flops_per_token = model_prefill_flops_at_depth(&m->cost, cfg->tokens, cfg->depth);
     in->ceiling_tok_s = ceiling_tok_s(in->compute_ops_s, in->flops_per_token);
   }
@@ -405,6 +431,7 @@ static struct engine *load_engine(struct eb_state *s, size_t mi, int fail_code, 
            m->info.kernel_path ? m->info.kernel_path : "?");
   snprintf(m->best_path, sizeof m->best_path, "%s",
            m->info.best_cpu_path ? m->info.best_cpu_path : "?");
+  set_tiles(s, m);
   if (m->info.n_ctx < eo.n_ctx) {
     *rc = cli_usage_error(CMD, "depth + tokens = %u exceeds what %s can hold (%u tokens)",
                           eo.n_ctx, m->path, m->info.n_ctx);
@@ -724,6 +751,7 @@ int bench_inprocess(struct bench_opts *o) {
   for (size_t i = 0; i < st.n_models; i++)
     st.models[i].int8 = ceiling_use_int8(st.models[i].cost.quantized_bytes_fraction,
                                          probe_best_int8(st.probe, NULL));
+  for (size_t i = 0; i < st.n_models; i++) set_tiles(&st, &st.models[i]);
 
   st.probe_cached = cached;
   eb_measure_bw_now(&st);

@@ -17,6 +17,7 @@
 #include "bench/records_engine.h"
 #include "cli/bench_engine.h"
 #include "cli/cli.h"
+#include "engine/engine.h"
 #include "gguf/ggml_types.h"
 #include "model/ceiling.h"
 #include "util/units.h"
@@ -117,14 +118,21 @@ static void print_machine(const struct eb_state *s, bool cached) {
   if (probe_best_int8(p, NULL) > 0)
     printf(", int8 dot %s (%s)", tm_fmt_ops(probe_best_int8(p, NULL), "OPS", b, sizeof b),
            p->int8_path);
-  /* The tiles are this CPU's compute too, but not the engine's: its prefill
-   * ceilings stay on the vector path its kernels run on (DESIGN.md), and the
-   * reader learns what a runtime with tile kernels could reach. */
-  if (probe_best_int8_tile(p, NULL) > 0)
-    printf("\n                int8 tiles %s (%s): the engine has no kernels for them, so its "
-           "prefill ceilings use the %s rate",
-           tm_fmt_ops(probe_best_int8_tile(p, NULL), "OPS", b, sizeof b), p->int8_tile_path,
-           p->int8_path[0] ? p->int8_path : "f32");
+  /* A prefill ceiling uses the path the engine's kernels run on (DESIGN.md):
+   * the tiles where the engine has kernels for them (Q4_0 and Q8_0 batches),
+   * the vector path otherwise; either way the reader learns what the tiles
+   * offer. */
+  if (probe_best_int8_tile(p, NULL) > 0) {
+    tm_fmt_ops(probe_best_int8_tile(p, NULL), "OPS", b, sizeof b);
+    if (engine_default_prefill_tiles())
+      printf("\n                int8 tiles %s (%s): the engine's Q4_0 and Q8_0 prefill runs on "
+             "them (batches of %d tokens and more), and those prefill ceilings use their rate",
+             b, p->int8_tile_path, ENGINE_TILES_MIN_BATCH);
+    else
+      printf("\n                int8 tiles %s (%s): the engine has no kernels for them here, "
+             "so its prefill ceilings use the %s rate",
+             b, p->int8_tile_path, p->int8_path[0] ? p->int8_path : "f32");
+  }
   printf("\nprobe: %s%s, %s\n", cached ? "cached from " : "measured ", p->measured_at,
          p->quick ? "QUICK (test mode: figures are not memory bandwidth)" : "full");
   char warn[400];
@@ -293,7 +301,9 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
          "ceiling: memory read bandwidth at that thread count, read on either side of each "
          "repetition (the faster of the probe's buffer and the weights in place), / bytes read "
          "per token%s)\n",
-         s->models[mi].int8 ? "int8" : "f32",
+         s->models[mi].tiles  ? "int8 tile (batches of 16 tokens and more; int8 below)"
+         : s->models[mi].int8 ? "int8"
+                              : "f32",
          s->models[mi].fits_caches ? "; this model's weights fit in the caches, so that "
                                      "reading is the caches' read rate"
                                    : "");
@@ -781,7 +791,7 @@ void bench_engine_print_json(struct eb_state *s) {
                   (json_int_t)m->file_bytes, "bytes_per_token",
                   m->cost.weight_bytes_per_token + m->cost.state_bytes, "load_ms",
                   m->info.load_ms, "kernel_path", m->kernel_path, "best_cpu_path", m->best_path,
-                  "prefill_compute_path", m->int8 ? "int8" : "f32");
+                  "prefill_compute_path", m->tiles ? "int8_tile" : m->int8 ? "int8" : "f32");
     /* general.file_type's name ("Q4_K_M"), null when the file has none */
     if (mo)
       json_object_set_new(mo, "file_type",

@@ -316,6 +316,13 @@ void engine_free(struct engine *e) {
   free(e);
 }
 
+_Static_assert(ENGINE_TILES_MIN_BATCH == KERNEL_TILES_MIN_COLS, "one tile batch size");
+
+const char *engine_default_prefill_tiles(void) {
+  const struct kernel_ops *ops = kernels_get(KERNEL_AUTO);
+  return ops ? ops->prefill_tiles : NULL;
+}
+
 void engine_get_info(const struct engine *e, struct engine_info *out) {
   const struct model *m = &e->m;
   memset(out, 0, sizeof *out);
@@ -335,6 +342,8 @@ void engine_get_info(const struct engine *e, struct engine_info *out) {
   out->n_threads = e->n_threads;
   out->kernel_path = e->ops->name;
   out->best_cpu_path = kernel_path_name(kernels_best_for_cpu());
+  out->prefill_tiles = e->ops->prefill_tiles;
+  out->prefill_tiles_min_batch = ENGINE_TILES_MIN_BATCH;
   out->file_bytes = e->file->file_size;
   out->kv_bytes = e->kv_bytes;
   out->load_ms = e->load_ms;

@@ -60,6 +60,10 @@ struct engine_info {
   int n_threads;
   const char *kernel_path;     /* "avx512_vnni", ... */
   const char *best_cpu_path;   /* what this CPU could run */
+  /* "amx_int8" when the kernels run Q4_0 and Q8_0 prefill batches of
+   * prefill_tiles_min_batch tokens and more on matrix tiles; NULL otherwise */
+  const char *prefill_tiles;
+  uint32_t prefill_tiles_min_batch;
   uint64_t file_bytes, kv_bytes;
   double load_ms;              /* map + first touch of every weight page */
   bool hugepages;              /* weights were copied into huge pages */
@@ -73,6 +77,12 @@ struct engine_info {
   uint64_t weights_bytes;
 };
 void engine_get_info(const struct engine *e, struct engine_info *out);
+/* engine_info.prefill_tiles of an engine with the default kernels, before
+ * any model is loaded (NULL: none on this CPU). */
+const char *engine_default_prefill_tiles(void);
+/* The smallest prefill batch the tile kernels take (= KERNEL_TILES_MIN_COLS;
+ * the bench's table footnote says 16 in words). */
+#define ENGINE_TILES_MIN_BATCH 16
 
 /* What the engine holds in memory, against the bound it keeps: the weights
  * stay memory-mapped (one copy, the file's) and its resident memory stays

@@ -10,8 +10,10 @@
  * header comment of its file (kernels_avx2.c and kernels_avx512.c, with the
  * parts kernels_avx2.h and kernels_avx512.h list, kernels_neon.c). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels_amx.h"
 #include "engine/kernels_internal.h"
 #include "engine/kernels_neon.h"
 
@@ -121,6 +123,11 @@ static void build_tables(void) {
   if (__builtin_cpu_is("amd")) kernels_fill_kquant_lanes(&tables[KERNEL_AVX512_VNNI]);
   if (__builtin_cpu_supports("avx512vbmi"))
     kernels_fill_vbmi(&tables[KERNEL_AVX512_VNNI], __builtin_cpu_is("amd"));
+  /* Prefill on AMX int8 tiles, in front of the VNNI entries they fall back
+   * to (TOKMETER_NO_AMX=1 keeps the vector kernels: for A/B measurements). */
+  const char *no_amx = getenv("TOKMETER_NO_AMX");
+  if (!(no_amx && no_amx[0] == '1') && kernels_amx_usable())
+    kernels_fill_amx(&tables[KERNEL_AVX512_VNNI]);
 #endif
 #if defined(__aarch64__)
   /* One NEON table: its integer kernels are the sdot ones when the CPU has

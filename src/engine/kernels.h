@@ -60,6 +60,11 @@ size_t kernel_act_row_bytes(enum act_format f, int64_t n);
  * per row. ncols = 1 is decode (matrix-vector: each weight byte read once);
  * ncols > 1 is prefill (the kernel tiles activation columns so each weight
  * block loaded is used for several columns). Threads split [r0, r1). */
+/* The batch from which a gemm call runs on matrix tiles where the table has
+ * them (a tile product holds 16 columns; columns past the last multiple of
+ * 16 stay on the vector kernels). */
+#define KERNEL_TILES_MIN_COLS 16
+
 typedef void (*gemm_fn)(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,
                         const void *a, size_t a_stride, int64_t ncols, float *out,
                         int64_t out_stride);
@@ -88,6 +93,10 @@ struct kernel_ops {
   enum kernel_path path;
   const char *name;
   gemm_fn gemm[GGML_TYPE_COUNT];   /* NULL: weight type not supported */
+  /* "amx_int8" when the Q4_0 and Q8_0 entries run prefill batches of
+   * KERNEL_TILES_MIN_COLS columns and more on matrix tiles (kernels_amx.h);
+   * NULL otherwise. */
+  const char *prefill_tiles;
   /* Shared decode chunks: NULL where the path has none for the type; only
    * for rows whose length n is a multiple of 256 and at most
    * gemv_share_max_n (forward.c checks). */

@@ -63,7 +63,7 @@ for r in runs:
         assert abs(sum(s["ms"] for s in seg) - r["ms"]) < 0.01, (seg, r["ms"])
     else:
         assert r["decode_by_segment"] is None
-        assert r["ceiling"]["compute_path"] in ("int8", "f32"), r["ceiling"]
+        assert r["ceiling"]["compute_path"] in ("int8", "int8_tile", "f32"), r["ceiling"]
 for test in ("pp32", "tg64"):
     rs = [r for r in runs if r["test"] == test]
     assert [r["warmup"] for r in rs] == [True, False, False], rs
@@ -437,6 +437,8 @@ p = json.load(open(f[0]))
 p["compute_int8_ops"] = p["compute_f32_flops"] = 1e6
 for e in p["compute_int8_by_threads"]: e["ops_s"] = 1e6
 for e in p["compute_f32_by_threads"]: e["flops"] = 1e6
+for e in p["compute_int8_tile_by_threads"]: e["ops_s"] = 1e6  # where the engine prefills on tiles
+if p["compute_int8_tile_ops"] is not None: p["compute_int8_tile_ops"] = 1e6
 json.dump(p, open(f[0], "w"))
 PY
 expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/above.jsonl"
@@ -444,9 +446,10 @@ grep -qE "^Q8_0 pp32 at 1 thread: [0-9]+% of the ceiling: above the probe's comp
   "$dir/out" || fail "prefill above its ceiling: $(cat "$dir/out")"
 grep -qE "cached prompt|buffered stream|speculative" "$dir/out" &&
   fail "server causes named for an in-process rate: $(cat "$dir/out")"
-# A CPU with int8 tiles (AMX): the engine has no kernels for them, so its
-# prefill ceiling stays on the vector path and the header says what the tiles
-# offer. The cached probe is given tiles here, so this runs on any CPU.
+# A CPU with int8 tiles (AMX). The cached probe is given tiles here, so this
+# runs on any CPU. Where the engine's kernels use them (the header says so),
+# a Q8_0 prefill of 16 tokens and more is held against their rate; with
+# TOKMETER_NO_AMX=1, or on a CPU without them, against the vector path's.
 python3 - "$TOKMETER_CACHE_DIR" <<'PY' || fail "crafting a probe with int8 tiles"
 import glob, json, sys
 f = glob.glob(sys.argv[1] + "/probe*.json")
@@ -457,20 +460,34 @@ p["compute_int8_tile_by_threads"] = [{"threads": e["threads"], "ops_s": 7e12 * e
 p["compute_int8_tile_ops"] = max(e["ops_s"] for e in p["compute_int8_tile_by_threads"])
 json.dump(p, open(f[0], "w"))
 PY
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/tiles.jsonl"
-grep -qE "^ +int8 tiles [0-9.]+ TOPS \(amx_int8\): the engine has no kernels for them, so its prefill ceilings use the [a-z0-9_]+ rate$" \
-  "$dir/out" || fail "int8 tiles: no header line: $(head -12 "$dir/out")"
-python3 - "$dir/tiles.jsonl" "$TOKMETER_CACHE_DIR" <<'PY' || fail "int8 tiles: the engine's prefill ceiling (see above)"
-import glob, json, sys
-p = json.load(open(glob.glob(sys.argv[2] + "/probe*.json")[0]))
-int8 = {e["threads"]: e["ops_s"] for e in p["compute_int8_by_threads"]}
-sums = [json.loads(l) for l in open(sys.argv[1])]
-sums = [r for r in sums if r["record"] == "summary" and r["test"].startswith("pp")]
-assert sums
-for r in sums:
-    c = r["ceiling"]
-    assert c["compute_path"] != "int8_tile" and c["compute_ops_s"] < 1e12, c
+check_tiles() { # $1: records, $2: "int8_tile" or "int8"
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+want = sys.argv[2]
+sums = {r["test"]: r for r in recs if r["record"] == "summary" and r["test"].startswith("pp")}
+assert set(sums) == {"pp32", "pp8"}, list(sums)
+c = sums["pp32"]["ceiling"]
+assert c["compute_path"] == want, (c, want)
+if want == "int8_tile":
+    assert c["compute_ops_s"] == 7e12, c  # the crafted tile rate at 1 thread
+else:
+    assert c["compute_ops_s"] < 1e12, c
+# 8 tokens: under the tiles' smallest batch, always the vector path
+assert sums["pp8"]["ceiling"]["compute_path"] == "int8", sums["pp8"]["ceiling"]
 PY
+}
+TOKMETER_NO_AMX=1 expect_exit 0 "$TOKMETER" bench -m "$model" -p 32,8 -n 0 -t 1 -r 1 --out "$dir/tiles0.jsonl"
+grep -qE "^ +int8 tiles [0-9.]+ TOPS \(amx_int8\): the engine has no kernels for them here, so its prefill ceilings use the [a-z0-9_]+ rate$" \
+  "$dir/out" || fail "int8 tiles, TOKMETER_NO_AMX=1: no header line: $(head -12 "$dir/out")"
+check_tiles "$dir/tiles0.jsonl" int8 || fail "int8 tiles, TOKMETER_NO_AMX=1: the prefill ceiling (see above)"
+expect_exit 0 "$TOKMETER" bench -m "$model" -p 32,8 -n 0 -t 1 -r 1 --out "$dir/tiles.jsonl"
+if grep -qE "^ +int8 tiles [0-9.]+ TOPS \(amx_int8\): the engine's Q4_0 and Q8_0 prefill runs on them \(batches of 16 tokens and more\), and those prefill ceilings use their rate$" "$dir/out"; then
+  check_tiles "$dir/tiles.jsonl" int8_tile || fail "int8 tiles: the prefill ceiling (see above)"
+else
+  grep -q "the engine has no kernels for them here" "$dir/out" || fail "int8 tiles: no header line: $(head -12 "$dir/out")"
+  check_tiles "$dir/tiles.jsonl" int8 || fail "int8 tiles (none in the engine): the prefill ceiling (see above)"
+fi
 # ... and none without them
 python3 - "$TOKMETER_CACHE_DIR" <<'PY' || fail "removing the probe's int8 tiles"
 import glob, json, sys

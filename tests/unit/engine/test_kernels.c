@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "engine/kernels.h"
+#include "engine/kernels_amx.h"
 #include "engine/kernels_internal.h"
 #include "tm_test.h"
 #include "util/fp16.h"
@@ -730,6 +731,45 @@ static void test_gemv_share(void) {
 #endif
 }
 
+/* The Q4_0 and Q8_0 prefill on AMX tiles (kernels_amx.c), where this CPU and
+ * OS have them: batches of 16 columns and more, with a tail of columns past
+ * the last 16 (the VNNI entry's), panels cut short by the range's ends, and
+ * rows of more blocks than one K segment (32), against the scalar gemm, NaN
+ * outside the range. Also: the table says it (prefill_tiles), and
+ * TOKMETER_NO_AMX is not set in the test environment. */
+static void test_amx_prefill(void) {
+#if defined(__x86_64__)
+  const struct kernel_ops *vnni = kernels_get(KERNEL_AVX512_VNNI);
+  if (!vnni || !kernels_amx_usable()) {
+    if (vnni) CHECK(vnni->prefill_tiles == NULL);
+    return;
+  }
+  CHECK_STR(vnni->prefill_tiles, "amx_int8");
+  const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
+  static const struct {
+    int64_t ncols, rows, r0, r1;
+    int mult;
+  } shapes[] = {{16, 37, 3, 34, 7},  {17, 37, 0, 37, 1},  {35, 40, 5, 40, 33},
+                {48, 16, 0, 16, 40}, {16, 70, 17, 69, 64}, {31, 21, 2, 3, 3}};
+  const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0};
+  for (size_t t = 0; t < 2; t++)
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+      struct gemm_case gc;
+      if (case_make_rows(&gc, types[t], shapes[k].mult, shapes[k].ncols, shapes[k].rows,
+                         shapes[k].r0, shapes[k].r1) != 0) {
+        CHECK_MSG(0, "case_make");
+        continue;
+      }
+      float *ref = run_gemm(sc, &gc);
+      float *out = run_gemm(vnni, &gc);
+      if (ref && out) check_vs_scalar(&gc, out, ref, "amx_int8", "random");
+      free(ref);
+      free(out);
+      case_free(&gc);
+    }
+#endif
+}
+
 static void test_dispatch(void) {
   CHECK_STR(kernel_path_name(KERNEL_SCALAR), "scalar");
   CHECK_STR(kernel_path_name(KERNEL_AVX512_VNNI), "avx512_vnni");
@@ -768,6 +808,7 @@ void tm_run_tests(void) {
   TM_RUN(test_get_row);
   TM_RUN(test_scalar_vs_float64);
   TM_RUN(test_paths_vs_scalar);
+  TM_RUN(test_amx_prefill);
   TM_RUN(test_decode_rows_independent_of_range);
   TM_RUN(test_gemv_share);
   TM_RUN(test_vnni_kquant_variants);
