@@ -27,7 +27,6 @@
 #include <immintrin.h>
 #include <stdalign.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -230,6 +229,11 @@ DEFINE_AMX_ENTRY(gemm_q4_0_amx, AMX_Q4_0, amx_prev_q4_0)
 DEFINE_AMX_ENTRY(gemm_q8_0_amx, AMX_Q8_0, amx_prev_q8_0)
 
 bool kernels_amx_usable(void) {
+  /* The kernels' scaling is AVX-512 (every AMX CPU has it; a VM may hide it). */
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+    return false;
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   if (!((d >> 24) & 1) || !((d >> 25) & 1)) return false; /* AMX-TILE, AMX-INT8 */
