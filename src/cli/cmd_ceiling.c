@@ -310,6 +310,10 @@ struct machine_rates {
   double compute;          /* op/s; 0 = unknown */
   uint32_t compute_threads;
   char compute_path[48];   /* "int8 (avx512_vnni)", "f32 (avx512f)", "given", "" */
+  /* On a probe with int8 tiles (AMX), their rate, for runtimes whose kernels
+   * use them (the int8 path only); 0 otherwise. */
+  double tile_compute;
+  char tile_path[24];
   bool probed, quick;
   double memory_bytes;     /* 0 = unknown */
 };
@@ -363,6 +367,8 @@ static int machine_rates_get(const struct ceiling_opts *o, double quantized_frac
       m->compute = i8;
       m->compute_threads = ti;
       snprintf(m->compute_path, sizeof m->compute_path, "int8 (%s)", p->int8_path);
+      m->tile_compute = o->threads ? p->int8_tile_ops[o->threads] : probe_best_int8_tile(p, NULL);
+      snprintf(m->tile_path, sizeof m->tile_path, "%s", p->int8_tile_path);
     } else if (f32 > 0) {
       m->compute = f32;
       m->compute_threads = tf;
@@ -460,6 +466,9 @@ int cmd_ceiling(int argc, char **argv) {
   double prefill = has_compute ? ceiling_tok_s(m.compute, prefill_flops) : 0;
   double prefill_bound = 0;
   if (!kv_known) prefill_bound = prefill, prefill = 0;
+  /* the same on the int8 tiles, where the probe measured them */
+  const double prefill_tiles =
+      prefill > 0 && m.tile_compute > 0 ? ceiling_tok_s(m.tile_compute, prefill_flops) : 0;
   bool fits_known = !napkin && m.memory_bytes > 0 && kv_known;
   bool fits_capped = false;
   uint64_t fits = fits_known ? model_context_fits(&cost, m.memory_bytes, o.overhead_bytes,
@@ -545,6 +554,10 @@ int cmd_ceiling(int argc, char **argv) {
     json_object_set_new(pr2, "high", jnum(decode0 * CEILING_PRACTICAL_HI));
     json_object_set_new(j, "practical_decode_tok_s", pr2);
     json_object_set_new(j, "prefill_ceiling_tok_s", jnum_or_null(prefill, prefill > 0));
+    json_object_set_new(j, "prefill_ceiling_int8_tile_tok_s",
+                        jnum_or_null(prefill_tiles, prefill_tiles > 0));
+    json_object_set_new(j, "compute_int8_tile_ops_s",
+                        jnum_or_null(m.tile_compute, m.tile_compute > 0));
     json_object_set_new(j, "read_bandwidth_bytes_s", jnum(m.bandwidth));
     json_object_set_new(j, "bandwidth_source", json_string(m.probed ? "probe" : "given"));
     json_object_set_new(j, "probe_quick", json_boolean(m.quick));
@@ -703,6 +716,11 @@ int cmd_ceiling(int argc, char **argv) {
       printf("prefill ceiling (prompt of %u): %s tok/s (%s FLOPs per prompt token)\n",
              o.prompt_tokens, tm_fmt_rate(prefill, b1, sizeof b1),
              tm_fmt_count(prefill_flops, b3, sizeof b3));
+    if (prefill_tiles > 0)
+      printf("prefill ceiling on the int8 tiles (%s, %s): %s tok/s, for a runtime whose kernels "
+             "use them (llama.cpp built with AMX_INT8; tokmeter's engine for Q4_0 and Q8_0)\n",
+             m.tile_path, tm_fmt_ops(m.tile_compute, "OPS", b2, sizeof b2),
+             tm_fmt_rate(prefill_tiles, b1, sizeof b1));
     else if (prefill_bound > 0)
       printf("prefill ceiling (prompt of %u): unknown (the attention FLOPs are unknown); "
              "below %s tok/s, the rate without them (%s FLOPs per prompt token)\n",

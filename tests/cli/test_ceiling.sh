@@ -333,4 +333,44 @@ assert abs(d["decode_ceiling_tok_s"] - d["read_bandwidth_bytes_s"] / d["bytes_pe
 want = min((2**30 - d["bytes_total"]) // 1024, d["context_length"])
 assert d["context_fits_tokens"] == want, (d["context_fits_tokens"], want)
 PY
+# int8 tiles (AMX) in the probe: a second prefill ceiling at their rate, for
+# runtimes whose kernels use them; none without them. The cached probe is
+# given tiles (and then none) here, so this runs on any CPU.
+for tiles in 9e12 none; do
+  python3 - "$TOKMETER_CACHE_DIR" "$tiles" <<'PY' || fail "crafting the probe's tiles ($tiles)"
+import glob, json, sys
+f = glob.glob(sys.argv[1] + "/probe*.json")
+assert len(f) == 1, f
+p = json.load(open(f[0]))
+if sys.argv[2] == "none":
+    p["int8_tile_path"] = p["compute_int8_tile_ops"] = p["compute_int8_tile_threads"] = None
+    p["compute_int8_tile_by_threads"] = []
+else:
+    p["int8_tile_path"] = "amx_int8"
+    p["compute_int8_tile_by_threads"] = [{"threads": e["threads"], "ops_s": float(sys.argv[2]) * e["threads"]}
+                                         for e in p["compute_int8_by_threads"]]
+    p["compute_int8_tile_ops"] = max(e["ops_s"] for e in p["compute_int8_tile_by_threads"])
+json.dump(p, open(f[0], "w"))
+PY
+  "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" -t 1 >"$dir/t.txt" || fail "ceiling, tiles $tiles"
+  "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" -t 1 --json >"$dir/t.json" || fail "ceiling --json, tiles $tiles"
+  python3 - "$dir/t.json" "$tiles" <<'PY' || fail "ceiling JSON with tiles $tiles (see above)"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+if sys.argv[2] == "none":
+    assert d["prefill_ceiling_int8_tile_tok_s"] is None and d["compute_int8_tile_ops_s"] is None, d
+else:
+    assert d["compute_path"].startswith("int8"), d["compute_path"]  # a Q8_0 file on the int8 path
+    assert d["compute_int8_tile_ops_s"] == float(sys.argv[2]), d["compute_int8_tile_ops_s"]
+    # the same FLOPs per token as the vector ceiling, over the tiles' rate
+    ratio = d["prefill_ceiling_int8_tile_tok_s"] / d["prefill_ceiling_tok_s"]
+    assert math.isclose(ratio, d["compute_int8_tile_ops_s"] / d["compute_ops_s"], rel_tol=1e-9), ratio
+PY
+  if [ "$tiles" = none ]; then
+    grep -q "int8 tiles" "$dir/t.txt" && fail "a tile ceiling without tiles: $(cat "$dir/t.txt")"
+  else
+    grep -qE "^prefill ceiling on the int8 tiles \(amx_int8, 9(\.00)? TOPS\): [0-9.]+[kM]? tok/s, for a runtime whose kernels use them" \
+      "$dir/t.txt" || fail "no tile ceiling line: $(cat "$dir/t.txt")"
+  fi
+done
 echo "ok"
