@@ -55,21 +55,25 @@ int cli_fail(const char *cmd, int code, const char *fmt, ...) {
   return code;
 }
 
+/* "tokmeter CMD: KIND: <msg>" on stderr. */
+__attribute__((format(printf, 3, 0))) static void print_kind(const char *cmd, const char *kind,
+                                                            const char *fmt, va_list ap) {
+  fprintf(stderr, "tokmeter %s: %s: ", cmd, kind);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
 void cli_warn(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "tokmeter %s: warning: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  print_kind(cmd, "warning", fmt, ap);
   va_end(ap);
 }
 
 void cli_note(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "tokmeter %s: note: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  print_kind(cmd, "note", fmt, ap);
   va_end(ap);
 }
 

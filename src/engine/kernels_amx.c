@@ -22,14 +22,13 @@
  * past the last multiple of 16 go to the VNNI entry this one replaced. */
 #include "engine/kernels_amx.h"
 
+#include "util/amx.h"
+
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define AMX_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,amx-tile,amx-int8"
 #define AMX __attribute__((target(AMX_TARGET)))
@@ -234,15 +233,7 @@ bool kernels_amx_usable(void) {
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
     return false;
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  if (!((d >> 24) & 1) || !((d >> 25) & 1)) return false; /* AMX-TILE, AMX-INT8 */
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1)) return false; /* OSXSAVE */
-  unsigned lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & (3u << 17)) != (3u << 17)) return false; /* XTILECFG, XTILEDATA */
-  /* ARCH_REQ_XCOMP_PERM for XTILEDATA: process-wide, idempotent. */
-  return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+  return tm_amx_int8_usable();
 }
 
 void kernels_fill_amx(struct kernel_ops *ops) {

@@ -11,8 +11,9 @@
 #if defined(__x86_64__)
 #define AMX_MIN_COLS KERNEL_TILES_MIN_COLS
 
-/* True when the CPU has AMX-TILE and AMX-INT8, the OS saves the tile state,
- * and Linux lent this process the tile data (asked here: process-wide). */
+/* True when tm_amx_int8_usable() (util/amx.h: the CPU, the OS and Linux's
+ * grant of the tile data) and the CPU has the AVX-512 the kernels' scaling
+ * uses (F, BW, VL, DQ). */
 bool kernels_amx_usable(void);
 /* Puts the tile kernels in front of ops' Q4_0 and Q8_0 entries (which they
  * call for what they do not take) and sets ops->prefill_tiles. Once per

@@ -13,6 +13,8 @@
  *   the sums stay far from overflow (and SIMD integer adds wrap, never trap). */
 #include "machine/kernels.h"
 
+#include "util/amx.h"
+
 #include <string.h>
 
 /* 1 KiB first: the best found where the distance mattered (the Zen 5); a
@@ -67,8 +69,6 @@ __attribute__((unused)) static double fma_scalar(uint64_t iters, float mul, floa
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define TM_AVX512 __attribute__((target("avx512f")))
 #define TM_AVX2 __attribute__((target("avx2")))
@@ -370,20 +370,6 @@ TM_AMXINT8 static int64_t dot_amx_int8(uint64_t iters, int8_t seed) {
   return r;
 }
 
-/* AMX-TILE and AMX-INT8 are CPUID leaf 7 EDX bits 24 and 25; the OS saves
- * the tile state when XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA) are set;
- * Linux (5.16 and later) lends the tile data to a process that asks. */
-static int cpu_amx_int8_usable(void) {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-  if (!((d >> 24) & 1) || !((d >> 25) & 1)) return 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1)) return 0; /* OSXSAVE */
-  unsigned lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & (3u << 17)) != (3u << 17)) return 0;
-  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
-}
-
 /* AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4. Asked directly because not
  * every compiler's __builtin_cpu_supports knows the name; the caller has
  * already checked AVX2 (which implies the OS saves the YMM state). */
@@ -422,7 +408,7 @@ void kernels_select(struct kernels *k) {
   } else if (avx2 && cpu_has_avx_vnni()) {
     k->dot = dot_avxvnni, k->int8_path = "avx_vnni", k->int8_ops_per_iter = 12 * 32 * 2;
   }
-  if (cpu_amx_int8_usable())
+  if (tm_amx_int8_usable())
     k->tile_dot = dot_amx_int8, k->int8_tile_path = "amx_int8",
     k->int8_tile_ops_per_iter = 4.0 * 16 * 16 * 64 * 2;
 }
