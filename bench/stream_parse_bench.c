@@ -82,7 +82,7 @@ static double round_rate(const char *buf, size_t len, long want, bool dialect, s
 }
 
 int main(int argc, char **argv) {
-  const char *dir = argc > 1 ? argv[1] : "../shared/fixtures";
+  const char *dir = argc > 1 ? argv[1] : "tests/fixtures";
   long events = argc > 2 ? atol(argv[2]) : 200000;
   char path[1024];
   snprintf(path, sizeof path, "%s/llama-server/llama-server-chat-stream.json", dir);

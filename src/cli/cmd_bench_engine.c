@@ -35,6 +35,7 @@
 #include "cli/bench_engine.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "engine/kernels.h"
 #include "gguf/ggml_types.h"
 #include "gguf/gguf.h"
 #include "machine/probe.h"
@@ -771,9 +772,15 @@ int bench_inprocess(struct bench_opts *o) {
     if (main_job && (rc = copy_if_pages_slow(&st, mi, &e))) goto out;
     struct eb_model *m = &st.models[mi];
     if (strcmp(m->kernel_path, m->best_path) != 0 &&
-        (mi == 0 || strcmp(m->kernel_path, st.models[mi - 1].kernel_path) != 0))
-      cli_warn(CMD, "this CPU offers faster kernels (%s) than the engine runs (%s): rates are "
-               "below what the CPU allows", m->best_path, m->kernel_path);
+        (mi == 0 || strcmp(m->kernel_path, st.models[mi - 1].kernel_path) != 0)) {
+      if (kernels_forced_name())
+        cli_warn(CMD, "TOKMETER_KERNELS=%s: the engine runs %s kernels, narrower than this CPU's "
+                 "%s: rates are below what the CPU allows", kernels_forced_name(),
+                 m->kernel_path, m->best_path);
+      else
+        cli_warn(CMD, "this CPU offers faster kernels (%s) than the engine runs (%s): rates are "
+                 "below what the CPU allows", m->best_path, m->kernel_path);
+    }
     rc = run_model(&st, e, mi);
     engine_memory(e, &m->mem);
     m->have_mem = true;

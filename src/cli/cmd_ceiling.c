@@ -713,15 +713,12 @@ int cmd_ceiling(int argc, char **argv) {
            "read\n", tm_fmt_bytes_si(bytes_total, b1, sizeof b1),
            tm_fmt_rate(dense, b2, sizeof b2));
   if (!napkin) {
+    /* The vector path's ceiling (or why there is none), then the tiles' as a
+     * second line where the probe has them: two separate questions. */
     if (prefill > 0)
       printf("prefill ceiling (prompt of %u): %s tok/s (%s FLOPs per prompt token)\n",
              o.prompt_tokens, tm_fmt_rate(prefill, b1, sizeof b1),
              tm_fmt_count(prefill_flops, b3, sizeof b3));
-    if (prefill_tiles > 0)
-      printf("prefill ceiling on the int8 tiles (%s, %s): %s tok/s, for a runtime whose kernels "
-             "use them (llama.cpp built with AMX_INT8; tokmeter's engine for Q4_0 and Q8_0)\n",
-             m.tile_path, tm_fmt_ops(m.tile_compute, "OPS", b2, sizeof b2),
-             tm_fmt_rate(prefill_tiles, b1, sizeof b1));
     else if (prefill_bound > 0)
       printf("prefill ceiling (prompt of %u): unknown (the attention FLOPs are unknown); "
              "below %s tok/s, the rate without them (%s FLOPs per prompt token)\n",
@@ -729,6 +726,11 @@ int cmd_ceiling(int argc, char **argv) {
              tm_fmt_count(prefill_flops, b3, sizeof b3));
     else
       printf("prefill ceiling: not known (no compute rate; give --compute)\n");
+    if (prefill_tiles > 0)
+      printf("prefill ceiling on the int8 tiles (%s, %s): %s tok/s, for a runtime whose kernels "
+             "use them (llama.cpp built with AMX_INT8; tokmeter's engine for Q4_0 and Q8_0)\n",
+             m.tile_path, tm_fmt_ops(m.tile_compute, "OPS", b2, sizeof b2),
+             tm_fmt_rate(prefill_tiles, b1, sizeof b1));
   }
   for (size_t i = 0; i < n_verdicts; i++)
     printf("measured %s %s tok/s: %s\n", verdicts[i].phase,

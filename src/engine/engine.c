@@ -255,8 +255,12 @@ struct engine *engine_load(const char *path, const struct engine_options *opt,
   }
   const struct kernel_ops *ops = kernels_get(opt->kernels);
   if (!ops) {
-    tm_errf(err, "kernel path '%s' is not available on this CPU or in this build",
-            kernel_path_name(opt->kernels));
+    const char *why = kernels_forced_unavailable();
+    if (why) tm_errf(err, "%s", why);
+    else
+      tm_errf(err, "kernel path '%s' is not available on this CPU or in this build%s%s",
+              kernel_path_name(opt->kernels), kernels_forced_name() ? ", or TOKMETER_KERNELS=" : "",
+              kernels_forced_name() ? kernels_forced_name() : "");
     return NULL;
   }
   struct engine *e = calloc(1, sizeof *e);
@@ -419,5 +423,8 @@ int engine_decode_greedy(struct engine *e, int32_t token, float *logits, int32_t
 
 int32_t engine_argmax(const float *logits, uint32_t n_vocab) {
   /* Every path returns the same index (kernels.h); the best one is fastest. */
-  return (int32_t)kernels_get(KERNEL_AUTO)->argmax(logits, n_vocab);
+  const struct kernel_ops *ops = kernels_get(KERNEL_AUTO);
+  if (!ops) ops = kernels_get(KERNEL_SCALAR); /* NULL only when TOKMETER_KERNELS is unusable */
+  if (!ops) return -1;
+  return (int32_t)ops->argmax(logits, n_vocab);
 }

@@ -140,7 +140,8 @@ int engine_decode(struct engine *e, int32_t token, float *logits, struct tm_err 
 int engine_decode_greedy(struct engine *e, int32_t token, float *logits, int32_t *next,
                          struct tm_err *err);
 
-/* Index of the largest logit (greedy sampling). */
+/* Index of the largest logit (greedy sampling); -1 only when TOKMETER_KERNELS
+ * names a kernel set this machine cannot run (no engine loads then either). */
 int32_t engine_argmax(const float *logits, uint32_t n_vocab);
 
 #endif

@@ -8,8 +8,13 @@
  * specialises, so a type without a SIMD kernel on some path runs the scalar
  * (or AVX2) function there. What each path specialises is listed in the
  * header comment of its file (kernels_avx2.c and kernels_avx512.c, with the
- * parts kernels_avx2.h and kernels_avx512.h list, kernels_neon.c). */
+ * parts kernels_avx2.h and kernels_avx512.h list, kernels_neon.c).
+ *
+ * TOKMETER_KERNELS (kernels_forced below) caps what the tables hold and
+ * what kernels_get hands out, so the tests run once per kernel set and an
+ * A/B can pin one; it is read once, with the tables. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,10 +108,102 @@ static bool build_has(enum kernel_path p) {
   }
 }
 
+/* The kernel sets TOKMETER_KERNELS names, narrowest first. Each x86 set
+ * holds the ones before it; vnni, vbmi and amx are one table
+ * (KERNEL_AVX512_VNNI) with or without the VBMI decode kernels and the AMX
+ * prefill tiles. */
+enum kernel_set { SET_SCALAR, SET_AVX2, SET_AVX512, SET_VNNI, SET_VBMI, SET_AMX, SET_NEON, SET_ALL };
+static const char *const set_names[] = {"scalar", "avx2", "avx512", "vnni",
+                                        "vbmi",   "amx",  "neon",   NULL};
+static const enum kernel_path set_path[] = {KERNEL_SCALAR,      KERNEL_AVX2,        KERNEL_AVX512,
+                                            KERNEL_AVX512_VNNI, KERNEL_AVX512_VNNI, KERNEL_AVX512_VNNI,
+                                            KERNEL_NEON};
+
+static struct {
+  bool unknown;         /* TOKMETER_KERNELS names no set */
+  enum kernel_set set;  /* SET_ALL when TOKMETER_KERNELS is unset or empty */
+  const char *name;     /* its value, for messages; NULL when unset */
+  char unavailable[200]; /* why this CPU or build cannot run it; "" when it can */
+} forced = {false, SET_ALL, NULL, ""};
+
+static bool cpu_has_vbmi(void) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+
+static bool amx_turned_off(void) {
+  const char *no_amx = getenv("TOKMETER_NO_AMX");
+  return no_amx && no_amx[0] == '1';
+}
+
+static void read_forced(void) {
+  const char *v = getenv("TOKMETER_KERNELS");
+  if (!v || !*v) return;
+  forced.name = v;
+  int set = -1;
+  for (int i = 0; set_names[i]; i++)
+    if (strcmp(v, set_names[i]) == 0) set = i;
+  char *why = forced.unavailable;
+  size_t n = sizeof forced.unavailable;
+  if (set < 0) {
+    snprintf(why, n, "TOKMETER_KERNELS=%s is not a kernel set (scalar, avx2, avx512, vnni, "
+                     "vbmi, amx, neon)", v);
+    forced.unknown = true; /* kernels_get hands out nothing */
+    return;
+  }
+  forced.set = (enum kernel_set)set;
+  enum kernel_path p = set_path[set];
+  if (!build_has(p))
+    snprintf(why, n, "TOKMETER_KERNELS=%s: this build has no %s kernels (%s)", v, v,
+#if defined(__aarch64__)
+             "an aarch64 build"
+#else
+             "an x86-64 build"
+#endif
+    );
+  else if (!cpu_can_run(p))
+    snprintf(why, n, "TOKMETER_KERNELS=%s: this CPU lacks %s", v,
+             p == KERNEL_AVX2     ? "AVX2, FMA or F16C"
+             : p == KERNEL_AVX512 ? "AVX-512 F, BW or VL"
+                                  : "AVX-512 VNNI (or AVX-512 F, BW, VL)");
+  else if (forced.set == SET_VBMI && !cpu_has_vbmi())
+    snprintf(why, n, "TOKMETER_KERNELS=vbmi: this CPU lacks AVX-512 VBMI");
+  else if (forced.set == SET_AMX && amx_turned_off())
+    snprintf(why, n, "TOKMETER_KERNELS=amx with TOKMETER_NO_AMX=1: the tiles are turned off");
+#if defined(__x86_64__)
+  else if (forced.set == SET_AMX && !kernels_amx_usable())
+    snprintf(why, n, "TOKMETER_KERNELS=amx: this CPU or OS gives no AMX int8 tiles (AMX-TILE, "
+                     "AMX-INT8, the OS's tile state, AVX-512 F/BW/VL/DQ)");
+#endif
+}
+
+/* Whether the forced set (or none) allows a table or a part of one. */
+static bool set_allows(enum kernel_set part) {
+  if (forced.unavailable[0]) return false;
+  if (forced.set == SET_ALL) return true;
+  if (part == SET_NEON || forced.set == SET_NEON) return part == forced.set || part == SET_SCALAR;
+  return part <= forced.set;
+}
+static bool set_allows_path(enum kernel_path p) {
+  switch (p) {
+  case KERNEL_SCALAR: return set_allows(SET_SCALAR);
+  case KERNEL_AVX2: return set_allows(SET_AVX2);
+  case KERNEL_AVX512: return set_allows(SET_AVX512);
+  case KERNEL_AVX512_VNNI: return set_allows(SET_VNNI);
+  case KERNEL_NEON: return set_allows(SET_NEON);
+  default: return false;
+  }
+}
+
 static struct kernel_ops tables[KERNEL_PATH_COUNT];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static void build_tables(void) {
+  read_forced();
   kernels_fill_scalar(&tables[KERNEL_SCALAR]);
 #if defined(__x86_64__)
   tables[KERNEL_AVX2] = tables[KERNEL_SCALAR];
@@ -121,12 +218,11 @@ static void build_tables(void) {
    * CPU questions stay in this file. */
   __builtin_cpu_init();
   if (__builtin_cpu_is("amd")) kernels_fill_kquant_lanes(&tables[KERNEL_AVX512_VNNI]);
-  if (__builtin_cpu_supports("avx512vbmi"))
+  if (cpu_has_vbmi() && set_allows(SET_VBMI))
     kernels_fill_vbmi(&tables[KERNEL_AVX512_VNNI], __builtin_cpu_is("amd"));
   /* Prefill on AMX int8 tiles, in front of the VNNI entries they fall back
    * to (TOKMETER_NO_AMX=1 keeps the vector kernels: for A/B measurements). */
-  const char *no_amx = getenv("TOKMETER_NO_AMX");
-  if (!(no_amx && no_amx[0] == '1') && kernels_amx_usable())
+  if (!amx_turned_off() && set_allows(SET_AMX) && kernels_amx_usable())
     kernels_fill_amx(&tables[KERNEL_AVX512_VNNI]);
 #endif
 #if defined(__aarch64__)
@@ -149,16 +245,34 @@ enum kernel_path kernels_best_for_cpu(void) {
 }
 
 const struct kernel_ops *kernels_get(enum kernel_path p) {
+  pthread_once(&tables_once, build_tables);
   if (p == KERNEL_AUTO) {
     static const enum kernel_path order[] = {KERNEL_AVX512_VNNI, KERNEL_AVX512, KERNEL_AVX2,
                                              KERNEL_NEON, KERNEL_SCALAR};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-      if (build_has(order[i]) && cpu_can_run(order[i])) return kernels_get(order[i]);
+      if (build_has(order[i]) && cpu_can_run(order[i]) && set_allows_path(order[i]))
+        return &tables[order[i]];
     return NULL;
   }
-  if ((int)p < 0 || p >= KERNEL_PATH_COUNT || !build_has(p) || !cpu_can_run(p)) return NULL;
-  pthread_once(&tables_once, build_tables);
+  if ((int)p < 0 || p >= KERNEL_PATH_COUNT || !build_has(p) || !cpu_can_run(p) ||
+      !set_allows_path(p))
+    return NULL;
   return &tables[p];
+}
+
+const char *kernels_forced_name(void) {
+  pthread_once(&tables_once, build_tables);
+  return forced.name;
+}
+
+bool kernels_forced_known(void) {
+  pthread_once(&tables_once, build_tables);
+  return !forced.unknown;
+}
+
+const char *kernels_forced_unavailable(void) {
+  pthread_once(&tables_once, build_tables);
+  return forced.unavailable[0] ? forced.unavailable : NULL;
 }
 
 bool kernels_supports(uint32_t weight_type) {

@@ -156,9 +156,24 @@ struct kernel_ops {
   int (*get_row)(uint32_t type, const void *row, float *out, int64_t n);
 };
 
-/* The table for a path; NULL when this build or CPU cannot run it. With
- * KERNEL_AUTO, the best available. */
+/* The table for a path; NULL when this build or CPU cannot run it, or when
+ * TOKMETER_KERNELS leaves it out. With KERNEL_AUTO, the best available (NULL
+ * when TOKMETER_KERNELS names a set this CPU or build cannot run: never a
+ * narrower one in its place). */
 const struct kernel_ops *kernels_get(enum kernel_path p);
+/* TOKMETER_KERNELS, for tests and A/B measurements: the widest kernel set the
+ * engine may use. scalar, avx2, avx512 and neon are those paths; vnni is
+ * the AVX-512 VNNI table without the VBMI decode kernels and the AMX
+ * prefill tiles, vbmi adds the VBMI kernels (and needs VBMI), amx adds the
+ * tiles (and needs them). Unset or empty: everything this CPU and build run.
+ * kernels_forced_name: its value, NULL when unset. kernels_forced_unavailable:
+ * NULL when unset or runnable here, else one line saying why not (an unknown
+ * name, or what this CPU or build lacks). */
+const char *kernels_forced_name(void);
+const char *kernels_forced_unavailable(void);
+/* False when TOKMETER_KERNELS is set to a name that is no kernel set (a
+ * usage error, where an unavailable set is this machine's limit). */
+bool kernels_forced_known(void);
 /* The best path the CPU offers, whether or not this build contains it (for
  * the "your build leaves speed on the table" warning). */
 enum kernel_path kernels_best_for_cpu(void);

@@ -334,42 +334,40 @@ expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$SPORT" -w classify --ti
 grep -q "cannot reach .*within 2.0 s" "$dir/err" || fail "silent server: $(cat "$dir/err")"
 # A llama.cpp server on this machine whose build reports AMX_INT8 = 1 runs its
 # prefill on the int8 tiles: its prefill ceiling is their rate (a note says
-# so), when the probe measured them. The cached probe is given tiles here
-# (fifty times its int8 vector rate), so this runs on any CPU.
-python3 - "$TOKMETER_CACHE_DIR" <<'PY' || fail "crafting a probe with int8 tiles"
-import glob, json, sys
-f = glob.glob(sys.argv[1] + "/probe*.json")
-assert len(f) == 1, f
-p = json.load(open(f[0]))
-assert p["compute_int8_ops"], p["compute_int8_ops"]
-p["int8_tile_path"] = "amx_int8"
-p["compute_int8_tile_by_threads"] = [{"threads": e["threads"], "ops_s": 50 * e["ops_s"]}
-                                     for e in p["compute_int8_by_threads"]]
-p["compute_int8_tile_ops"] = max(e["ops_s"] for e in p["compute_int8_tile_by_threads"])
-json.dump(p, open(f[0], "w"))
-PY
-for amx in 1 0; do
-  start_server "amx$amx" --mode paced --flavor llamacpp --a 5 --b 0.02 --c 1 \
+# so), when the probe measured them. The probe is crafted for three machine
+# classes (craft_probe.py), so this runs the same on any CPU:
+#   class        server's AMX_INT8   prefill ceiling from
+#   amx          1                   the tiles (a note)
+#   amx          0                   the int8 vector rate
+#   avx512_vnni  1                   the int8 vector rate (no tiles measured: no note)
+#   avx2         0                   the f32 rate (no int8 path at all)
+CRAFT="$(dirname "$0")/craft_probe.py"
+for combo in "amx 1 int8_tile" "amx 0 int8" "avx512_vnni 1 int8" "avx2 0 f32"; do
+  read -r cls amx want <<<"$combo"
+  python3 "$CRAFT" "$TOKMETER_CACHE_DIR" "$cls" >/dev/null || fail "crafting a $cls probe"
+  start_server "amx$amx$cls" --mode paced --flavor llamacpp --a 5 --b 0.02 --c 1 \
     --system-info "CPU : AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | AMX_INT8 = $amx |"
   expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -m "$model" -w classify -r 1 \
-    --out "$dir/amx$amx.jsonl"
-  if [ "$amx" = 1 ]; then
+    --out "$dir/amx$amx$cls.jsonl"
+  if [ "$want" = int8_tile ]; then
     grep -qE "note: the server's build uses amx_int8 tiles: its prefill ceiling is their int8 rate, [0-9.]+ [TPG]OPS" \
-      "$dir/err" || fail "AMX_INT8 = 1: no note: $(cat "$dir/err")"
+      "$dir/err" || fail "$combo: no note: $(cat "$dir/err")"
   else
-    grep -q "amx_int8 tiles" "$dir/err" && fail "AMX_INT8 = 0: the tiles' note: $(cat "$dir/err")"
+    grep -q "amx_int8 tiles" "$dir/err" && fail "$combo: the tiles' note: $(cat "$dir/err")"
   fi
-  python3 - "$dir/amx$amx.jsonl" "$TOKMETER_CACHE_DIR" "$amx" <<'PY' || fail "AMX_INT8 = $amx: the prefill ceiling's path (see above)"
+  grep -q "not known" "$dir/out" "$dir/err" && fail "$combo: a ceiling not known: $(cat "$dir/out")"
+  python3 - "$dir/amx$amx$cls.jsonl" "$TOKMETER_CACHE_DIR" "$want" <<'PY' || fail "$combo: the prefill ceiling's path (see above)"
 import glob, json, math, sys
 p = json.load(open(glob.glob(sys.argv[2] + "/probe*.json")[0]))
-want_path, want_ops = (("int8_tile", p["compute_int8_tile_ops"]) if sys.argv[3] == "1"
-                       else ("int8", p["compute_int8_ops"]))
+want_path = sys.argv[3]
+want_ops = {"int8_tile": p["compute_int8_tile_ops"], "int8": p["compute_int8_ops"],
+            "f32": p["compute_f32_flops"]}[want_path]
 runs = [json.loads(l) for l in open(sys.argv[1])]
 runs = [r for r in runs if r["record"] in ("run", "summary")]
 assert runs
 for r in runs:
     c = r["ceiling"]
-    assert c["compute_path"] == want_path, (c, want_path)
+    assert c["compute_path"] == want_path or (want_path == "f32" and c["compute_path"].startswith("f32")), (c, want_path)
     assert math.isclose(c["compute_ops_s"], want_ops, rel_tol=1e-9), (c, want_ops)
     assert math.isclose(c["prefill_ceiling_tok_s"], want_ops / c["flops_per_token"], rel_tol=1e-9), c
 PY

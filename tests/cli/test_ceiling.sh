@@ -333,44 +333,58 @@ assert abs(d["decode_ceiling_tok_s"] - d["read_bandwidth_bytes_s"] / d["bytes_pe
 want = min((2**30 - d["bytes_total"]) // 1024, d["context_length"])
 assert d["context_fits_tokens"] == want, (d["context_fits_tokens"], want)
 PY
-# int8 tiles (AMX) in the probe: a second prefill ceiling at their rate, for
-# runtimes whose kernels use them; none without them. The cached probe is
-# given tiles (and then none) here, so this runs on any CPU.
-for tiles in 9e12 none; do
-  python3 - "$TOKMETER_CACHE_DIR" "$tiles" <<'PY' || fail "crafting the probe's tiles ($tiles)"
-import glob, json, sys
-f = glob.glob(sys.argv[1] + "/probe*.json")
-assert len(f) == 1, f
-p = json.load(open(f[0]))
-if sys.argv[2] == "none":
-    p["int8_tile_path"] = p["compute_int8_tile_ops"] = p["compute_int8_tile_threads"] = None
-    p["compute_int8_tile_by_threads"] = []
-else:
-    p["int8_tile_path"] = "amx_int8"
-    p["compute_int8_tile_by_threads"] = [{"threads": e["threads"], "ops_s": float(sys.argv[2]) * e["threads"]}
-                                         for e in p["compute_int8_by_threads"]]
-    p["compute_int8_tile_ops"] = max(e["ops_s"] for e in p["compute_int8_tile_by_threads"])
-json.dump(p, open(f[0], "w"))
-PY
-  "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" -t 1 >"$dir/t.txt" || fail "ceiling, tiles $tiles"
-  "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" -t 1 --json >"$dir/t.json" || fail "ceiling --json, tiles $tiles"
-  python3 - "$dir/t.json" "$tiles" <<'PY' || fail "ceiling JSON with tiles $tiles (see above)"
+# The probe of three machine classes (tests/cli/craft_probe.py: an AVX2-only
+# CPU with no int8 path, AVX-512 VNNI, and AVX-512 VNNI with AMX int8 tiles),
+# crafted into the cache so this runs the same on any CPU. Each: the vector
+# path's prefill ceiling from the class's rate, the tiles' second line only
+# with tiles, never "not known" beside a ceiling; and with --compute (the
+# README's example) the given rate wins on every class.
+CRAFT="$(dirname "$0")/craft_probe.py"
+for cls in avx2 avx512_vnni amx; do
+  python3 "$CRAFT" "$TOKMETER_CACHE_DIR" "$cls" >"$dir/class.json" || fail "crafting a $cls probe"
+  for given in probe 14TFLOPS; do
+    args=(-t 1)
+    [ "$given" = probe ] || args+=(--compute "$given")
+    "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" "${args[@]}" >"$dir/t.txt" \
+      || fail "ceiling, $cls probe, compute $given"
+    "$TOKMETER" ceiling "$G/tiny-llama-Q8_0.gguf" "${args[@]}" --json >"$dir/t.json" \
+      || fail "ceiling --json, $cls probe, compute $given"
+    grep -q "not known" "$dir/t.txt" && fail "$cls probe, compute $given: 'not known': $(cat "$dir/t.txt")"
+    grep -qE "^prefill ceiling \(prompt of 512\): [0-9.]+[kM]? tok/s \(" "$dir/t.txt" \
+      || fail "$cls probe, compute $given: no prefill ceiling line: $(cat "$dir/t.txt")"
+    python3 - "$dir/t.json" "$dir/class.json" "$given" <<'PY' || fail "ceiling JSON, $cls probe, compute $given (see above)"
 import json, math, sys
 d = json.load(open(sys.argv[1]))
-if sys.argv[2] == "none":
-    assert d["prefill_ceiling_int8_tile_tok_s"] is None and d["compute_int8_tile_ops_s"] is None, d
+c = json.load(open(sys.argv[2]))
+given = sys.argv[3]
+if given != "probe":
+    # the given rate, whatever the machine has; no tile line for a given rate
+    assert d["compute_ops_s"] == 14e12, d["compute_ops_s"]
+    assert d["prefill_ceiling_int8_tile_tok_s"] is None, d
+elif c["int8_per_thread"] is None:
+    # a Q8_0 file on a machine with no int8 dot products: the f32 FMA rate
+    assert d["compute_path"].startswith("f32"), d["compute_path"]
+    assert d["compute_ops_s"] == c["f32_per_thread"], (d["compute_ops_s"], c)
 else:
-    assert d["compute_path"].startswith("int8"), d["compute_path"]  # a Q8_0 file on the int8 path
-    assert d["compute_int8_tile_ops_s"] == float(sys.argv[2]), d["compute_int8_tile_ops_s"]
-    # the same FLOPs per token as the vector ceiling, over the tiles' rate
+    assert d["compute_path"].startswith("int8"), d["compute_path"]
+    assert d["compute_ops_s"] == c["int8_per_thread"], (d["compute_ops_s"], c)
+assert d["prefill_ceiling_tok_s"] > 0, d
+# the ceiling is the rate over the FLOPs per prompt token, nothing else
+flops = d["compute_ops_s"] / d["prefill_ceiling_tok_s"]
+assert flops > 0 and math.isfinite(flops), flops
+if given == "probe" and c["tiles_per_thread"]:
+    assert d["compute_int8_tile_ops_s"] == c["tiles_per_thread"], d["compute_int8_tile_ops_s"]
     ratio = d["prefill_ceiling_int8_tile_tok_s"] / d["prefill_ceiling_tok_s"]
     assert math.isclose(ratio, d["compute_int8_tile_ops_s"] / d["compute_ops_s"], rel_tol=1e-9), ratio
+elif given == "probe":
+    assert d["prefill_ceiling_int8_tile_tok_s"] is None and d["compute_int8_tile_ops_s"] is None, d
 PY
-  if [ "$tiles" = none ]; then
-    grep -q "int8 tiles" "$dir/t.txt" && fail "a tile ceiling without tiles: $(cat "$dir/t.txt")"
-  else
-    grep -qE "^prefill ceiling on the int8 tiles \(amx_int8, 9(\.00)? TOPS\): [0-9.]+[kM]? tok/s, for a runtime whose kernels use them" \
-      "$dir/t.txt" || fail "no tile ceiling line: $(cat "$dir/t.txt")"
-  fi
+    if [ "$cls" = amx ] && [ "$given" = probe ]; then
+      grep -qE "^prefill ceiling on the int8 tiles \(amx_int8, 6\.5(0)? TOPS\): [0-9.]+[kM]? tok/s, for a runtime whose kernels use them" \
+        "$dir/t.txt" || fail "no tile ceiling line on the amx probe: $(cat "$dir/t.txt")"
+    else
+      grep -q "int8 tiles" "$dir/t.txt" && fail "a tile ceiling on the $cls probe, compute $given: $(cat "$dir/t.txt")"
+    fi
+  done
 done
 echo "ok"

@@ -28,7 +28,7 @@ echo "run_fuzz: building $out/fuzz_gguf" >&2
   -o "$out/gen_seeds" -lm -lpthread
 
 "$out/gen_seeds" "$out/seeds"
-fixtures=${TOKMETER_FIXTURES:-$src/../shared/fixtures}
+fixtures=${TOKMETER_FIXTURES:-$src/tests/fixtures}
 for f in "$fixtures"/gguf/*.gguf; do
   [ -e "$f" ] || continue
   head -c 4096 "$f" > "$out/seeds/prefix-$(basename "$f")"

@@ -28,7 +28,7 @@ echo "run_fuzz_stream: building $out/fuzz_stream" >&2
 "$cc" "${san[@]}" "${common[@]}" "${lib_srcs[@]}" "$src/tests/fuzz/fuzz_stream.c" \
   -o "$out/fuzz_stream" "${libs[@]}"
 
-fixtures=${TOKMETER_FIXTURES:-$src/../shared/fixtures}
+fixtures=${TOKMETER_FIXTURES:-$src/tests/fixtures}
 python3 - "$fixtures" "$out/seeds" <<'PY'
 import glob, json, os, sys
 # 4 split-seed bytes, then the recorded body lines (or a non-streamed body)

@@ -9,7 +9,7 @@
  * (silently ignored without the privilege) so its deadlines hold on a loaded
  * machine.
  * Modes:
- *   FS_REPLAY  serves ../shared/fixtures/llama-server/ (*.json) exchanges: a request
+ *   FS_REPLAY  serves tests/fixtures/llama-server/ (*.json) exchanges: a request
  *              is answered with the recorded exchange whose method+path match
  *              (and, when several match, the one named by cfg.replay_file or
  *              chosen by fs_replay_next), with the recorded status, headers and

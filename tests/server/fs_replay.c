@@ -1,7 +1,7 @@
 /* fs_replay: FS_REPLAY, recorded llama-server exchanges played back on time.
  *
  * Every *.json in cfg.fixtures_dir is loaded at fs_start (format in
- * shared/fixtures/README.md). A request is answered by, in order of precedence:
+ * tests/fixtures/README.md). A request is answered by, in order of precedence:
  *   1. the exchange named by fs_replay_next (one request only);
  *   2. cfg.replay_file, for every request;
  *   3. the best method+path match: recorded body equal to the request body,

@@ -2,7 +2,10 @@
  * calls TM_RUN(fn) for each test function. main() (tm_test.c) makes a fresh
  * temporary directory, points TOKMETER_CACHE_DIR at it, runs the tests, prints one
  * line per failed check and a summary, and exits non-zero when any check failed.
- * Checks never abort: a test keeps going so one run shows every failure. */
+ * Checks never abort: a test keeps going so one run shows every failure.
+ * Tests of the engine (built with TM_TEST_KERNELS) run on the kernel set
+ * TOKMETER_KERNELS names: the whole binary is SKIPPED when this CPU cannot
+ * run it (src/engine/kernels.h). */
 #ifndef TM_TEST_H
 #define TM_TEST_H
 
@@ -18,12 +21,25 @@ void tm_run_tests(void);
 void tm_test_run_one(const char *name, void (*fn)(void));
 /* A fresh directory unique to this test process (removed at exit). */
 const char *tm_test_tmpdir(void);
-/* Path of a file in ../shared/fixtures, in a static buffer rotated over 8 slots. */
+/* Path of a file in tests/fixtures, in a static buffer rotated over 8 slots. */
 const char *tm_fixture(const char *relative);
 /* Path of a new file name inside tm_test_tmpdir(), rotated over 8 slots. */
 const char *tm_tmpfile(const char *name);
 
 #define TM_RUN(fn) tm_test_run_one(#fn, fn)
+
+/* Ends the running test function as skipped, with the reason (printed in place
+ * of "ok"): for a path this CPU, OS or kernel set cannot run, never a silent
+ * return. A test binary that skipped something and checked nothing exits 77,
+ * which CTest reports as SKIPPED (SKIP_RETURN_CODE). */
+void tm_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define TM_SKIP(...)                                                           \
+  do {                                                                         \
+    tm_test_skip(__VA_ARGS__);                                                 \
+    return;                                                                    \
+  } while (0)
+/* The exit code of a test that could check nothing on this machine. */
+#define TM_TEST_SKIPPED 77
 
 #define TM_FAIL_(...)                                                          \
   do {                                                                         \
