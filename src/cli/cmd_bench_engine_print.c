@@ -197,7 +197,7 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
          type, tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
          tm_fmt_bytes_si(m->cost.weight_bytes_per_token + m->cost.state_bytes, b, sizeof b));
   char pages[64] = "";
-  if (!m->info.hugepages && m->info.huge_share >= 0)
+  if (m->info.huge_share >= 0) /* a copy's too: the kernel may give fewer */
     snprintf(pages, sizeof pages, ", %.0f%% through 2 MiB pages", 100.0 * m->info.huge_share);
   char chunk[32];
   tm_fmt_bytes((double)m->info.decode_chunk_bytes, chunk, sizeof chunk);

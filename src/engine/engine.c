@@ -284,8 +284,8 @@ struct engine *engine_load(const char *path, const struct engine_options *opt,
     e->huge_share = hugemap_prepare(e->file->path, e->file->base, (size_t)e->file->file_size, &s);
     sink = s;
   } else {
-    e->huge_share = e->hugepages ? 1.0 : 0.0;
     sink = touch_pages(e->file);
+    e->huge_share = e->hugepages ? hugemap_anon_share(e->file->base, (size_t)e->file->file_size) : 0.0;
   }
   (void)sink;
   e->load_ms = (double)(tm_now_ns() - t0) / 1e6;

@@ -70,8 +70,10 @@ struct engine_info {
   size_t decode_chunk_bytes;   /* weight bytes per decode chunk (mm_layout.h) */
   double huge_share;           /* share (0..1) of the weights read through 2 MiB
                                   pages: memory-mapped, the page cache's 2 MiB
-                                  folios (hugemap.c); 1 with hugepages; -1 when
-                                  the kernel does not say */
+                                  folios (hugemap.c), or the anonymous copy's
+                                  transparent huge pages with hugepages (below 1
+                                  when the kernel gives fewer); -1 when the
+                                  kernel does not say */
   const uint8_t *weights;      /* the tensor data as the engine reads it (the file
                                   mapping from the data section on) */
   uint64_t weights_bytes;

@@ -39,8 +39,9 @@
 #include <unistd.h>
 
 /* Bytes of the mapping starting at base that are mapped by PMD (2 MiB)
- * entries, from /proc/self/smaps; -1 when unreadable. */
-static int64_t pmd_mapped_bytes(const void *base) {
+ * entries, from /proc/self/smaps: `field` is "FilePmdMapped" for a file
+ * mapping, "AnonHugePages" for anonymous memory; -1 when unreadable. */
+static int64_t pmd_mapped_bytes(const void *base, const char *field) {
   FILE *f = fopen("/proc/self/smaps", "r");
   if (!f) return -1;
   char line[512];
@@ -57,7 +58,10 @@ static int64_t pmd_mapped_bytes(const void *base) {
       continue;
     }
     long long v;
-    if (in_vma && sscanf(line, "FilePmdMapped: %lld kB", &v) == 1) kb = v;
+    size_t fl = strlen(field);
+    if (in_vma && strncmp(line, field, fl) == 0 && line[fl] == ':' &&
+        sscanf(line + fl + 1, " %lld kB", &v) == 1)
+      kb = v;
   }
   fclose(f);
   return kb < 0 ? -1 : kb * 1024;
@@ -84,7 +88,7 @@ double hugemap_prepare(const char *path, const uint8_t *base, size_t size, unsig
 #endif
   *sink = touch_all(base, size);
   const double whole = (double)(size / huge * huge); /* the PMD-mappable part */
-  int64_t pmd = pmd_mapped_bytes(base);
+  int64_t pmd = pmd_mapped_bytes(base, "FilePmdMapped");
   if (pmd < 0) return -1.0;
   if ((double)pmd >= 0.98 * whole) return (double)pmd / whole;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -95,6 +99,13 @@ double hugemap_prepare(const char *path, const uint8_t *base, size_t size, unsig
     close(fd);
   }
   *sink += touch_all(base, size);
-  pmd = pmd_mapped_bytes(base);
+  pmd = pmd_mapped_bytes(base, "FilePmdMapped");
   return pmd < 0 ? -1.0 : (double)pmd / whole;
+}
+
+double hugemap_anon_share(const uint8_t *base, size_t size) {
+  const size_t huge = (size_t)2 << 20;
+  if (size < huge) return 0.0;
+  int64_t b = pmd_mapped_bytes(base, "AnonHugePages");
+  return b < 0 ? -1.0 : (double)b / (double)(size / huge * huge);
 }

@@ -12,5 +12,9 @@
  * of the 2 MiB-mappable part mapped by 2 MiB entries afterwards, or -1 when
  * the kernel does not say (no /proc). *sink keeps the reads. */
 double hugemap_prepare(const char *path, const uint8_t *base, size_t size, unsigned *sink);
+/* The same share for an anonymous copy at base (engine_options.hugepages):
+ * what the kernel gave, which is not 1 when transparent huge pages are off
+ * ("never") or memory is fragmented; -1 when the kernel does not say. */
+double hugemap_anon_share(const uint8_t *base, size_t size);
 
 #endif

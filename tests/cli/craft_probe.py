@@ -47,7 +47,8 @@ def craft(p, cls):
     p["copy_bandwidth_by_threads"] = [{"threads": t, "read_plus_write_bytes_s": COPY * t}
                                       for t in threads]
     p["copy_bandwidth_read_plus_write_bytes_s"] = COPY * top
-    p["mem_path"] = p["f32_path"] = "avx2" if cls == "avx2" else "avx512f"
+    p["mem_path"] = "avx2" if cls == "avx2" else "avx512f"
+    p["f32_path"] = "avx2+fma" if cls == "avx2" else "avx512f"
     p["compute_f32_by_threads"] = [{"threads": t, "flops": F32[cls] * t} for t in threads]
     p["compute_f32_flops"], p["compute_f32_threads"] = F32[cls] * top, top
     if INT8[cls] is None:

@@ -74,7 +74,12 @@ for r in recs:
 PY
 # With -m FILE every run carries the ceiling object the summaries carry, at its
 # own prompt (the server's count) and max_tokens, and its percentages.
+# The probe is an AVX-512 VNNI machine's (craft_probe.py), so a Q4_0 file's
+# prefill ceiling is on the int8 path on any CPU.
 model="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
+expect_exit 0 "$TOKMETER" probe
+python3 "$(dirname "$0")/craft_probe.py" "$TOKMETER_CACHE_DIR" avx512_vnni >/dev/null ||
+  fail "crafting an avx512_vnni probe"
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -m "$model" -w classify,generate \
   -r 2 --out "$dir/m.jsonl"
 grep -q "% of ceiling" "$dir/out" || fail "-m: no % of ceiling in the table: $(cat "$dir/out")"
