@@ -1,7 +1,7 @@
 /* compare: two sets of series (A, B) -> one row per configuration x metric
  * present on both sides, with the ratio B/A and its confidence interval
  * (stats_ratio_ci), a verdict that ranks only when the interval excludes 1
- * (DESIGN.md rule 12), the ratio the ceilings predict when the sides differ
+ * (docs/design.md rule 12), the ratio the ceilings predict when the sides differ
  * in something the ceiling models, and drift inside each side (rule 11).
  *
  * Pairing: series with equal keys and metrics pair first. Series left over

@@ -8,7 +8,7 @@
  *   API:            first = rtt + api_ttft (+ P / api_prefill when given: then
  *                   api_ttft is the fixed part only)
  *                   complete = first + (O - 1) / api_decode
- * (decode rates count the tokens after the first, as DESIGN.md defines them.)
+ * (decode rates count the tokens after the first, as docs/design.md defines them.)
  *
  * Money: API per request = P * price_in / 1e6 + O * price_out / 1e6. Device per
  * request = energy (watts x busy seconds / 3.6e6 kWh x price per kWh), busy =

@@ -17,7 +17,7 @@
  *              own avg_ts / stddev_ts as `reported`;
  *   end        runs, n_failed 0.
  * Combined tests (n_prompt > 0 and n_gen > 0, "pp512+tg128") blend prefill and
- * decode in one rate, which is neither of DESIGN.md's quantities: they are
+ * decode in one rate, which is neither of docs/design.md's quantities: they are
  * skipped and counted (n_skipped_combined).
  *
  * Ceilings (when a model cost is given: the GGUF the runs used): decode =

@@ -30,7 +30,7 @@
 
 #include "analysis/results.h"
 
-/* One of DESIGN.md's five quantities: "CC", "PF", "DC", "AT", "FX". */
+/* One of docs/design.md's five quantities: "CC", "PF", "DC", "AT", "FX". */
 struct series {
   char key[320];          /* configuration key (above), without the metric */
   char metric[32];        /* "prefill_tok_s", "decode_tok_s", "ttft_ms", ... */

@@ -13,7 +13,7 @@
  *   speedup      = total_s(baseline rate) / total_s(rate)
  *   fixed_share  = (item_steps_s + job_steps_s) / total_s
  *   limit_s      = total_s as rate -> infinity (read + steps): the Amdahl floor
- * The rate is the decode rate of ONE stream (DESIGN.md's DC) and is assumed to
+ * The rate is the decode rate of ONE stream (docs/design.md's DC) and is assumed to
  * hold at C streams: the aggregate is C x rate. A server that slows down under
  * load must be given the per-stream rate it keeps at C streams. Each item's
  * chain (read, write, its own steps) runs inside its stream; items in the same

@@ -2,7 +2,7 @@
  * arrival timestamps, framing, dialect, timeouts, Ctrl-C, fault mapping) and the
  * run_result helpers.
  *
- * Timing contract (DESIGN.md, Definitions):
+ * Timing contract (docs/design.md, Definitions):
  *   t_start_ns    just before the transfer is handed to curl;
  *   t_send_ns     curl's PREREQ callback: a connection is ready (connected,
  *                 TLS done, or reused) and the request is about to be written.

@@ -1,4 +1,4 @@
-/* engine_bench: the in-process method (DESIGN.md "Definitions", in-process
+/* engine_bench: the in-process method (docs/design.md "Definitions", in-process
  * row; method rules 1, 5 and 8), the way llama-bench measures pp and tg:
  *
  *   pp<L> at depth d: per repetition, a fresh KV cache (engine_reset), d

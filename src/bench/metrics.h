@@ -1,4 +1,4 @@
-/* metrics: what one run measured, by DESIGN.md's definitions, and its verdicts.
+/* metrics: what one run measured, by docs/design.md's definitions, and its verdicts.
  * Pure functions over a backend's run_result: every backend gets the same rules.
  *
  * Definitions (times from the client's CLOCK_MONOTONIC stamps):
@@ -35,7 +35,7 @@
 
 #include "backend/backend.h"
 
-/* DESIGN rule 5: no decode rate from fewer generated tokens. The one
+/* docs/design.md rule 5: no decode rate from fewer generated tokens. The one
  * constant the server bench, the in-process bench and the report's reader
  * (src/analysis/series.c) use. */
 #define METRICS_MIN_DECODE_TOKENS 24

@@ -122,7 +122,7 @@ static json_t *run_client(const struct run_result *r, const struct run_metrics *
   bool *is_reasoning = r->n_chunks ? calloc(r->n_chunks, sizeof *is_reasoning) : NULL;
   int bad = !o || !arr || !reas || !toks || (r->n_chunks && !is_reasoning);
   if (!bad && is_reasoning) metrics_classify_chunks(r, is_reasoning);
-  /* Arrivals are relative to t_send (DESIGN.md: every client time is). */
+  /* Arrivals are relative to t_send (docs/design.md: every client time is). */
   uint64_t base = r->t_send_ns ? r->t_send_ns : r->t_start_ns;
   bool any_tokens = false;
   for (size_t i = 0; !bad && i < r->n_chunks; i++) {

@@ -140,7 +140,7 @@ void *record_engine_summary_build(const struct record_engine_in *in,
   bad |= put(o, "ceiling", ceiling_json(in, &r->cfg));
   bad |= put(o, "percent_of_ceiling",
              num(record_percent_of(r->tok_s.n ? r->tok_s.mean : NAN, in->ceiling_tok_s)));
-  /* the table's figure: the median rate (DESIGN rule 1), the key above kept
+  /* the table's figure: the median rate (docs/design.md rule 1), the key above kept
    * as documented (the mean) */
   bad |= put(o, "percent_of_ceiling_median",
              num(record_percent_of(r->tok_s.n ? r->tok_s.median : NAN, in->ceiling_tok_s)));

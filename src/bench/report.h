@@ -1,5 +1,5 @@
 /* report: the terminal table of a server benchmark, one row per workload,
- * naming which of DESIGN.md's five quantities each column is (prefill rate,
+ * naming which of docs/design.md's five quantities each column is (prefill rate,
  * decode rate of one stream, fixed costs as TTFT).
  *
  * Row: workload | prompt tokens (median, server-reported) | TTFT ms (median ±

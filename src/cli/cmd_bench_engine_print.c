@@ -42,7 +42,7 @@ static uint32_t first_nonzero(const uint32_t *v, size_t n) {
   return 0;
 }
 
-/* "122.4 ± 3.1": the median and the sample sd (DESIGN rule 1; `tokmeter
+/* "122.4 ± 3.1": the median and the sample sd (docs/design.md rule 1; `tokmeter
  * report` shows the same median), sd blank with one repetition. */
 static const char *rate_pm(const struct stats_summary *t, char *buf, size_t n) {
   if (!t->n) snprintf(buf, n, "-");
@@ -118,7 +118,7 @@ static void print_machine(const struct eb_state *s, bool cached) {
   if (probe_best_int8(p, NULL) > 0)
     printf(", int8 dot %s (%s)", tm_fmt_ops(probe_best_int8(p, NULL), "OPS", b, sizeof b),
            p->int8_path);
-  /* A prefill ceiling uses the path the engine's kernels run on (DESIGN.md):
+  /* A prefill ceiling uses the path the engine's kernels run on (docs/design.md):
    * the tiles where the engine has kernels for them (Q4_0 and Q8_0 batches),
    * the vector path otherwise; either way the reader learns what the tiles
    * offer. */

@@ -1,6 +1,6 @@
 /* cmd_bench_server: `tokmeter bench --url URL`, the server benchmark.
  *
- * Wires the pieces, in DESIGN.md's one-way flow: backend (one request ->
+ * Wires the pieces, in docs/design.md's one-way flow: backend (one request ->
  * run_result) -> runner (method: calibration, warm-up, nonces, repetitions) ->
  * metrics and summaries -> records (JSON Lines, appended as each run ends) and
  * the terminal table. It owns what only the command line knows: the API key's

@@ -1,6 +1,6 @@
 /* cmd_compare: `tokmeter compare A.jsonl B.jsonl`: per configuration and
  * metric, A's and B's medians, the ratio B/A with its confidence interval,
- * and a verdict that ranks only when the interval excludes 1 (DESIGN.md rule
+ * and a verdict that ranks only when the interval excludes 1 (docs/design.md rule
  * 12); the ratio the ceilings predict when the sides differ in something the
  * ceiling models; drift inside a series (rule 11). The judging is in
  * src/analysis/compare.c; this file parses flags and prints.

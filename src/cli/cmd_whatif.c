@@ -1,7 +1,7 @@
 /* cmd_whatif: `tokmeter whatif` - Amdahl for token jobs (src/analysis/whatif.h):
  * what a faster generator would really change in a job that also reads
  * prompts and waits on fixed serial steps; and `--claim FIGURE`: one
- * published number read as each of DESIGN.md's quantities.
+ * published number read as each of docs/design.md's quantities.
  *
  * Output: a table on stdout (durations via tm_fmt_duration), or one JSON object
  * with --json (keys: docs/whatif.md); --html FILE writes a page with the plot
@@ -256,9 +256,9 @@ static int run_claim(const struct whatif_opts *o) {
   char pt[32], at_[32];
   fmt_tok_s(in.prompt_tokens, pt, sizeof pt);
   fmt_tok_s(in.answer_tokens, at_, sizeof at_);
-  /* DESIGN.md's fifth quantity, fixed costs, is a time: a token figure
+  /* docs/design.md's fifth quantity, fixed costs, is a time: a token figure
    * cannot be read as one, so four readings follow. */
-  printf("\"%s\" read as each of the four token quantities (DESIGN.md's fifth, fixed costs, "
+  printf("\"%s\" read as each of the four token quantities (docs/design.md's fifth, fixed costs, "
          "is a time): they are not one number.\n\n", o->claim);
   printf("context capacity (CC): a request can hold %s tokens.\n", v);
   printf("  a size, not a speed: it holds %.3g prompts of %s tokens", c.context_prompts, pt);

@@ -6,7 +6,7 @@
  * bytes read per generated token (tensor by tensor, each with its own type),
  * KV-cache bytes per token of context (sliding-window layers capped at the
  * window, recurrent layers as a constant state), and FLOPs per token. The
- * formulas are those of DESIGN.md "The ceiling"; docs/ceiling.md spells them out.
+ * formulas are those of docs/design.md "The ceiling"; docs/ceiling.md spells them out.
  *
  * Works on any architecture from metadata alone: general.architecture, then
  * {arch}.* keys; where a key is absent a documented default is used and a line

@@ -1,4 +1,4 @@
-/* record: the JSON Lines results file and the run identity (DESIGN.md,
+/* record: the JSON Lines results file and the run identity (docs/design.md,
  * "Records"; every key and unit is documented in docs/records.md).
  *
  * A results file is opened in append mode (O_APPEND, created 0644 when

@@ -6,7 +6,7 @@
  * render those rows as a terminal table, markdown, CSV, or one self-contained
  * HTML page with inline SVG plots (report/svg.h).
  *
- * Every number column names which of DESIGN.md's five quantities it is: CC
+ * Every number column names which of docs/design.md's five quantities it is: CC
  * context (tokens), PF prefill rate, DC decode rate (one stream), AT aggregate
  * throughput, FX fixed costs (ms). A figure that is unknown is blank, never 0.
  * Cells hold the median over the timed runs ± the sample sd (sd only from 2

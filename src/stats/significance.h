@@ -1,4 +1,4 @@
-/* significance: is a difference larger than the noise? (DESIGN.md rules 11
+/* significance: is a difference larger than the noise? (docs/design.md rules 11
  * and 12). A confidence interval on the ratio B/A of two sets of runs, and a
  * drift test inside one series. Pure functions of their inputs (the bootstrap
  * draws from its own seeded generator: same inputs and seed, same interval).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_bench: the main job, `tokmeter bench` with no target, kept fast with
 # `-r 1 -p 16 -n 24` (the flags override the defaults of the embedded pair;
-# 24 generated tokens are the fewest with a decode rate, DESIGN rule 5) and
+# 24 generated tokens are the fewest with a decode rate, docs/design.md rule 5) and
 # a quick probe in a fresh cache: synthesizes the Qwen3-0.6B-shaped Q4_0/Q8_0
 # pair once (cached), measures pp/tg in-process per thread count against the
 # ceilings, prints conclusions computed from the numbers, appends records
@@ -33,7 +33,7 @@ assert "Q4_0" in q4["model"] and "Q8_0" in q8["model"], (q4["model"], q8["model"
 for m in ms:
     assert m["file_bytes"] > 300e6, m
     assert m["load_ms"] > 0 and m["kernel_path"], m
-# Qwen3-0.6B Q4_0 reads ~376 MB per token (DESIGN.md sketch), Q8_0 ~633 MB
+# Qwen3-0.6B Q4_0 reads ~376 MB per token (docs/design.md sketch), Q8_0 ~633 MB
 assert 370e6 < q4["bytes_per_token"] < 380e6, q4["bytes_per_token"]
 assert 625e6 < q8["bytes_per_token"] < 640e6, q8["bytes_per_token"]
 s = r["summaries"]

@@ -102,7 +102,7 @@ for test in ("pp32", "tg64"):
 assert lines[-1]["runs"] == 4, lines[-1]
 PY
 
-# Rule 5 (DESIGN.md): no decode rate from a handful of tokens. Below 24
+# Rule 5 (docs/design.md): no decode rate from a handful of tokens. Below 24
 # generated tokens the decode cell is blank with a footnote saying why (the
 # server table's words), its percentage too, its ceiling stays; the records
 # carry null for the rate and the percentages and keep tokens and times; no
@@ -366,7 +366,7 @@ grep -q "exceeds" "$dir/err" || fail "too long a run: $(cat "$dir/err")"
 expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -d 4
 
 # The table's rate is the median of the repetitions +- sd and its percentage
-# median / ceiling, as `tokmeter report` shows them (DESIGN rule 1; it printed
+# median / ceiling, as `tokmeter report` shows them (docs/design.md rule 1; it printed
 # the mean); the summary's percent_of_ceiling stays the mean's, with
 # percent_of_ceiling_median beside it. Threads given in descending order: the
 # scaling conclusion goes from the fewest to the most ("from 2 to 1" before),

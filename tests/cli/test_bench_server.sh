@@ -116,7 +116,7 @@ for r in runs:
             assert close(c[k], s["ceiling"][k]), (k, c, s["ceiling"])
 gen = [r for r in runs if r["workload"] == "generate" and not r["warmup"]]
 assert len(gen) == 2 and all(r["percent_of_ceiling"]["decode"] > 0 for r in gen), gen
-# The decode ceiling by hand (DESIGN.md "The ceiling"): bandwidth / the bytes
+# The decode ceiling by hand (docs/design.md "The ceiling"): bandwidth / the bytes
 # per token averaged over the depths the run's tokens were generated at,
 # prompt .. prompt + max_tokens - 1. Bytes at depth d = the file's bytes per
 # token at depth 0 (the identity's model.bytes_per_token, rounded to a byte)

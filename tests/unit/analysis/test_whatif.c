@@ -158,7 +158,7 @@ static void claim_read_four_ways(void) {
   CHECK_NEAR(o.decode_token_s, 1e-6, 1e-18);
   CHECK_NEAR(o.decode_bandwidth_bytes_s, 4e15, 1); /* 4 PB/s */
   CHECK_EQ_INT(o.n_at, 3);
-  CHECK_NEAR(o.at[2].per_stream_tok_s, 100, 1e-12); /* DESIGN.md: 10,000 x 100 tok/s */
+  CHECK_NEAR(o.at[2].per_stream_tok_s, 100, 1e-12); /* docs/design.md: 10,000 x 100 tok/s */
   CHECK_NEAR(o.at[2].answer_s, 10, 1e-12);
   CHECK_NEAR(o.at[1].answer_s, 0.1, 1e-12);
   in.prefill_tok_s = NAN;

@@ -61,7 +61,7 @@ static void test_every_defined_type(void) {
     CHECK_EQ_INT(ti->quantized, e->quantized);
     CHECK_EQ_INT(ti->has_ref, e->has_ref);
   }
-  /* DESIGN.md's list, spelled out once more as literal numbers. */
+  /* docs/design.md's list, spelled out once more as literal numbers. */
   CHECK_EQ_INT(ggml_type_get(GGML_TYPE_Q4_K)->type_size, 144);
   CHECK_EQ_INT(ggml_type_get(GGML_TYPE_Q6_K)->type_size, 210);
   CHECK_EQ_INT(ggml_type_get(GGML_TYPE_IQ4_XS)->type_size, 136);

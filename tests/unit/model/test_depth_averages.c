@@ -2,7 +2,7 @@
  * built from (bench in-process, bench --url, import): decode bytes averaged
  * over the depths a run's tokens are generated at, and prefill FLOPs of a
  * prompt read after `depth` tokens of context, where a windowed layer's
- * attention stops growing at the window. Worked out by hand from DESIGN.md
+ * attention stops growing at the window. Worked out by hand from docs/design.md
  * "The ceiling" (attention at depth d: 2 x n_head x (k + v) x d per layer;
  * a windowed layer sees min(d, window)).
  *

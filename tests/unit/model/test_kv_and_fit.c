@@ -2,7 +2,7 @@
  * differ in length, layers marked windowed in a file without a window, and
  * the context that fits in memory with an overhead and near the trained
  * context length. Hand-made descriptions; every figure worked out in the
- * comments from DESIGN.md "The ceiling":
+ * comments from docs/design.md "The ceiling":
  *   KV per layer per token = n_head_kv x (key_length + value_length) x elem
  *   attention FLOPs per token per unit of depth = 2 x n_head x (k + v). */
 #include <stdbool.h>

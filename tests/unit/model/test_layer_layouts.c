@@ -6,7 +6,7 @@
  * window patterns llama.cpp hard-codes (llama4, gemma3n).
  *
  * Each file is written here with tiny tensors. The expected layouts are
- * llama.cpp's rules (the facts DESIGN.md "The ceiling" builds on):
+ * llama.cpp's rules (the facts docs/design.md "The ceiling" builds on):
  *  - full_attention_interval N: layer il is recurrent when (il + 1) % N != 0
  *    (llama.cpp qwen3next / qwen35);
  *  - set_swa_pattern(P): layer il is windowed when il % P < P - 1
