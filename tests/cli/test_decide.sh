@@ -222,34 +222,24 @@ expect_usage "-q 1e-10" "${base[@]}" -q 1e-10
 grep -q "below the limit of 1e-9" "$dir/err" || fail "-q 1e-10: $(cat "$dir/err")"
 grep -q "at least 1e-9" "$dir/help" || fail "the 1e-9 floor is not in --help"
 
-# --- README's decide example, run as written, on results like the main job's -----
+# --- docs/decide.md's example on results like the main job's -------------------
 # (two models, Q4_0 and Q8_0, at 1 and 2 threads: "| t2 |" once matched both and
-# exited 2; the type of a synthesized file was not in the label to match)
+# exited 2; the type of a synthesized file was not in the label to match). The
+# README's own decide example runs in its chain, in test_readme_examples.sh.
 for t in Q4_0 Q8_0; do
   "$TOKMETER" synth --preset tiny --type $t -o "$dir/tiny-$t.gguf" >/dev/null 2>&1 || fail "synth $t"
   "$TOKMETER" bench -m "$dir/tiny-$t.gguf" -p 64 -n 32 -t 1,2 -r 1 --out "$dir/main.jsonl" \
     >/dev/null 2>&1 || fail "bench $t"
 done
-mapfile -t readme_args < <(python3 - "${TOKMETER_SOURCE_DIR:?source dir}/README.md" <<'PY'
-import shlex, sys
-text = open(sys.argv[1]).read().replace("\\\n", " ")
-lines = [l.strip() for l in text.splitlines() if l.strip().startswith("build/tokmeter decide ")]
-assert len(lines) == 1, lines
-for a in shlex.split(lines[0], comments=True)[2:]:
-    print(a)
-PY
-)
-[ "${#readme_args[@]}" -gt 4 ] || fail "README's decide example not found"
-args=()
-for a in "${readme_args[@]}"; do
-  [ "$a" = tokmeter-results.jsonl ] && a="$dir/main.jsonl"
-  args+=("$a")
-done
+grep -q -- '--match "Q4_0 | t2 |"' "${TOKMETER_SOURCE_DIR:?source dir}/docs/decide.md" ||
+  fail "docs/decide.md's example (--match \"Q4_0 | t2 |\") not found"
+args=(-p 1000 -n 200 -q 1000 --results "$dir/main.jsonl" --match "Q4_0 | t2 |"
+      --api-ttft 400ms --api-decode 50 --price-in 1 --price-out 4)
 "$TOKMETER" decide "${args[@]}" --json >"$dir/j8" 2>"$dir/err" \
-  || fail "README's decide example: $(cat "$dir/err")"
+  || fail "docs/decide.md's example: $(cat "$dir/err")"
 python3 -c "
 import json; i=json.load(open('$dir/j8'))['inputs']
 assert 'tiny-Q4_0.gguf' in i['device_decode_from'] and '| t2 |' in i['device_decode_from'], i
 assert 'tiny-Q4_0.gguf' in i['device_prefill_from'] and '| t2 |' in i['device_prefill_from'], i
-" || fail "README's example chose: $(cat "$dir/j8")"
+" || fail "docs/decide.md's example chose: $(cat "$dir/j8")"
 echo "ok"
