@@ -39,6 +39,18 @@ INT8 = {"avx2": None, "avx512_vnni": 800e9, "amx": 800e9}
 TILES = {"avx2": None, "avx512_vnni": None, "amx": 6.5e12}
 
 
+def int_rate(p, key, path, per_thread, threads):
+    """The probe's int8 (key "int8") or int8-tile ("int8_tile") figures: its
+    path, the rate at each thread count, the best and where; all null (and no
+    series) when per_thread is None, as a probe of a CPU without them."""
+    top = threads[-1]
+    by = [{"threads": t, "ops_s": per_thread * t} for t in threads] if per_thread else []
+    p[key + "_path"] = path if per_thread else None
+    p["compute_%s_by_threads" % key] = by
+    p["compute_%s_ops" % key] = per_thread * top if per_thread else None
+    p["compute_%s_threads" % key] = top if per_thread else None
+
+
 def craft(p, cls):
     threads = list(range(1, int(p["max_threads"]) + 1))
     top = threads[-1]
@@ -51,21 +63,8 @@ def craft(p, cls):
     p["f32_path"] = "avx2+fma" if cls == "avx2" else "avx512f"
     p["compute_f32_by_threads"] = [{"threads": t, "flops": F32[cls] * t} for t in threads]
     p["compute_f32_flops"], p["compute_f32_threads"] = F32[cls] * top, top
-    if INT8[cls] is None:
-        p["int8_path"] = p["compute_int8_ops"] = p["compute_int8_threads"] = None
-        p["compute_int8_by_threads"] = []
-    else:
-        p["int8_path"] = "avx512_vnni"
-        p["compute_int8_by_threads"] = [{"threads": t, "ops_s": INT8[cls] * t} for t in threads]
-        p["compute_int8_ops"], p["compute_int8_threads"] = INT8[cls] * top, top
-    if TILES[cls] is None:
-        p["int8_tile_path"] = p["compute_int8_tile_ops"] = p["compute_int8_tile_threads"] = None
-        p["compute_int8_tile_by_threads"] = []
-    else:
-        p["int8_tile_path"] = "amx_int8"
-        p["compute_int8_tile_by_threads"] = [{"threads": t, "ops_s": TILES[cls] * t}
-                                             for t in threads]
-        p["compute_int8_tile_ops"], p["compute_int8_tile_threads"] = TILES[cls] * top, top
+    int_rate(p, "int8", "avx512_vnni", INT8[cls], threads)
+    int_rate(p, "int8_tile", "amx_int8", TILES[cls], threads)
     p["machine"]["flags"] = FLAGS[cls]
     return p
 
