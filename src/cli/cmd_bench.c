@@ -145,7 +145,10 @@ static void usage(FILE *out) {
           "\n"
           "Exit codes: 0 every timed run succeeded; 1 a runtime failure or some runs failed\n"
           "(the others are still measured, recorded and summarised); 2 bad usage or input.\n"
-          "Cache: $TOKMETER_CACHE_DIR, else $XDG_CACHE_HOME/tokmeter, else ~/.cache/tokmeter.\n");
+          "Cache: $TOKMETER_CACHE_DIR, else $XDG_CACHE_HOME/tokmeter, else ~/.cache/tokmeter.\n"
+          "In-process, TOKMETER_KERNELS=scalar|avx2|avx512|vnni|vbmi|amx|neon pins the\n"
+          "engine's kernel set (for A/B runs; one this CPU lacks is refused), and\n"
+          "TOKMETER_NO_AMX=1 keeps its prefill off the AMX tiles.\n");
 }
 
 static int parse_seconds(const char *s, const char *what, double *out) {

@@ -506,6 +506,9 @@ grep -q "int8 tiles" "$dir/out" && fail "int8 tiles named without them: $(head -
 # set this build or CPU cannot run, is refused in one line (exit 2), never
 # run on another set in its place; a narrower set than the CPU's runs and
 # says so.
+expect_exit 0 "$TOKMETER" bench --help
+grep -q "TOKMETER_KERNELS=scalar|avx2|avx512|vnni|vbmi|amx|neon" "$dir/out" ||
+  fail "bench --help does not name TOKMETER_KERNELS"
 for k in bogus neon; do
   TOKMETER_KERNELS=$k expect_exit 2 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/k.jsonl"
   [ "$(wc -l <"$dir/err")" = 1 ] && grep -q "TOKMETER_KERNELS=$k" "$dir/err" ||
