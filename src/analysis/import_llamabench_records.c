@@ -44,7 +44,10 @@ static double probe_at(const double *by_threads, const struct machine_probe *p, 
   return by_threads[t] > 0 ? by_threads[t] : NAN;
 }
 
-/* Same formulas as `tokmeter bench` in-process (cmd_bench_engine.c). */
+/* The ceiling every command computes (model/ceiling.h ceiling_of_workload),
+ * from the given rates or this machine's probe at the run's thread count.
+ * A llama-bench record does not say whether its build ran the int8 tiles:
+ * none are assumed (a prefill above the vector ceiling is then said). */
 static void ceiling_for(const struct import_opts *o, const struct lb_entry *e,
                         struct import_out *out, struct ceil_fig *c) {
   c->ceiling_tok_s = c->bandwidth = c->bytes_per_token = c->compute = NAN;
@@ -58,30 +61,35 @@ static void ceiling_for(const struct import_opts *o, const struct lb_entry *e,
                         "(give --bandwidth / --compute)", e->backends);
     p = NULL;
   }
-  uint64_t d = (uint64_t)e->n_depth;
-  if (e->n_prompt == 0) {
-    c->bytes_per_token = model_decode_bytes_mean(m, d, (uint64_t)e->n_gen);
-    c->bandwidth = isfinite(o->bandwidth_bytes_s) ? o->bandwidth_bytes_s
-                                                  : (p ? probe_at(p->read_bw_bytes_s, p, e->n_threads) : NAN);
+  const long long t = e->n_threads;
+  const struct ceiling_rates rates = {
+      .read_bw_bytes_s = isfinite(o->bandwidth_bytes_s) ? o->bandwidth_bytes_s
+                                                        : (p ? probe_at(p->read_bw_bytes_s, p, t) : NAN),
+      .f32_flops = p ? probe_at(p->f32_flops, p, t) : NAN,
+      .int8_ops = p ? probe_at(p->int8_ops, p, t) : NAN,
+      .given_compute_ops_s = o->compute_ops_s};
+  const bool decode = e->n_prompt == 0;
+  const struct ceiling_workload w = {.prompt_tokens = decode ? 0 : (uint64_t)e->n_prompt,
+                                     .depth = (uint64_t)e->n_depth,
+                                     .gen_tokens = decode ? (uint64_t)e->n_gen : 0};
+  struct ceiling_result r;
+  ceiling_of_workload(m, &rates, &w, &r);
+  if (decode) {
+    c->bytes_per_token = r.bytes_per_token;
+    c->bandwidth = r.read_bw_bytes_s;
     if (p && !isfinite(o->bandwidth_bytes_s) && !isfinite(c->bandwidth))
       import_lb_warn(out, "the probe has no bandwidth at %lld threads: decode ceiling blank",
                      e->n_threads);
-    c->ceiling_tok_s = ceiling_tok_s(c->bandwidth, c->bytes_per_token);
+    c->ceiling_tok_s = r.decode_tok_s;
   } else {
-    c->flops_per_token = model_prefill_flops_at_depth(m, (uint64_t)e->n_prompt, d);
-    if (isfinite(o->compute_ops_s)) {
-      c->compute = o->compute_ops_s;
-      c->compute_path = "given";
-    } else if (p) {
-      bool int8 = ceiling_use_int8(m->quantized_bytes_fraction, probe_best_int8(p, NULL));
-      c->compute_path = int8 ? "int8" : "f32";
-      c->compute = probe_at(int8 ? p->int8_ops : p->f32_flops, p, e->n_threads);
-      if (!isfinite(c->compute))
-        import_lb_warn(out,
-                       "the probe has no compute figure at %lld threads: prefill ceiling blank",
-                       e->n_threads);
-    }
-    c->ceiling_tok_s = ceiling_tok_s(c->compute, c->flops_per_token);
+    c->flops_per_token = r.flops_per_token;
+    c->compute = r.compute_ops_s;
+    c->compute_path = r.compute_path;
+    if (p && !isfinite(o->compute_ops_s) && !isfinite(c->compute))
+      import_lb_warn(out,
+                     "the probe has no compute figure at %lld threads: prefill ceiling blank",
+                     e->n_threads);
+    c->ceiling_tok_s = r.prefill_tok_s;
   }
   if (!(c->ceiling_tok_s > 0)) {
     c->ceiling_tok_s = NAN;

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BENCH_MAX_LIST 16
+#define BENCH_MAX_LIST 16 /* = EB_MAX_LIST (bench/inproc.h) */
 
 struct bench_opts {
   /* in-process */
@@ -24,6 +24,7 @@ struct bench_opts {
   uint32_t depth[BENCH_MAX_LIST]; /* -d: context depth (in-process only) */
   size_t n_depth;              /* 0 = default (0) */
   bool reprobe, json;
+  bool verbose;                /* -v: every reading and finding in full */
   bool hugepages;              /* --hugepages: weights copied into huge pages */
   double cooldown_s;           /* --cooldown: pause before each configuration
                                   (in-process) or workload (--url) after the

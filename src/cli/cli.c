@@ -79,7 +79,22 @@ void cli_note(const char *cmd, const char *fmt, ...) {
 
 static int progress_shown;
 
-bool cli_progress_enabled(void) { return isatty(STDERR_FILENO) == 1; }
+static int progress_mode = -1; /* -1 auto, 0 never, 1 always */
+
+void cli_progress_force(int on) { progress_mode = on ? 1 : 0; }
+
+bool cli_progress_enabled(void) { return progress_mode != 0 && isatty(STDERR_FILENO) == 1; }
+
+void cli_progress_step(const char *message, void *ctx) {
+  if (progress_mode == 0) return;
+  if (isatty(STDERR_FILENO) == 1) {
+    cli_progress(message, ctx);
+    return;
+  }
+  const char *cmd = ctx ? (const char *)ctx : "";
+  fprintf(stderr, "%s%s%s\n", cmd, *cmd ? ": " : "", message);
+  fflush(stderr);
+}
 
 void cli_progress(const char *message, void *ctx) {
   if (!cli_progress_enabled()) return;

@@ -40,17 +40,24 @@ int cli_parse_rate(const char *cmd, const char *s, const char *flag, double *out
  * usage error (returns 2). */
 int cli_check_rate(const char *cmd, double v, const char *flag, const char *s);
 
-/* True when stderr is a terminal (progress lines are shown only then). */
 /* After a bench: the line that says how to look at its records, e.g.
  * "report: tokmeter report tokmeter-results.jsonl --html report.html (a table,
  * and a page of plots)", the path single-quoted for a shell when it needs it. */
 void cli_print_report_hint(const char *records_path);
 
+/* True when stderr is a terminal and progress is not turned off. */
 bool cli_progress_enabled(void);
 /* A progress callback (ctx = command name): on a TTY, rewrites one status line
  * on stderr; when piped, silent. cli_progress_done() clears the line. */
 void cli_progress(const char *message, void *ctx);
 void cli_progress_done(void);
+/* One line per step of a long run (a configuration, a workload): on a TTY
+ * the status line above, otherwise a line of its own on stderr; neither
+ * with --no-progress. */
+void cli_progress_step(const char *message, void *ctx);
+/* --progress (1) / --no-progress (0): a status line only on a TTY either
+ * way, but step lines always (1) or never (0). */
+void cli_progress_force(int on);
 
 int cmd_bench(int argc, char **argv);
 int cmd_ceiling(int argc, char **argv);

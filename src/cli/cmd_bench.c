@@ -20,135 +20,54 @@
 
 static const char *const CMD = "bench";
 
+/* A reference, at most about 45 lines: the method is in docs/bench.md. */
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: tokmeter bench [options]                 the embedded default (in-process)\n"
-          "       tokmeter bench -m FILE.gguf [options]     a model file (in-process)\n"
-          "       tokmeter bench --url URL [options]        a running server\n"
-          "\n"
-          "The main job: the two numbers, prefill (prompt tok/s, sets the time to first\n"
-          "token) and decode (generated tok/s of one stream), each held against its ceiling.\n"
-          "\n"
-          "IN-PROCESS (no --url), on tokmeter's own engine, the way llama-bench measures:\n"
-          "ppN = N random prompt tokens / the time of one batched forward pass; tgN = N\n"
-          "generated tokens / the time of their decode steps (greedy, end-of-sequence\n"
-          "ignored, so exactly N). Each repetition starts from a fresh KV cache at depth d\n"
-          "(d random tokens prefilled first, untimed). One discarded warm-up, then -r timed\n"
-          "repetitions per configuration; median +- sd; model load time apart; the decode\n"
-          "curve per output segment (1-32, 33-64, 65-128, ...; none shorter than 24\n"
-          "tokens). Below 24 generated tokens the decode cell is blank (null in the\n"
-          "records, which keep the times): no decode rate from a handful of tokens, as\n"
-          "over a server. Every rate is held against its ceiling at the same\n"
-          "thread count: decode = read bandwidth / bytes read per token at the run's depth,\n"
-          "prefill = compute (int8 for quantized models where the CPU has it; in process,\n"
-          "the int8 tiles (AMX) for Q4_0 / Q8_0 prompts of 16+ tokens where the engine runs\n"
-          "them, and over a llama.cpp server that reports AMX_INT8 = 1) / FLOPs per\n"
-          "prompt token; the machine is probed once and the result cached, but each decode\n"
-          "configuration's read bandwidth is measured at its thread count between its\n"
-          "repetitions (after the warm-up and after each; each reading the faster of the\n"
-          "probe's buffer and the model's weights in place): each repetition is held\n"
-          "against the readings on either side of it, and a spread of more than 5%% is said\n"
-          "as the uncertainty of its percentage. The model's mapped weights are also read\n"
-          "once with the probe's loop and that figure shown beside the probe's: pages more\n"
-          "than 10%% slower are called out (decode cannot reach the ceiling by that much).\n"
-          "Steal time (/proc/stat: the host running other work on this VM's CPUs) is read\n"
-          "around each configuration and called out from 1%%.\n"
-          "With no model given, the main job: a Qwen3-0.6B-shaped model with random weights\n"
-          "in Q4_0 and in Q8_0 (synthesized once into the cache), pp512 and tg128 at\n"
-          "1..online CPUs threads, 3 timed repetitions, then what the numbers say (scaling\n"
-          "with cores, what fewer bytes per token bought). -r/-p/-n/-d/-t override those\n"
-          "defaults (a quick look: -r 1 -p 32 -n 32). When its models' mapped pages read\n"
-          "more than 5%% below the probe's buffer, the main job runs them from an\n"
-          "anonymous copy (as --hugepages does) and says so, with the mapped figures;\n"
-          "when the copy reads slower still, it keeps the mapping and says that.\n"
-          "  -m, --gguf FILE        a GGUF model instead of the default pair (llama, qwen2,\n"
-          "                         qwen3, qwen3moe)\n"
-          "  -t, --threads LIST     thread counts, e.g. 1,2 (default: 1..online CPUs)\n"
-          "  -p, --prompt-tokens LIST  prompt lengths of the pp runs (default 512; 0 = none)\n"
-          "  -n, --max-tokens LIST  generated tokens of the tg runs (default 128; 0 = none;\n"
-          "                         below 24: no decode rate, the cell is blank)\n"
-          "  -d, --depth LIST       context depth before each run (default 0)\n"
-          "  -r, --reps N           timed repetitions (default 5 with -m, 3 for the default\n"
-          "                         pair)\n"
-          "      --out FILE         results file, JSON Lines, appended (default\n"
-          "                         tokmeter-results.jsonl); an existing file must be a\n"
-          "                         tokmeter results file: any other (a model, a text\n"
-          "                         file) is refused before anything runs (exit 2)\n"
-          "      --reprobe          measure the machine again instead of using the cache\n"
-          "      --hugepages        copy the weights into transparent huge pages at load\n"
-          "                         instead of reading them through the file mapping (the\n"
-          "                         mapping already uses 2 MiB page-cache folios where the\n"
-          "                         kernel has them; for kernels without, or when the\n"
-          "                         bench finds the file's pages slower than fresh memory;\n"
-          "                         default off)\n"
-          "\n"
-          "SERVER (--url): llama.cpp's llama-server, Ollama, vLLM, LM Studio, an MLX server or\n"
-          "a hosted OpenAI-compatible API. Per workload: one discarded warm-up, then N timed\n"
-          "runs, each prompt opening with a fresh random nonce; cached-token counters are\n"
-          "checked (a run whose cache reaches past the nonce is flagged and left out of the\n"
-          "prefill figures); token counts come from the server; server and client timers are\n"
-          "both reported. Every run is appended to the results file as it ends. Steal time\n"
-          "(/proc/stat) over the runs and per workload is recorded and called out from 1%%.\n"
-          "      --url URL          the server's base URL, e.g. http://127.0.0.1:8080\n"
-          "      --api KIND         auto, openai, ollama or llamacpp (default auto: detected)\n"
-          "      --endpoint E       chat or completion (default chat): /v1/chat/completions or\n"
-          "                         /v1/completions; Ollama /api/chat or /api/generate\n"
-          "      --model NAME       the served model (default: the server's)\n"
-          "  -m, --gguf FILE        the file the server serves: adds ceilings and %% of ceiling\n"
-          "      --api-key-env VAR  environment variable holding the API key (default\n"
-          "                         OPENAI_API_KEY when set); sent as a header, never recorded\n"
-          "  -w, --workload LIST    classify (~50 prompt tokens, 16 out), extract (~1700, 60),\n"
-          "                         generate (~50, 400); default all three\n"
-          "  -p, --prompt-tokens N  a custom workload: prompt length in tokens (default 50\n"
-          "                         when only -n is given)\n"
-          "  -n, --max-tokens M     a custom workload: tokens to generate (default 128 when\n"
-          "                         only -p or --prompt-file is given; below 24 the decode\n"
-          "                         rate is blank, with a footnote)\n"
-          "      --prompt-file F    a custom workload whose prompt is the file's text (its\n"
-          "                         length is the file's: not with -p)\n"
-          "  -r, --reps N           timed runs per workload (default 3)\n"
-          "      --allow-cache      keep runs that hit the prompt cache in prefill figures\n"
-          "                         (labelled)\n"
-          "      --cold             also measure the model load cost (Ollama: keep_alive 0)\n"
-          "      --list-models      list the served models and exit\n"
-          "      --out FILE         results file, JSON Lines, appended (default\n"
-          "                         tokmeter-results.jsonl); an existing file must be a\n"
-          "                         tokmeter results file: any other (a model, a text\n"
-          "                         file) is refused before anything runs (exit 2)\n"
-          "      --idle-timeout S   fail a run when the server sends nothing for S seconds\n"
-          "                         (default 60)\n"
-          "      --timeout S        fail a run that takes longer than S seconds (default 600)\n"
-          "                         (detection, /props, /tokenize, model lists: 10 s each,\n"
-          "                         or the shorter of these two)\n"
-          "\n"
+          "Usage: tokmeter bench [options]              the main job (synthetic Qwen3-0.6B shape,\n"
+          "                                             Q4_0 and Q8_0, on tokmeter's engine)\n"
+          "       tokmeter bench -m FILE.gguf [options] a model file, in-process\n"
+          "       tokmeter bench --url URL [options]    a running server\n"
+          "Prefill and decode tok/s, each beside its ceiling at the same thread count.\n"
+          "The method and every figure: docs/bench.md; the records: docs/records.md.\n"
+          "In-process (no --url):\n"
+          "  -m, --gguf FILE          GGUF model (llama, qwen2, qwen3, qwen3moe)\n"
+          "  -t, --threads LIST       thread counts, e.g. 1,2 (default 1..online CPUs)\n"
+          "  -p, --prompt-tokens LIST ppN lengths (default 512; 0 = none)\n"
+          "  -n, --max-tokens LIST    tgN lengths (default 128; 0 = none; below 24 no rate)\n"
+          "  -d, --depth LIST         context filled before each run, untimed (default 0)\n"
+          "  -r, --reps N             timed repetitions (default 3; 5 with -m)\n"
+          "      --hugepages          copy the weights into huge pages (default: mapped)\n"
+          "      --reprobe            measure the machine again (default: cached probe)\n"
+          "Server (--url):\n"
+          "      --url URL            base URL, e.g. http://127.0.0.1:8080\n"
+          "      --api KIND           auto, openai, ollama or llamacpp (default auto)\n"
+          "      --endpoint E         chat or completion (default chat)\n"
+          "      --model NAME         the served model (default the server's)\n"
+          "  -m, --gguf FILE          the file the server serves: adds ceilings\n"
+          "      --api-key-env VAR    variable with the API key (default OPENAI_API_KEY)\n"
+          "  -w, --workload LIST      classify, extract, generate (default all three)\n"
+          "  -p, --prompt-tokens N    custom workload's prompt (default 50 when only -n is given)\n"
+          "  -n, --max-tokens M       custom workload's output (default 128 when\n"
+          "                           only -p or --prompt-file is given)\n"
+          "      --prompt-file F      custom workload whose prompt is the file's text\n"
+          "  -r, --reps N             timed runs per workload (default 3)\n"
+          "      --allow-cache        keep prompt-cache hits in prefill figures (labelled)\n"
+          "      --cold               also measure the model load (Ollama)\n"
+          "      --list-models        list the served models and exit\n"
+          "      --idle-timeout S     fail a run silent for S seconds (default 60)\n"
+          "      --timeout S          fail a run longer than S seconds (default 600)\n"
           "Both:\n"
-          "      --ttft-sweep       measure time to first token at several prompt lengths\n"
-          "                         (-p LIST; default 32,64,128,256,512,1024) and fit\n"
-          "                         TTFT = fixed cost + L / prefill rate (each +- its standard\n"
-          "                         error; needs 3+ timed runs, lengths x -r); in-process:\n"
-          "                         pp runs at each -d depth (default 0; no tg unless -n);\n"
-          "                         --url: one custom workload per length, -n tokens each\n"
-          "                         (default 16, at most 8 lengths). Default off\n"
-          "      --cooldown S       pause S seconds (at most 3600) before each configuration\n"
-          "                         after the first (in-process: each model, thread count,\n"
-          "                         length and depth; --url: each workload), so a machine\n"
-          "                         that heats up under load starts each one rested;\n"
-          "                         default none. Either way, a configuration whose later\n"
-          "                         timed runs are slower than its first beyond the noise\n"
-          "                         is called out (a fitted line over the runs in order,\n"
-          "                         as tokmeter compare tests drift; 3+ runs)\n"
-          "      --json             machine-readable output on stdout instead of the\n"
-          "                         table: in-process one JSON document; --url the\n"
-          "                         summary records, one JSON object per line (JSON Lines)\n"
-          "                         as written to --out (docs/records.md)\n"
-          "  -h, --help             this help\n"
-          "\n"
-          "Exit codes: 0 every timed run succeeded; 1 a runtime failure or some runs failed\n"
-          "(the others are still measured, recorded and summarised); 2 bad usage or input.\n"
-          "Cache: $TOKMETER_CACHE_DIR, else $XDG_CACHE_HOME/tokmeter, else ~/.cache/tokmeter.\n"
-          "In-process, TOKMETER_KERNELS=scalar|avx2|avx512|vnni|vbmi|amx|neon pins the\n"
-          "engine's kernel set (for A/B runs; one this CPU lacks is refused), and\n"
-          "TOKMETER_NO_AMX=1 keeps its prefill off the AMX tiles.\n");
+          "      --out FILE           results, JSON Lines, appended (default tokmeter-results.jsonl)\n"
+          "      --ttft-sweep         TTFT at -p lengths (default 32..1024), fit fixed + L/rate\n"
+          "      --cooldown S         idle pause before each configuration but the first\n"
+          "      --json               in-process: one JSON document; --url: summary lines\n"
+          "  -v, --verbose            every reading and finding in full (default: the tables)\n"
+          "      --progress           progress on stderr: one line per configuration when not\n"
+          "      --no-progress        a terminal (default: an updating line on a terminal only)\n"
+          "  -h, --help               this help\n"
+          "Exit: 0 all done; 1 a runtime failure or failed runs; 2 bad usage or input.\n"
+          "Env: TOKMETER_CACHE_DIR; TOKMETER_KERNELS=scalar|avx2|avx512|vnni|vbmi|amx|neon\n"
+          "pins the engine's kernels; TOKMETER_NO_AMX=1 keeps prefill off the AMX tiles.\n");
 }
 
 static int parse_seconds(const char *s, const char *what, double *out) {
@@ -192,7 +111,8 @@ static int check_unique(const uint32_t *v, size_t n, const char *what) {
 
 static int parse_args(int argc, char **argv, struct bench_opts *o) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_PFILE, O_ALLOW, O_COLD, O_LIST,
-         O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT, O_COOLDOWN };
+         O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT, O_COOLDOWN,
+         O_PROGRESS, O_NO_PROGRESS };
   static const struct option longopts[] = {
       {"gguf", required_argument, 0, 'm'},          {"threads", required_argument, 0, 't'},
       {"depth", required_argument, 0, 'd'},
@@ -208,6 +128,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       {"list-models", no_argument, 0, O_LIST},      {"out", required_argument, 0, O_OUT},
       {"idle-timeout", required_argument, 0, O_IDLE}, {"timeout", required_argument, 0, O_TIMEOUT},
       {"cooldown", required_argument, 0, O_COOLDOWN},
+      {"verbose", no_argument, 0, 'v'},             {"progress", no_argument, 0, O_PROGRESS},
+      {"no-progress", no_argument, 0, O_NO_PROGRESS},
       {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
   struct tm_err err;
   memset(o, 0, sizeof *o);
@@ -219,7 +141,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":m:t:p:n:d:w:r:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":m:t:p:n:d:w:r:vh", longopts, NULL)) != -1) {
     switch (c) {
       case 'm': o->gguf = optarg; break;
       case 't':
@@ -289,6 +211,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       case O_HUGEPAGES: o->hugepages = true; break;
       case O_JSON: o->json = true; break;
       case O_TTFT: o->ttft_sweep = true; break;
+      case 'v': o->verbose = true; break;
+      case O_PROGRESS: cli_progress_force(1); break;
+      case O_NO_PROGRESS: cli_progress_force(0); break;
       case 'h': usage(stdout); return -1;
       case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
       default: return cli_bad_option(CMD, argv[optind - 1], longopts);

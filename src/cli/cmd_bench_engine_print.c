@@ -15,7 +15,9 @@
 
 #include "bench/drift.h"
 #include "bench/records_engine.h"
-#include "cli/bench_engine.h"
+#include "bench/inproc.h"
+#include "cli/bench_cli.h"
+#include "cli/bench_engine_print.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
 #include "gguf/ggml_types.h"
@@ -23,24 +25,6 @@
 #include "util/units.h"
 
 static const char *const CMD = "bench";
-
-static const struct eb_row *find_row(const struct eb_state *s, size_t model, uint32_t threads,
-                                     enum engine_bench_kind kind, uint32_t tokens,
-                                     uint32_t depth) {
-  for (size_t i = 0; i < s->n_rows; i++) {
-    const struct eb_row *r = &s->rows[i];
-    if (r->model == model && r->threads == threads && r->cfg.kind == kind &&
-        r->cfg.tokens == tokens && r->cfg.depth == depth)
-      return r;
-  }
-  return NULL;
-}
-
-static uint32_t first_nonzero(const uint32_t *v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (v[i]) return v[i];
-  return 0;
-}
 
 /* "122.4 ± 3.1": the median and the sample sd (docs/design.md rule 1; `tokmeter
  * report` shows the same median), sd blank with one repetition. */
@@ -51,20 +35,6 @@ static const char *rate_pm(const struct stats_summary *t, char *buf, size_t n) {
   return buf;
 }
 
-/* A decode row whose rate is blank by rule 5 (engine_bench.h): too few
- * generated tokens. Its ceiling is still shown; rate and percentage are not,
- * and nothing concluded after the table uses them. */
-static bool blank_by_rule(const struct eb_row *r) {
-  return r && r->cfg.kind == ENGINE_BENCH_TG && r->cfg.tokens < METRICS_MIN_DECODE_TOKENS;
-}
-
-/* What a conclusion says in place of a decode rate blank by rule 5. */
-static const char *no_rate_text(uint32_t n, char *buf, size_t cap) {
-  snprintf(buf, cap, "decode has no rate (tg%u: fewer than %d generated tokens)", n,
-           METRICS_MIN_DECODE_TOKENS);
-  return buf;
-}
-
 /* The footnote of a rate blank by rule 5 (the server table's words). */
 #define NOTE_MARK "(a)"
 static void print_few_tokens_note(void) { printf(NOTE_MARK " " METRICS_FEW_TOKENS_NOTE "\n"); }
@@ -72,7 +42,7 @@ static void print_few_tokens_note(void) { printf(NOTE_MARK " " METRICS_FEW_TOKEN
 /* The table's rate cell: "122.4 +- 3.1 tok/s", "- (a)" when blank by rule 5
  * (the footnote is printed under the table), "-" when there is none. */
 static const char *rate_cell(const struct eb_row *r, char *buf, size_t n) {
-  if (blank_by_rule(r)) snprintf(buf, n, "- " NOTE_MARK);
+  if (eb_blank_by_rule(r)) snprintf(buf, n, "- " NOTE_MARK);
   else if (!r->tok_s.n) snprintf(buf, n, "-");
   else {
     rate_pm(&r->tok_s, buf, n);
@@ -137,16 +107,6 @@ static void print_machine(const struct eb_state *s, bool cached) {
          p->quick ? "QUICK (test mode: figures are not memory bandwidth)" : "full");
   char warn[400];
   if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
-}
-
-/* The decode curve of one configuration, named by its thread count (the
- * table prints the most threads' only). */
-/* " at depth D" when the run asked for more than one depth or a nonzero one,
- * so two conclusions about one test name different configurations. */
-static const char *depth_note(const struct eb_row *r, char *buf, size_t n) {
-  if (r->cfg.depth) snprintf(buf, n, " at depth %u", r->cfg.depth);
-  else buf[0] = 0;
-  return buf;
 }
 
 static void print_curve(const struct eb_row *r) {
@@ -256,7 +216,7 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
  * -n and one -d (the main job, and the usual -m run). */
 static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, uint32_t n,
                                uint32_t d) {
-  const struct bench_opts *o = s->o;
+  const struct eb_opts *o = s->o;
   char h1[32] = "", h2[32] = "";
   if (p) snprintf(h1, sizeof h1, "prefill pp%u", p);
   if (n) snprintf(h2, sizeof h2, "decode tg%u", n);
@@ -265,8 +225,8 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
   bool few = false; /* a decode cell blank by rule 5: its footnote follows */
   for (size_t ti = 0; ti < o->n_threads; ti++) {
     uint32_t t = o->threads[ti];
-    const struct eb_row *pp = p ? find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
-    const struct eb_row *tg = n ? find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
+    const struct eb_row *pp = p ? eb_find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *tg = n ? eb_find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
     char a[48] = "", b[16] = "", c[8] = "", x[48] = "", y[16] = "", z[8] = "";
     if (pp) {
       rate_cell(pp, a, sizeof a);
@@ -277,15 +237,15 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
       rate_cell(tg, x, sizeof x);
       ceil_str(tg->ceiling_tok_s, y, sizeof y);
       pct(tg->percent, z, sizeof z);
-      few |= blank_by_rule(tg);
+      few |= eb_blank_by_rule(tg);
     }
     printf("%7u  %-20s %9s %6s    %-20s %9s %6s\n", t, a, b, c, x, y, z);
   }
-  if (n && o->n_threads) print_curve(find_row(s, mi, o->threads[o->n_threads - 1],
+  if (n && o->n_threads) print_curve(eb_find_row(s, mi, o->threads[o->n_threads - 1],
                                               ENGINE_BENCH_TG, n, d));
   bool any = false;
   for (size_t ti = 0; n && ti < o->n_threads; ti++) {
-    const struct eb_row *tg = find_row(s, mi, o->threads[ti], ENGINE_BENCH_TG, n, d);
+    const struct eb_row *tg = eb_find_row(s, mi, o->threads[ti], ENGINE_BENCH_TG, n, d);
     if (!tg || !(tg->bw_lo > 0)) continue;
     printf("%s %u thread%s %.1f-%.1f",
            any                          ? ","
@@ -318,9 +278,9 @@ static void print_rows(const struct eb_state *s, size_t mi) {
     const struct eb_row *r = &s->rows[i];
     if (r->model != mi) continue;
     char test[32], a[48], b[16], c[8];
-    if (blank_by_rule(r)) snprintf(a, sizeof a, "- " NOTE_MARK);
+    if (eb_blank_by_rule(r)) snprintf(a, sizeof a, "- " NOTE_MARK);
     else rate_pm(&r->tok_s, a, sizeof a);
-    few |= blank_by_rule(r);
+    few |= eb_blank_by_rule(r);
     printf("%7u  %-8s %6u  %-22s %12s %6s\n", r->threads,
            engine_bench_test_name(&r->cfg, test, sizeof test), r->cfg.depth, a,
            ceil_str(r->ceiling_tok_s, b, sizeof b), pct(r->percent, c, sizeof c));
@@ -345,17 +305,6 @@ static void print_bw_after(const struct eb_state *s) {
   printf("\n");
 }
 
-/* The largest steal share among the rows run at t threads; NAN when none
- * is known. */
-static double steal_at(const struct eb_state *s, uint32_t t) {
-  double worst = NAN;
-  for (size_t i = 0; i < s->n_rows; i++)
-    if (s->rows[i].threads == t && s->rows[i].steal_share >= 0 &&
-        !(s->rows[i].steal_share <= worst))
-      worst = s->rows[i].steal_share;
-  return worst;
-}
-
 /* Steal time per thread count, when the host took any (a quiet host or bare
  * metal reads 0 and the line is left out). */
 static void print_steal(const struct eb_state *s) {
@@ -364,9 +313,9 @@ static void print_steal(const struct eb_state *s) {
   if (!any) return;
   printf("\nsteal while the runs ran (the share of this VM's busy CPU time the host gave to "
          "other work; the largest of any configuration): ");
-  const struct bench_opts *o = s->o;
+  const struct eb_opts *o = s->o;
   for (size_t ti = 0; ti < o->n_threads; ti++) {
-    double v = steal_at(s, o->threads[ti]);
+    double v = eb_steal_at(s, o->threads[ti]);
     char fig[32] = "unknown";
     if (!isnan(v)) snprintf(fig, sizeof fig, "%.1f%%", 100.0 * v);
     printf("%s%s at %u thread%s", ti ? ", " : "", fig, o->threads[ti],
@@ -375,400 +324,131 @@ static void print_steal(const struct eb_state *s) {
   printf("\n");
 }
 
-static void conclude(struct eb_state *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void conclude(struct eb_state *s, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  json_array_append_new(s->conclusions, json_string(buf));
+/* The findings on the screen: at most this many, the most important first. */
+#define SCREEN_FINDINGS 5
+
+/* The machine in two lines: what it is, and what the probe measured. */
+static void print_machine_short(const struct eb_state *s) {
+  const struct machine_probe *p = s->probe;
+  char a[32], b[32];
+  printf("machine: %s, %u cores, %s, kernels %s\n", p->info.cpu_model, p->info.cpus,
+         tm_fmt_bytes((double)p->info.memory_bytes, a, sizeof a),
+         s->n_models ? s->models[0].kernel_path : "?");
+  const uint32_t tn = p->max_threads < 4 ? p->max_threads : 4;
+  printf("probe: memory");
+  for (uint32_t t = 1; t <= tn; t++) printf("%s %.1f", t > 1 ? "," : "", p->read_bw_bytes_s[t] / 1e9);
+  if (tn > 1) printf(" GB/s at 1..%u threads%s", tn, p->max_threads > tn ? " (more: -v)" : "");
+  else printf(" GB/s at 1 thread");
+  if (probe_best_int8_tile(p, NULL) > 0 && s->n_models && s->models[0].tiles)
+    printf(", int8 tiles %s", tm_fmt_ops(probe_best_int8_tile(p, NULL), "OPS", b, sizeof b));
+  else if (probe_best_int8(p, NULL) > 0)
+    printf(", int8 %s", tm_fmt_ops(probe_best_int8(p, NULL), "OPS", b, sizeof b));
+  else
+    printf(", f32 %s", tm_fmt_ops(probe_best_f32(p, NULL), "FLOPS", b, sizeof b));
+  printf("; %s %.10s%s\n", s->probe_cached ? "cached" : "measured", p->measured_at,
+         p->quick ? " QUICK" : "");
+  char warn[400];
+  if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
 }
 
-/* The read bandwidth a decode row's ceiling rests on: its own readings
- * between its repetitions, else the figure read before the runs (or the
- * probe's). */
-static double row_bw(const struct eb_state *s, const struct eb_row *r) {
-  return r->bw > 0 ? r->bw : s->probe->read_bw_bytes_s[r->threads];
-}
-
-static double ratio(const struct eb_row *a, const struct eb_row *b) {
-  if (!a || !b || !a->tok_s.n || !b->tok_s.n || !(a->tok_s.median > 0)) return NAN;
-  return b->tok_s.median / a->tok_s.median;
-}
-
-/* "32% slower at 1 thread (11.8 GB/s), 29% slower at 2 threads (23.1 GB/s)":
- * the thread counts at which bw[t] reads more than frac below the probe's
- * buffer (eb_pages_below); beyond four of them, the range ("19-32% slower at
- * 40 of 64 thread counts").
- * Returns whether there was any. */
-static bool slow_pages_list(const double *ref, const double *bw, uint32_t n, double frac,
-                            char *out, size_t cap) {
-  uint32_t n_slow = 0;
-  double lo = 100, hi = 0;
-  for (uint32_t t = 1; t <= n; t++) {
-    double probe_bw = ref[t];
-    if (!eb_pages_below(probe_bw, bw[t], frac)) continue;
-    double pct = 100.0 * (1.0 - bw[t] / probe_bw);
-    lo = pct < lo ? pct : lo;
-    hi = pct > hi ? pct : hi;
-    n_slow++;
-  }
-  out[0] = '\0';
-  if (n_slow > 4) {
-    snprintf(out, cap, "%.0f-%.0f%% slower at %u of %u thread counts", lo, hi, n_slow, n);
-    return true;
-  }
-  size_t len = 0;
-  for (uint32_t t = 1; t <= n && len < cap; t++) {
-    double probe_bw = ref[t];
-    if (!eb_pages_below(probe_bw, bw[t], frac)) continue;
-    int w = snprintf(out + len, cap - len, "%s%.0f%% slower at %u thread%s (%.1f GB/s)",
-                     len ? ", " : "", 100.0 * (1.0 - bw[t] / probe_bw), t, t == 1 ? "" : "s",
-                     bw[t] / 1e9);
-    if (w > 0) len += (size_t)w;
-  }
-  return n_slow > 0;
-}
-
-/* "16.8 GB/s at 1 thread, 33.6 GB/s at 2 threads" (beyond four, the first
- * and the last). */
-static void bw_list(const double *bw, uint32_t n, char *out, size_t cap) {
-  size_t len = 0;
-  out[0] = '\0';
-  if (n > 4) {
-    snprintf(out, cap, "%.1f GB/s at 1 thread to %.1f GB/s at %u", bw[1] / 1e9, bw[n] / 1e9, n);
+/* One model's compact table: prefill and decode side by side per thread
+ * count (one -p, one -n, one -d), else one row per configuration. */
+static void print_model_short(const struct eb_state *s, size_t mi, bool side) {
+  const struct eb_opts *o = s->o;
+  const struct eb_model *m = &s->models[mi];
+  char a[32], b[32];
+  printf("\n%s%s%s (%s file, %s read per token)\n", strstr(m->label, m->short_label) ? "" : m->short_label,
+         strstr(m->label, m->short_label) ? "" : ": ", m->label,
+         tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
+         tm_fmt_bytes_si(m->cost.weight_bytes_per_token + m->cost.state_bytes, b, sizeof b));
+  if (!side) {
+    print_rows(s, mi);
     return;
   }
-  for (uint32_t t = 1; t <= n && len < cap; t++) {
-    int w = snprintf(out + len, cap - len, "%s%.1f GB/s at %u thread%s", len ? ", " : "",
-                     bw[t] / 1e9, t, t == 1 ? "" : "s");
-    if (w > 0) len += (size_t)w;
-  }
-}
-
-/* The conclusions, from the first -p, -n and -d. */
-/* The most CPUs other processes kept busy during the rows run at t threads;
- * NAN when none is known. */
-static double other_cpus_at(const struct eb_state *s, uint32_t t) {
-  double worst = NAN;
-  for (size_t i = 0; i < s->n_rows; i++)
-    if (s->rows[i].threads == t && s->rows[i].other_cpus >= 0 &&
-        !(s->rows[i].other_cpus <= worst))
-      worst = s->rows[i].other_cpus;
-  return worst;
-}
-
-/* Why an in-process rate reads above its ceiling, and what that says. In
- * process there is no cached prompt, buffered stream or speculative
- * decoding, and the engine sizes a mixture of experts by its active
- * experts: what is left is the ceiling's figure. A decode's rests on the
- * memory readings beside its repetitions, which move on a VM: a rate above
- * them by less than their spread is that movement (seen: 102% with readings
- * 8% apart, 2026-12-01). */
-static const char *above_ceiling_why(const struct eb_state *s, const struct eb_row *r,
-                                     char *buf, size_t n) {
-  const double over = r->percent / 100 - 1;
-  if (r->cfg.kind == ENGINE_BENCH_PP) {
-    snprintf(buf, n,
-             "above the probe's compute rate at that thread count, so that figure is low here "
-             "(other work while probing? --reprobe on a quiet machine)");
-  } else if (r->bw_lo > 0 && r->bw_hi > 0 && over <= r->bw_hi / r->bw_lo - 1) {
-    snprintf(buf, n,
-             "above the memory readings beside its repetitions by %.0f%%, within their %.0f%% "
-             "spread: the memory read faster while it ran than in the readings, so the "
-             "percentage is uncertain by that much; the rate is measured, the ceiling moved",
-             100 * over, 100 * (r->bw_hi / r->bw_lo - 1));
-  } else if (r->bw_lo > 0) {
-    snprintf(buf, n,
-             "above the memory readings beside its repetitions (%.1f-%.1f GB/s), so the "
-             "probe's loop read slower than the engine here: part of the weights read from "
-             "the caches, or memory that moved within a repetition; the ceiling is low, not "
-             "the rate high",
-             r->bw_lo / 1e9, r->bw_hi / 1e9);
-  } else {
-    snprintf(buf, n, "above the %s's bandwidth, so that figure is low here (other work while "
-                     "probing? --reprobe on a quiet machine)",
-             s->probe_cached ? "cached probe" : "probe");
-  }
-  return buf;
-}
-
-void bench_engine_conclude(struct eb_state *s) {
-  const struct bench_opts *o = s->o;
-  /* First, since every conclusion below reads rates that other processes
-   * may have slowed: the threads shared the cores with them. */
+  const uint32_t p = eb_first_nonzero(o->prompt_tokens, o->n_prompt_tokens);
+  const uint32_t n = eb_first_nonzero(o->max_tokens, o->n_max_tokens), d = o->depth[0];
+  char h1[32] = "", h2[32] = "";
+  if (p) snprintf(h1, sizeof h1, "pp%u tok/s", p);
+  if (n) snprintf(h2, sizeof h2, "tg%u tok/s", n);
+  printf("threads  %-16s %8s %5s    %-16s %8s %5s\n", h1, "ceiling", "%", h2, "ceiling", "%");
+  bool few = false;
   for (size_t ti = 0; ti < o->n_threads; ti++) {
     const uint32_t t = o->threads[ti];
-    const double busy = other_cpus_at(s, t);
-    if (!(busy >= PROBE_BUSY_WARN_CPUS)) continue;
-    conclude(s,
-             "Other processes kept %.1f of this machine's %ld CPUs busy while the runs at %u "
-             "thread%s ran: the threads shared the cores with them, so those rates are lower "
-             "for it, and what the conclusions below say of memory, pages or scaling may be "
-             "that load instead. Measure on a quiet machine.",
-             busy, sysconf(_SC_NPROCESSORS_ONLN), t, t == 1 ? "" : "s");
-  }
-  uint32_t p = first_nonzero(o->prompt_tokens, o->n_prompt_tokens);
-  uint32_t n = first_nonzero(o->max_tokens, o->n_max_tokens);
-  uint32_t d = o->depth[0];
-  if (!o->n_threads) return;
-  /* The scaling from the fewest threads to the most, whatever the order of
-   * -t; the figures at the most threads are the headline ones. */
-  uint32_t t0 = o->threads[0], t1 = o->threads[0];
-  for (size_t ti = 1; ti < o->n_threads; ti++) {
-    if (o->threads[ti] < t0) t0 = o->threads[ti];
-    if (o->threads[ti] > t1) t1 = o->threads[ti];
-  }
-  for (size_t mi = 0; mi < s->n_models; mi++) {
-    const char *name = s->models[mi].short_label;
-    /* Pages slower than the probe's buffer: the ceiling is out of reach by
-     * that much, whatever the kernels do (EB_PAGES_SLOW, EB_PAGES_COPY). */
-    const struct eb_model *m = &s->models[mi];
-    /* Weights that fit in the caches are read from them: the memory's speed
-     * (its pages', the bandwidth's scaling) is not what their decode meets. */
-    const char *dec_ceiling = m->fits_caches ? "cache ceiling" : "memory ceiling";
-    if (m->fits_caches) {
-      char fit[160] = "";
-      size_t at = 0;
-      for (uint32_t t = 1; t <= m->fit_bw_threads && at < sizeof fit; t++)
-        at += (size_t)snprintf(fit + at, sizeof fit - at, "%s%.1fx%s at %u thread%s",
-                               t > 1 ? ", " : "", m->fit_read_bw[t] / m->weights_ref_bw[t],
-                               t == 1 ? " as fast as the probe's buffer" : "", t,
-                               t == 1 ? "" : "s");
-      conclude(s,
-               "%s: its weights (%.1f MiB) fit in this CPU's caches: a buffer of their size read "
-               "%s, so decode reads them from the caches and its ceiling is the caches' read "
-               "rate, not memory's. What it shows is the kernels' speed on cached data; a "
-               "model larger than the caches meets memory instead.",
-               name, (double)m->info.weights_bytes / (1024.0 * 1024.0), fit);
+    const struct eb_row *pp = p ? eb_find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *tg = n ? eb_find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
+    char x1[48] = "", x2[16] = "", x3[8] = "", y1[48] = "", y2[16] = "", y3[8] = "";
+    if (pp) {
+      rate_pm(&pp->tok_s, x1, sizeof x1);
+      ceil_str(pp->ceiling_tok_s, x2, sizeof x2);
+      pct(pp->percent, x3, sizeof x3);
     }
-    char slow[320], copy[320];
-    if (m->fits_caches) {
-      /* no page conclusions: see above */
-    } else if (m->copied &&
-        slow_pages_list(m->mapped_ref_bw, m->mapped_read_bw, m->mapped_bw_threads, EB_PAGES_COPY, slow,
-                        sizeof slow)) {
-      bw_list(m->weights_read_bw, m->weights_bw_threads, copy, sizeof copy);
-      conclude(s,
-               "%s: its memory-mapped weights, read in place, were %s than the probe's buffer (on a "
-               "VM, where the host placed these pages), so the main job ran it from an "
-               "anonymous copy, which read %s. Memory-mapped, its decode would fall short of "
-               "the ceiling by about that much (tokmeter bench -m FILE measures a file as "
-               "mapped).",
-               name, slow, copy);
+    if (tg) {
+      if (eb_blank_by_rule(tg)) snprintf(y1, sizeof y1, "- " NOTE_MARK);
+      else rate_pm(&tg->tok_s, y1, sizeof y1);
+      ceil_str(tg->ceiling_tok_s, y2, sizeof y2);
+      pct(tg->percent, y3, sizeof y3);
+      few |= eb_blank_by_rule(tg);
     }
-    /* One conclusion per model about its pages: with a copy tried and slower
-     * still, the one that says both. */
-    const bool very_slow = !m->fits_caches &&
-                           slow_pages_list(m->weights_ref_bw, m->weights_read_bw, m->weights_bw_threads,
-                                           EB_PAGES_SLOW, slow, sizeof slow);
-    if (!m->fits_caches && m->copy_bw_threads &&
-        (very_slow || slow_pages_list(m->weights_ref_bw, m->weights_read_bw, m->weights_bw_threads,
-                                      EB_PAGES_COPY, slow, sizeof slow))) {
-      /* The copy is dropped on the sum over the thread counts (copy_if_pages_slow):
-       * both sides' figures, so a thread count where the copy was faster shows. */
-      char mapped[320];
-      bw_list(m->copy_read_bw, m->copy_bw_threads, copy, sizeof copy);
-      bw_list(m->weights_read_bw, m->weights_bw_threads, mapped, sizeof mapped);
-      conclude(s,
-               "%s: its memory-mapped weights, read in place, were %s than the probe's buffer%s, but "
-               "an anonymous copy of them read slower still over the thread counts together "
-               "(%s, against the mapping's %s), so the main job ran it memory-mapped (on a VM the "
-               "host places anonymous memory too).",
-               name, slow,
-               very_slow ? " (on a VM, where the host placed these pages), so decode falls "
-                           "short of the ceiling by about that much whatever the kernels do"
-                         : "",
-               copy, mapped);
-    } else if (very_slow)
-      conclude(s,
-               "%s: its weights, read in place, were %s than the probe's buffer: the memory holding "
-               "them is slower (on a VM, where the host placed these pages), so decode falls "
-               "short of the ceiling by that much whatever the kernels do.%s",
-               name, slow,
-               m->info.hugepages || m->copy_bw_threads
-                   ? ""
-                   : " --hugepages reads them instead from an anonymous copy made at load, "
-                     "fresh memory as the probe's buffer is.");
-    const struct eb_row *pp0 = p ? find_row(s, mi, t0, ENGINE_BENCH_PP, p, d) : NULL;
-    const struct eb_row *pp1 = p ? find_row(s, mi, t1, ENGINE_BENCH_PP, p, d) : NULL;
-    const struct eb_row *tg0 = n ? find_row(s, mi, t0, ENGINE_BENCH_TG, n, d) : NULL;
-    const struct eb_row *tg1 = n ? find_row(s, mi, t1, ENGINE_BENCH_TG, n, d) : NULL;
-    char no_rate[96];
-    no_rate_text(n, no_rate, sizeof no_rate);
-    if (t1 != t0 && pp0 && tg0 && (blank_by_rule(tg0) || blank_by_rule(tg1))) {
-      conclude(s, "%s: from %u to %u threads prefill %.2fx; %s.", name, t0, t1,
-               ratio(pp0, pp1), no_rate);
-    } else if (t1 != t0 && pp0 && tg0) {
-      double rp = ratio(pp0, pp1), rd = ratio(tg0, tg1);
-      double rbw = row_bw(s, tg1) / row_bw(s, tg0);
-      double cores = (double)t1 / t0;
-      const char *why;
-      char above[400];
-      if (tg1->percent > 100)
-        why = above_ceiling_why(s, tg1, above, sizeof above);
-      else if (m->fits_caches)
-        why = "its weights fit in the caches, so memory does not hold it; the kernels and the "
-              "caches' read rate do";
-      else if (rd < 1)
-        why = "more threads made it slower: the machine is busy, or the hand-off between "
-              "threads costs more than it saves";
-      /* "Meeting memory" only near the ceiling (the practical range of
-       * well-tuned runtimes starts at 75%); below it, say what the scaling
-       * shows instead of claiming memory is the limit. */
-      else if (tg1->percent >= 75)
-        why = "it is meeting memory";
-      /* "Follows the bandwidth" only when decode scaled as the read
-       * bandwidth did, within 15% either way. */
-      else if (rd >= 0.85 * rbw && rd <= 1.15 * rbw)
-        why = "it follows the bandwidth, but below the practical range (75-85% of the "
-              "ceiling): the kernels leave memory time unused";
-      else if (rd > 1.15 * rbw)
-        why = "it outruns the bandwidth's scaling, so memory did not hold it at the fewer "
-              "threads: the kernels did, and they leave memory time unused";
-      else if (rd >= 0.85 * cores)
-        why = "it still scales with cores: the kernels, not memory, hold it";
-      else
-        why = "neither cores nor bandwidth explain it: overheads hold it";
-      conclude(s,
-               "%s: from %u to %u threads prefill %.2fx, decode %.2fx (%s %.2fx); "
-               "decode at %.0f%% of its %s: %s.",
-               name, t0, t1, rp, rd, m->fits_caches ? "cache read rate" : "read bandwidth", rbw,
-               tg1->percent, dec_ceiling, why);
-    }
-    if (pp1 && tg1 && blank_by_rule(tg1))
-      conclude(s, "%s at %u thread%s: prefill at %.0f%% of the compute ceiling; %s.", name, t1,
-               t1 == 1 ? "" : "s", pp1->percent, no_rate);
-    else if (pp1 && tg1)
-      conclude(s, "%s at %u thread%s: prefill at %.0f%% of the compute ceiling, decode at "
-               "%.0f%% of the %s.", name, t1, t1 == 1 ? "" : "s", pp1->percent,
-               tg1->percent, dec_ceiling);
+    printf("%7u  %-16s %8s %5s    %-16s %8s %5s\n", t, x1, x2, x3, y1, y2, y3);
   }
-  /* The bandwidth moved between a decode configuration's repetitions by
-   * more than 5% (beyond the pass-to-pass noise of best-of-5 reads): each
-   * repetition is held against the readings beside it, but within one the
-   * memory may have moved as much. (A quick probe's small buffer sits in the
-   * caches: no figure to compare.) */
-  for (size_t i = 0; i < (s->probe->quick ? 0 : s->n_rows); i++) {
-    const struct eb_row *r = &s->rows[i];
-    if (!(r->bw_lo > 0 && r->bw_hi > 0) || r->bw_hi / r->bw_lo - 1 <= 0.05) continue;
-    char test[32], what[64], dnote[32];
-    /* a rate blank by rule 5 has no percentage: its ceiling is what moved */
-    if (isfinite(r->percent)) snprintf(what, sizeof what, "its %.0f%% of the ceiling", r->percent);
-    else snprintf(what, sizeof what, "its ceiling");
-    conclude(s,
-             "%s %s%s at %u thread%s: %s %.1f-%.1f GB/s between its repetitions "
-             "(%.0f%% apart): the machine's bandwidth moved while it ran; each repetition is "
-             "held against the readings on either side of it, and %s is uncertain by up to "
-             "about that much.",
-             s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
-             depth_note(r, dnote, sizeof dnote), r->threads, r->threads == 1 ? "" : "s",
-             s->models[r->model].fits_caches ? "read from the caches at" : "memory read",
-             r->bw_lo / 1e9, r->bw_hi / 1e9,
-             100.0 * (r->bw_hi / r->bw_lo - 1), what);
-  }
-  /* Rule 11: a configuration whose later repetitions ran slower than its
-   * first beyond the noise. For a decode, the memory readings between its
-   * repetitions tell whether the machine's memory fell with it. */
-  for (size_t i = 0; i < s->n_rows; i++) {
-    const struct eb_row *r = &s->rows[i];
-    char note[320], test[32], dnote[32], mem[200] = "";
-    if (!r->drift_tested || !*bench_drift_note(&r->drift, "repetition", note, sizeof note))
-      continue;
-    if (r->bw_first > 0 && r->bw_last > 0) {
-      const double fell = r->bw_last / r->bw_first - 1;
-      snprintf(mem, sizeof mem,
-               fell <= r->drift.change / 2
-                   ? " (the memory readings between them fell too, from %.1f to %.1f GB/s: "
-                     "the machine slowed, not the engine alone)"
-                   : " (the memory readings between them went from %.1f to %.1f GB/s: not "
-                     "the memory)",
-               r->bw_first / 1e9, r->bw_last / 1e9);
-    }
-    conclude(s, "%s %s%s at %u thread%s: %s%s; %s.", s->models[r->model].short_label,
-             engine_bench_test_name(&r->cfg, test, sizeof test), depth_note(r, dnote, sizeof dnote),
-             r->threads, r->threads == 1 ? "" : "s", note, mem, BENCH_DRIFT_ADVICE);
-  }
-  /* Steal time: the host ran other guests on this VM's CPUs meanwhile. */
-  for (size_t ti = 0; ti < s->o->n_threads; ti++) {
-    char note[400];
-    if (machine_steal_warning(s->o->threads[ti], steal_at(s, s->o->threads[ti]), note,
-                              sizeof note))
-      conclude(s, "%s", note);
-  }
-  for (size_t i = 0; i < s->n_rows; i++) {
-    const struct eb_row *r = &s->rows[i];
-    char test[32], dnote[32], why[400];
-    if (r->percent > 100)
-      conclude(s, "%s %s%s at %u thread%s: %.0f%% of the ceiling: %s.",
-               s->models[r->model].short_label, engine_bench_test_name(&r->cfg, test, sizeof test),
-               depth_note(r, dnote, sizeof dnote), r->threads, r->threads == 1 ? "" : "s",
-               r->percent, above_ceiling_why(s, r, why, sizeof why));
-  }
-  if (s->n_models == 2) {
-    const struct eb_model *a = &s->models[0], *b = &s->models[1];
-    double ba = a->cost.weight_bytes_per_token, bb = b->cost.weight_bytes_per_token;
-    const struct eb_row *pa = p ? find_row(s, 0, t1, ENGINE_BENCH_PP, p, d) : NULL;
-    const struct eb_row *pb = p ? find_row(s, 1, t1, ENGINE_BENCH_PP, p, d) : NULL;
-    const struct eb_row *ta = n ? find_row(s, 0, t1, ENGINE_BENCH_TG, n, d) : NULL;
-    const struct eb_row *tb = n ? find_row(s, 1, t1, ENGINE_BENCH_TG, n, d) : NULL;
-    double rd = ratio(tb, ta), rp = ratio(pb, pa);
-    /* Each phase's change only where both models have its rate: a decode
-     * blank by rule 5 (or a phase not run, -p 0 / -n 0) says so instead. */
-    char dec[128], pre[48];
-    if (isfinite(rd)) snprintf(dec, sizeof dec, "decode %+.0f%%", 100.0 * (rd - 1));
-    else if (blank_by_rule(ta) || blank_by_rule(tb)) no_rate_text(n, dec, sizeof dec);
-    else snprintf(dec, sizeof dec, "decode not measured");
-    if (isfinite(rp)) snprintf(pre, sizeof pre, "prefill %+.0f%%", 100.0 * (rp - 1));
-    else snprintf(pre, sizeof pre, "prefill not measured");
-    if (ba > 0 && bb > 0)
-      conclude(s,
-               "%s reads %.0f%% fewer bytes per token than %s: %s, %s "
-               "(at %u thread%s; bytes alone would give decode %+.0f%%).",
-               a->short_label, 100.0 * (1 - ba / bb), b->short_label, dec, pre, t1,
-               t1 == 1 ? "" : "s", 100.0 * (bb / ba - 1));
-    /* The two decodes ran minutes apart: when the machine's bandwidth moved
-     * between them, the raw ratio mixes the bytes with the machine, and the
-     * shares of each one's own ceiling are the comparison that holds. */
-    if (ba > 0 && bb > 0 && ta && tb && ta->bw > 0 && tb->bw > 0 &&
-        isfinite(ta->percent) && isfinite(tb->percent) && fabs(ta->bw / tb->bw - 1) > 0.10)
-      conclude(s,
-               "%s's and %s's decodes at %u thread%s ran while memory read %.1f and %.1f GB/s: "
-               "part of that difference is the machine's; against their own ceilings they "
-               "reached %.0f%% and %.0f%%.",
-               a->short_label, b->short_label, t1, t1 == 1 ? "" : "s", ta->bw / 1e9,
-               tb->bw / 1e9, ta->percent, tb->percent);
-  }
+  if (few) print_few_tokens_note();
 }
 
-void bench_engine_print(struct eb_state *s, bool probe_cached) {
-  const struct bench_opts *o = s->o;
-  printf("tokmeter %s - tokens per second is two numbers\n", TOKMETER_VERSION);
-  print_machine(s, probe_cached);
-  printf("method: in-process (tokmeter's engine), one discarded warm-up then %u timed "
-         "repetition%s per configuration; random prompt tokens; greedy decode ignoring "
-         "end-of-sequence; rates are median +- sd, %% of ceiling = median / the ceiling\n", s->reps, s->reps == 1 ? "" : "s");
+/* The findings' briefs, most important first, at most SCREEN_FINDINGS. */
+static void print_findings_short(const struct eb_state *s) {
+  const struct bench_findings *l = &s->findings;
+  if (!l->n) return;
+  size_t *order = malloc(l->n * sizeof *order);
+  if (!order) return;
+  bench_findings_order(l, order);
+  printf("\n");
+  const size_t shown = l->n < SCREEN_FINDINGS ? l->n : SCREEN_FINDINGS;
+  for (size_t i = 0; i < shown; i++) {
+    const struct bench_finding *f = &l->v[order[i]];
+    printf("%-7s %s\n", bench_severity_name(f->severity), f->brief);
+  }
+  if (l->n > shown)
+    printf("(%zu more findings, and every reading: -v, --json, tokmeter report)\n",
+           l->n - shown);
+  free(order);
+}
+
+void bench_engine_print(struct eb_state *s, bool verbose) {
+  const struct eb_opts *o = s->o;
   size_t n_p = 0, n_n = 0;
   for (size_t i = 0; i < o->n_prompt_tokens; i++) n_p += o->prompt_tokens[i] != 0;
   for (size_t i = 0; i < o->n_max_tokens; i++) n_n += o->max_tokens[i] != 0;
-  bool side = n_p <= 1 && n_n <= 1 && o->n_depth == 1;
+  const bool side = n_p <= 1 && n_n <= 1 && o->n_depth == 1;
+  const char *out = o->out ? o->out : RECORD_DEFAULT_FILE;
+  printf("tokmeter %s - tokens per second is two numbers\n", TOKMETER_VERSION);
+  if (!verbose) {
+    print_machine_short(s);
+    for (size_t mi = 0; mi < s->n_models; mi++) print_model_short(s, mi, side);
+    print_findings_short(s);
+    printf("\nrecords: %s (%u timed runs, median +- sd of %u)\n", out, s->runs, s->reps);
+    cli_print_report_hint(out);
+    return;
+  }
+  print_machine(s, s->probe_cached);
+  printf("method: in-process (tokmeter's engine), one discarded warm-up then %u timed "
+         "repetition%s per configuration; random prompt tokens; greedy decode ignoring "
+         "end-of-sequence; rates are median +- sd, %% of ceiling = median / the ceiling\n",
+         s->reps, s->reps == 1 ? "" : "s");
   for (size_t mi = 0; mi < s->n_models; mi++) {
     print_model_head(s, mi);
     if (side)
-      print_side_by_side(s, mi, first_nonzero(o->prompt_tokens, o->n_prompt_tokens),
-                         first_nonzero(o->max_tokens, o->n_max_tokens), o->depth[0]);
+      print_side_by_side(s, mi, eb_first_nonzero(o->prompt_tokens, o->n_prompt_tokens),
+                         eb_first_nonzero(o->max_tokens, o->n_max_tokens), o->depth[0]);
     else
       print_rows(s, mi);
   }
   print_bw_after(s);
   print_steal(s);
-  if (json_array_size(s->conclusions)) printf("\n");
-  for (size_t i = 0; i < json_array_size(s->conclusions); i++)
-    printf("%s\n", json_string_value(json_array_get(s->conclusions, i)));
-  printf("\nrecords: %s (%u timed runs)\n", o->out ? o->out : RECORD_DEFAULT_FILE, s->runs);
-  cli_print_report_hint(o->out ? o->out : RECORD_DEFAULT_FILE);
+  if (s->findings.n) printf("\n");
+  for (size_t i = 0; i < s->findings.n; i++)
+    printf("%s\n", s->findings.v[i].text);
+  printf("\nrecords: %s (%u timed runs)\n", out, s->runs);
+  cli_print_report_hint(out);
 }
 
 /* obj[key] = [{threads, bytes_s}] for bw[1..n] (an empty list when n = 0);
@@ -861,6 +541,8 @@ void bench_engine_print_json(struct eb_state *s) {
                            s->o->out ? s->o->out : RECORD_DEFAULT_FILE, "probe_quick",
                            s->probe->quick, "runs", (int)s->runs, "models", models, "summaries",
                            s->summaries, "conclusions", s->conclusions);
+  /* the findings as data (findings.h; docs/records.md "findings") */
+  if (root) json_object_set_new(root, "findings", bench_findings_json(&s->findings));
   /* with a cached probe: its read loop before the runs (the decode ceilings'
    * bandwidth) and what the cache said, per thread count */
   if (s->bw_now_threads) {

@@ -133,27 +133,16 @@ struct served_model {
   bool have;
   struct model_cost cost;
   char arch[64], type[32], name[256];
-  double bandwidth, compute;   /* this machine's best; NAN when not probed */
-  bool int8;
-  bool int8_tiles;             /* compute is the int8 tile (AMX) rate */
+  struct ceiling_rates rates;  /* this machine's best per path; NAN when not probed */
+  double bandwidth;            /* rates.read_bw_bytes_s */
 };
 
 static int load_model(const char *path, struct served_model *m) {
-  struct tm_err err;
-  struct gguf_file *f = gguf_open(path, &err);
-  if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
-  struct model_desc d;
-  struct model_analyze_options aopt = {.kv_type = GGML_TYPE_F16};
-  int rc = model_desc_from_gguf(f, &d, &err);
-  if (rc == 0) {
-    rc = model_analyze(&d, &aopt, &m->cost, &err);
-    model_desc_free(&d);
-  }
-  char name[256] = "";
-  if (gguf_get_str(f, "general.name", name, sizeof name, NULL) != 0) name[0] = 0;
-  const char *ftype = model_gguf_file_type(f); /* static storage */
-  gguf_close(f);
-  if (rc != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
+  struct tm_err err = {{0}};
+  struct model_file_facts facts;
+  if (model_cost_from_file(path, GGML_TYPE_F16, &m->cost, &facts, &err) != 0)
+    return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  const char *name = facts.name, *ftype = facts.file_type[0] ? facts.file_type : NULL;
   snprintf(m->arch, sizeof m->arch, "%s", m->cost.arch);
   snprintf(m->name, sizeof m->name, "%s", name[0] ? name : path);
   /* The file's type names it ("Q4_K_M"), else the tensors' (the type
@@ -171,7 +160,8 @@ static int load_model(const char *path, struct served_model *m) {
 static void probe_for_ceilings(struct served_model *m, bool server_uses_tiles) {
   struct machine_probe *p = calloc(1, sizeof *p);
   struct tm_err err = {{0}};
-  m->bandwidth = m->compute = NAN;
+  m->bandwidth = NAN;
+  m->rates = (struct ceiling_rates){.read_bw_bytes_s = NAN};
   if (!p) return;
   cli_progress("probing this machine for the ceilings (once, then cached)", (void *)CMD);
   int rc = probe_get(p, false, cli_progress, (void *)CMD, &err);
@@ -184,14 +174,15 @@ static void probe_for_ceilings(struct served_model *m, bool server_uses_tiles) {
   char warn[400];
   if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
   m->bandwidth = probe_best_read_bw(p, NULL);
-  m->int8 = ceiling_use_int8(m->cost.quantized_bytes_fraction, probe_best_int8(p, NULL));
-  m->compute = m->int8 ? probe_best_int8(p, NULL) : probe_best_f32(p, NULL);
-  if (m->int8 && server_uses_tiles && probe_best_int8_tile(p, NULL) > m->compute) {
-    m->compute = probe_best_int8_tile(p, NULL);
-    m->int8_tiles = true;
+  m->rates = (struct ceiling_rates){.read_bw_bytes_s = m->bandwidth,
+                                    .f32_flops = probe_best_f32(p, NULL),
+                                    .int8_ops = probe_best_int8(p, NULL),
+                                    .int8_tile_ops = probe_best_int8_tile(p, NULL),
+                                    .tiles = server_uses_tiles};
+  if (server_uses_tiles && !strcmp(ceiling_compute_path(m->cost.quantized_bytes_fraction, &m->rates, 1) ?: "", "int8_tile")) {
     char a[32];
     cli_note(CMD, "the server's build uses %s tiles: its prefill ceiling is their int8 rate, %s",
-             p->int8_tile_path, tm_fmt_ops(m->compute, "OPS", a, sizeof a));
+             p->int8_tile_path, tm_fmt_ops(m->rates.int8_tile_ops, "OPS", a, sizeof a));
   }
   free(p);
 }
@@ -206,16 +197,18 @@ static struct record_ceiling ceiling_at(const struct served_model *m, double pro
                                         uint32_t max_tokens) {
   struct record_ceiling c = record_ceiling_none();
   if (!m->have || !isfinite(m->bandwidth)) return c;
-  uint32_t n = max_tokens ? max_tokens : 1;
-  double bytes = model_decode_bytes_mean(&m->cost, (uint64_t)prompt, n);
+  const struct ceiling_workload w = {.prompt_tokens = prompt >= 1 ? (uint64_t)prompt : 0,
+                                     .gen_tokens = max_tokens ? max_tokens : 1};
+  struct ceiling_result r;
+  ceiling_of_workload(&m->cost, &m->rates, &w, &r);
   c.read_bandwidth_bytes_s = m->bandwidth;
-  c.bytes_per_token = bytes;
-  c.decode_ceiling_tok_s = ceiling_tok_s(m->bandwidth, bytes);
-  if (prompt >= 1 && isfinite(m->compute)) {
-    c.flops_per_token = model_prefill_flops_per_token(&m->cost, (uint64_t)prompt);
-    c.compute_ops_s = m->compute;
-    c.compute_path = m->int8_tiles ? "int8_tile" : m->int8 ? "int8" : "f32";
-    c.prefill_ceiling_tok_s = ceiling_tok_s(m->compute, c.flops_per_token);
+  c.bytes_per_token = r.bytes_per_token;
+  c.decode_ceiling_tok_s = ceiling_tok_s(m->bandwidth, r.bytes_per_token);
+  if (w.prompt_tokens && r.compute_path) {
+    c.flops_per_token = r.flops_per_token;
+    c.compute_ops_s = r.compute_ops_s;
+    c.compute_path = r.compute_path;
+    c.prefill_ceiling_tok_s = r.prefill_tok_s;
   }
   return c;
 }

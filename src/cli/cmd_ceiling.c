@@ -265,13 +265,10 @@ static int load_model(const struct ceiling_opts *o, struct model_cost *cost, cha
   struct model_desc d;
   struct model_analyze_options ao = {o->kv_type};
   if (o->file) {
-    struct gguf_file *f = gguf_open(o->file, &err);
-    if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
-    int r = model_desc_from_gguf(f, &d, &err);
-    const char *ftype = model_gguf_file_type(f); /* static storage */
-    snprintf(type_name, tn, "%s", ftype ? ftype : "");
-    gguf_close(f);
-    if (r != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+    struct model_file_facts facts;
+    if (model_cost_from_file(o->file, o->kv_type, cost, &facts, &err) != 0)
+      return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+    snprintf(type_name, tn, "%s", facts.file_type);
   } else {
     const struct model_preset *p = model_preset_find(o->preset);
     if (!p) {
@@ -296,9 +293,11 @@ static int load_model(const struct ceiling_opts *o, struct model_cost *cost, cha
     model_plan_free(&plan);
     if (r != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
   }
-  int r = model_analyze(&d, &ao, cost, &err);
-  model_desc_free(&d);
-  if (r != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  if (!o->file) {
+    int r = model_analyze(&d, &ao, cost, &err);
+    model_desc_free(&d);
+    if (r != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  }
   if (cost->bytes_total == 0) return cli_fail(CMD, TM_EXIT_USAGE, "the model has no tensor data");
   return 0;
 }
@@ -315,6 +314,9 @@ struct machine_rates {
    * use them (the int8 path only); 0 otherwise. */
   double tile_compute;
   char tile_path[24];
+  /* the rates themselves, for ceiling_of_workload (tiles off: the line of
+   * their own says what they give) */
+  struct ceiling_rates rates;
   bool probed, quick;
   double memory_bytes;     /* 0 = unknown */
 };
@@ -325,10 +327,11 @@ static int machine_rates_get(const struct ceiling_opts *o, double quantized_frac
   m->memory_bytes = o->memory_bytes;
   if (o->compute > 0) {
     m->compute = o->compute;
+    m->rates.given_compute_ops_s = o->compute;
     snprintf(m->compute_path, sizeof m->compute_path, "given");
   }
   if (o->bandwidth > 0) {
-    m->bandwidth = o->bandwidth;
+    m->bandwidth = m->rates.read_bw_bytes_s = o->bandwidth;
     if (o->threads) cli_warn(CMD, "-t ignored: the bandwidth is given");
     return 0;
   }
@@ -364,18 +367,22 @@ static int machine_rates_get(const struct ceiling_opts *o, double quantized_frac
     double i8 = o->threads ? p->int8_ops[o->threads] : probe_best_int8(p, &ti);
     double f32 = o->threads ? p->f32_flops[o->threads] : probe_best_f32(p, &tf);
     if (o->threads) ti = tf = o->threads;
-    if (ceiling_use_int8(quantized_fraction, i8)) {
+    m->rates.int8_ops = i8;
+    m->rates.f32_flops = f32;
+    const char *path = ceiling_compute_path(quantized_fraction, &m->rates, o->prompt_tokens);
+    if (path && !strcmp(path, "int8")) {
       m->compute = i8;
       m->compute_threads = ti;
       snprintf(m->compute_path, sizeof m->compute_path, "int8 (%s)", p->int8_path);
       m->tile_compute = o->threads ? p->int8_tile_ops[o->threads] : probe_best_int8_tile(p, NULL);
       snprintf(m->tile_path, sizeof m->tile_path, "%s", p->int8_tile_path);
-    } else if (f32 > 0) {
+    } else if (path) {
       m->compute = f32;
       m->compute_threads = tf;
       snprintf(m->compute_path, sizeof m->compute_path, "f32 (%s)", p->f32_path);
     }
   }
+  m->rates.read_bw_bytes_s = m->bandwidth;
   if (!(m->memory_bytes > 0)) m->memory_bytes = (double)p->info.memory_bytes;
   free(p);
   if (!(m->bandwidth > 0)) return cli_fail(CMD, TM_EXIT_RUNTIME, "the probe has no bandwidth");
@@ -444,7 +451,7 @@ int cmd_ceiling(int argc, char **argv) {
   bool napkin = o.file == NULL && o.preset == NULL;
   struct model_cost cost;
   memset(&cost, 0, sizeof cost);
-  char type_name[16] = "";
+  char type_name[32] = "";
   if (!napkin && (rc = load_model(&o, &cost, type_name, sizeof type_name)) != 0) return rc;
 
   struct machine_rates m;
@@ -454,7 +461,20 @@ int cmd_ceiling(int argc, char **argv) {
   /* The numbers. */
   double bytes_total = napkin ? o.size_bytes : (double)cost.bytes_total;
   double bpt0 = napkin ? o.size_bytes * o.active_fraction : model_decode_bytes_at_depth(&cost, 0);
-  double decode0 = ceiling_tok_s(m.bandwidth, bpt0);
+  /* The model's ceilings come from the one function every command uses
+   * (model/ceiling.h); the napkin's from its own size. */
+  struct ceiling_result at0 = {0}, pre = {0}, pre_tiles = {0};
+  if (!napkin) {
+    ceiling_of_workload(&cost, &m.rates, &(struct ceiling_workload){.gen_tokens = 1}, &at0);
+    ceiling_of_workload(&cost, &m.rates,
+                        &(struct ceiling_workload){.prompt_tokens = o.prompt_tokens}, &pre);
+    struct ceiling_rates tiles = m.rates;
+    tiles.tiles = true;
+    tiles.int8_tile_ops = m.tile_compute;
+    ceiling_of_workload(&cost, &tiles,
+                        &(struct ceiling_workload){.prompt_tokens = o.prompt_tokens}, &pre_tiles);
+  }
+  double decode0 = napkin ? ceiling_tok_s(m.bandwidth, bpt0) : (isfinite(at0.decode_tok_s) ? at0.decode_tok_s : 0);
   double dense = ceiling_tok_s(m.bandwidth, bytes_total);
   bool has_compute = m.compute > 0 && !napkin;
   /* A model whose head count is unknown (cost.kv_unknown): its KV cache and
@@ -464,12 +484,14 @@ int cmd_ceiling(int argc, char **argv) {
   bool kv_known = napkin || !cost.kv_unknown;
   double prefill_flops = napkin ? 0 : model_prefill_flops_per_token(&cost, o.prompt_tokens);
   /* without attention: a bound the real ceiling stays under */
-  double prefill = has_compute ? ceiling_tok_s(m.compute, prefill_flops) : 0;
+  double prefill = has_compute && isfinite(pre.prefill_tok_s) ? pre.prefill_tok_s : 0;
   double prefill_bound = 0;
   if (!kv_known) prefill_bound = prefill, prefill = 0;
   /* the same on the int8 tiles, where the probe measured them */
-  const double prefill_tiles =
-      prefill > 0 && m.tile_compute > 0 ? ceiling_tok_s(m.tile_compute, prefill_flops) : 0;
+  const double prefill_tiles = prefill > 0 && pre_tiles.compute_path &&
+                                       !strcmp(pre_tiles.compute_path, "int8_tile")
+                                   ? pre_tiles.prefill_tok_s
+                                   : 0;
   bool fits_known = !napkin && m.memory_bytes > 0 && kv_known;
   bool fits_capped = false;
   uint64_t fits = fits_known ? model_context_fits(&cost, m.memory_bytes, o.overhead_bytes,
@@ -538,14 +560,19 @@ int cmd_ceiling(int argc, char **argv) {
     json_t *by = json_array();
     for (size_t i = 0; i < (napkin ? 1 : o.n_depths); i++) {
       uint64_t dep = napkin ? 0 : o.depths[i];
-      double b = napkin ? bpt0 : model_decode_bytes_at_depth(&cost, dep);
+      struct ceiling_result at = {.decode_tok_s = ceiling_tok_s(m.bandwidth, bpt0),
+                                  .bytes_per_token = bpt0};
+      if (!napkin)
+        ceiling_of_workload(&cost, &m.rates,
+                            &(struct ceiling_workload){.depth = dep, .gen_tokens = 1}, &at);
+      const double b = at.bytes_per_token;
       bool known = kv_known || dep == 0;
       json_t *e = json_object();
       json_object_set_new(e, "depth", json_integer((json_int_t)dep));
       json_object_set_new(e, "bytes_per_token", jnum_or_null(b, known));
       json_object_set_new(e, "kv_bytes",
                           jnum_or_null(napkin ? 0 : model_kv_bytes_at_depth(&cost, dep), known));
-      json_object_set_new(e, "tok_s", jnum_or_null(ceiling_tok_s(m.bandwidth, b), known));
+      json_object_set_new(e, "tok_s", jnum_or_null(at.decode_tok_s, known));
       json_array_append_new(by, e);
     }
     json_object_set_new(j, "decode_ceiling_by_depth", by);
@@ -691,7 +718,10 @@ int cmd_ceiling(int argc, char **argv) {
   } else {
     printf("decode ceiling (one stream, by context depth):\n");
     for (size_t i = 0; i < o.n_depths; i++) {
-      double b = model_decode_bytes_at_depth(&cost, o.depths[i]);
+      struct ceiling_result at;
+      ceiling_of_workload(&cost, &m.rates,
+                          &(struct ceiling_workload){.depth = o.depths[i], .gen_tokens = 1}, &at);
+      const double b = at.bytes_per_token;
       if (!kv_known && o.depths[i] > 0) {
         printf("  depth %7llu:  unknown     (the KV cache read per token is unknown)\n",
                (unsigned long long)o.depths[i]);
@@ -699,7 +729,7 @@ int cmd_ceiling(int argc, char **argv) {
       }
       printf("  depth %7llu: %8s tok/s  (%s read per token)%s\n",
              (unsigned long long)o.depths[i],
-             tm_fmt_rate(ceiling_tok_s(m.bandwidth, b), b1, sizeof b1),
+             tm_fmt_rate(at.decode_tok_s, b1, sizeof b1),
              tm_fmt_bytes_si(b, b2, sizeof b2),
              cost.context_length && o.depths[i] > cost.context_length
                  ? "  beyond the trained context" : "");

@@ -101,20 +101,9 @@ static char *read_input(const char *path, size_t *len, char *why, size_t why_n) 
 }
 
 static int analyse_gguf(const char *path, struct model_cost *cost) {
-  struct tm_err err;
-  struct gguf_file *f = gguf_open(path, &err);
-  if (!f) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
-  struct model_desc d;
-  struct model_analyze_options ao = {.kv_type = GGML_TYPE_F16};
-  int rc = model_desc_from_gguf(f, &d, &err);
-  if (rc == 0) {
-    rc = model_analyze(&d, &ao, cost, &err);
-    model_desc_free(&d);
-  }
-  gguf_close(f);
-  if (rc != 0)
-    return strstr(err.msg, path) ? cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg)
-                                 : cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", path, err.msg);
+  struct tm_err err = {{0}};
+  if (model_cost_from_file(path, GGML_TYPE_F16, cost, NULL, &err) != 0)
+    return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
   return 0;
 }
 

@@ -157,6 +157,19 @@ const char *model_most_bytes_type(const struct model_cost *c);
  * Q8_0 embeddings (model_most_bytes_type would say Q8_0). */
 const char *model_gguf_file_type(const struct gguf_file *f);
 
+/* What a GGUF file says of itself beside its cost. */
+struct model_file_facts {
+  char file_type[32]; /* model_gguf_file_type's name; "" when none */
+  char name[256];     /* general.name; "" when none */
+  uint64_t file_bytes;
+};
+/* GGUF file -> model cost, for every command: opens path, reads its
+ * description, analyses it with the KV cache in kv_type (enum ggml_type).
+ * 0, or -1 with err one line that names the file ("PATH: what is wrong").
+ * facts may be NULL. */
+int model_cost_from_file(const char *path, uint32_t kv_type, struct model_cost *cost,
+                         struct model_file_facts *facts, struct tm_err *err);
+
 /* KV cache bytes held at context depth `depth` (= bytes of KV read to generate
  * the next token). Sliding-window layers count min(depth, window). */
 double model_kv_bytes_at_depth(const struct model_cost *c, uint64_t depth);

@@ -1,8 +1,11 @@
 /* ceiling: see ceiling.h. */
 #include "model/ceiling.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "model/analysis.h"
 
 double ceiling_tok_s(double rate_per_s, double per_token) {
   if (!(rate_per_s > 0) || !(per_token > 0)) return 0;
@@ -16,6 +19,43 @@ double ceiling_napkin_tok_s(double bandwidth_bytes_s, double size_bytes, double 
 
 bool ceiling_use_int8(double quantized_bytes_fraction, double int8_ops_s) {
   return quantized_bytes_fraction > 0.5 && int8_ops_s > 0;
+}
+
+static bool known(double v) { return v > 0 && isfinite(v); }
+
+const char *ceiling_compute_path(double quantized_bytes_fraction, const struct ceiling_rates *r,
+                                 uint64_t prompt_tokens) {
+  if (known(r->given_compute_ops_s)) return "given";
+  const bool int8 = ceiling_use_int8(quantized_bytes_fraction, known(r->int8_ops) ? r->int8_ops : 0);
+  if (int8 && r->tiles && known(r->int8_tile_ops) && prompt_tokens >= r->tiles_min_batch)
+    return "int8_tile";
+  if (int8) return "int8";
+  return known(r->f32_flops) ? "f32" : NULL;
+}
+
+void ceiling_of_workload(const struct model_cost *c, const struct ceiling_rates *r,
+                         const struct ceiling_workload *w, struct ceiling_result *out) {
+  out->decode_tok_s = out->read_bw_bytes_s = out->bytes_per_token = NAN;
+  out->prefill_tok_s = out->compute_ops_s = out->flops_per_token = NAN;
+  out->compute_path = NULL;
+  if (w->gen_tokens > 0) {
+    out->bytes_per_token = model_decode_bytes_mean(c, w->depth + w->prompt_tokens, w->gen_tokens);
+    out->read_bw_bytes_s = known(r->read_bw_bytes_s) ? r->read_bw_bytes_s : NAN;
+    const double t = ceiling_tok_s(out->read_bw_bytes_s, out->bytes_per_token);
+    out->decode_tok_s = t > 0 && isfinite(t) ? t : NAN;
+  }
+  if (w->prompt_tokens > 0) {
+    out->flops_per_token = model_prefill_flops_at_depth(c, w->prompt_tokens, w->depth);
+    out->compute_path = ceiling_compute_path(c->quantized_bytes_fraction, r, w->prompt_tokens);
+    const char *p = out->compute_path;
+    out->compute_ops_s = !p                          ? NAN
+                         : !strcmp(p, "given")       ? r->given_compute_ops_s
+                         : !strcmp(p, "int8_tile")   ? r->int8_tile_ops
+                         : !strcmp(p, "int8")        ? r->int8_ops
+                                                     : r->f32_flops;
+    const double t = ceiling_tok_s(out->compute_ops_s, out->flops_per_token);
+    out->prefill_tok_s = t > 0 && isfinite(t) ? t : NAN;
+  }
 }
 
 int ceiling_verdict_make(const char *phase, double measured_tok_s, double ceiling_tok_s,

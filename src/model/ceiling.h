@@ -14,6 +14,9 @@
 #define TM_CEILING_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+struct model_cost;
 
 #define CEILING_PRACTICAL_LO 0.75
 #define CEILING_PRACTICAL_HI 0.85
@@ -29,6 +32,50 @@ double ceiling_napkin_tok_s(double bandwidth_bytes_s, double size_bytes, double 
 /* The prefill of a model whose bytes are mostly (> 50%) in quantized types runs
  * on 8-bit integer dot products where the CPU has them. */
 bool ceiling_use_int8(double quantized_bytes_fraction, double int8_ops_s);
+
+/* ---- the ceiling of a workload: one function for every command ---- */
+
+/* The machine's rates behind a ceiling, at one thread count (or each path's
+ * best, as the caller decides); 0 or NAN where unknown. */
+struct ceiling_rates {
+  double read_bw_bytes_s;
+  double f32_flops, int8_ops, int8_tile_ops;
+  double given_compute_ops_s; /* a compute rate the user gave (--compute): used as
+                                 is, on path "given"; 0/NAN: none */
+  bool tiles;                 /* the runtime runs this model's prefill on the int8
+                                 tiles (AMX) where it can: the engine's tile kernels
+                                 take its types, or a server reports a build using
+                                 them (a runtime fact the caller knows) */
+  uint32_t tiles_min_batch;   /* ... for prompts of at least this many tokens */
+};
+
+/* What runs: a prompt of prompt_tokens read after depth tokens already in
+ * the cache, then gen_tokens generated one by one (decode at the depths
+ * depth + prompt_tokens .. + gen_tokens - 1). Either count may be 0. */
+struct ceiling_workload {
+  uint64_t prompt_tokens, depth, gen_tokens;
+};
+
+/* The two ceilings and what each is made of; NAN (NULL) where unknown or
+ * not asked (gen_tokens 0: no decode; prompt_tokens 0: no prefill). */
+struct ceiling_result {
+  double decode_tok_s, read_bw_bytes_s, bytes_per_token;
+  double prefill_tok_s, compute_ops_s, flops_per_token;
+  const char *compute_path; /* "given", "int8_tile", "int8", "f32" */
+};
+
+/* The one rule for the prefill's arithmetic path: the user's figure when
+ * given; else the int8 tiles when the runtime runs them (r->tiles), the
+ * probe measured them, the model is quantized (ceiling_use_int8) and the
+ * prompt is at least tiles_min_batch; else int8 for a quantized model where
+ * the probe has int8; else f32. NULL when no rate for any path is known. */
+const char *ceiling_compute_path(double quantized_bytes_fraction, const struct ceiling_rates *r,
+                                 uint64_t prompt_tokens);
+/* decode = read bandwidth / bytes read per generated token (the mean over
+ * its depths: model_decode_bytes_mean); prefill = the path's rate / FLOPs per
+ * prompt token at its depth (model_prefill_flops_at_depth). */
+void ceiling_of_workload(const struct model_cost *c, const struct ceiling_rates *r,
+                         const struct ceiling_workload *w, struct ceiling_result *out);
 
 enum ceiling_verdict_kind {
   CEILING_ABOVE = 0,       /* > 100% */

@@ -543,3 +543,32 @@ const char *model_gguf_file_type(const struct gguf_file *f) {
     return NULL;
   return model_ftype_name((int)ftype);
 }
+
+/* The message names the file once: "PATH: ...". */
+static int name_the_file(struct tm_err *err, const char *path) {
+  if (err && !strstr(err->msg, path)) return tm_err_prefix(err, "%s", path);
+  return -1;
+}
+
+int model_cost_from_file(const char *path, uint32_t kv_type, struct model_cost *cost,
+                         struct model_file_facts *facts, struct tm_err *err) {
+  struct gguf_file *f = gguf_open(path, err);
+  if (!f) return name_the_file(err, path);
+  struct model_desc d;
+  struct model_analyze_options ao = {.kv_type = kv_type};
+  int rc = model_desc_from_gguf(f, &d, err);
+  if (rc == 0) {
+    rc = model_analyze(&d, &ao, cost, err);
+    model_desc_free(&d);
+  }
+  if (facts) {
+    memset(facts, 0, sizeof *facts);
+    const char *ft = model_gguf_file_type(f);
+    snprintf(facts->file_type, sizeof facts->file_type, "%s", ft ? ft : "");
+    if (gguf_get_str(f, "general.name", facts->name, sizeof facts->name, NULL) != 0)
+      facts->name[0] = 0;
+    facts->file_bytes = f->file_size;
+  }
+  gguf_close(f);
+  return rc != 0 ? name_the_file(err, path) : 0;
+}

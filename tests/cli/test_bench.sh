@@ -18,7 +18,7 @@ RATED=(-r 1 -p 16 -n 24)
 FAST=(-r 1 -p 16 -n 8)
 
 mkdir "$dir/cwd"
-(cd "$dir/cwd" && expect_exit 0 "$TOKMETER" bench "${RATED[@]}" -t 1 --json)
+(cd "$dir/cwd" && expect_exit 0 "$TOKMETER" bench -v "${RATED[@]}" -t 1 --json)
 [ -s "$dir/cwd/tokmeter-results.jsonl" ] || fail "no records in the default file"
 cp "$dir/out" "$dir/first.json"
 python3 - "$dir/first.json" "$dir/cwd/tokmeter-results.jsonl" "$TOKMETER_CACHE_DIR" "$dir/err" <<'PY' || fail "JSON checks (see above)"
@@ -139,7 +139,7 @@ PY
 models=$(ls "$TOKMETER_CACHE_DIR"/models/*.gguf | wc -l)
 [ "$models" = 2 ] || fail "expected 2 cached models, found $models"
 stamp=$(stat -c %Y "$TOKMETER_CACHE_DIR"/models/*Q4_0*.gguf)
-expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --out "$dir/r2.jsonl"
+expect_exit 0 "$TOKMETER" bench -v "${FAST[@]}" --out "$dir/r2.jsonl"
 [ "$(stat -c %Y "$TOKMETER_CACHE_DIR"/models/*Q4_0*.gguf)" = "$stamp" ] || fail "model rewritten"
 grep -q "QUICK" "$dir/out" || fail "a quick probe must be labelled in the table"
 grep -q "prefill pp16" "$dir/out" || fail "no prefill column: $(cat "$dir/out")"
@@ -170,10 +170,33 @@ grep -q "read now, before the runs (the cached probe's:" "$dir/out" ||
 grep -qE "^ +memory read between the decode's repetitions \(GB/s, lowest-highest\): 1 thread [0-9.]+-[0-9.]+" \
   "$dir/out" || fail "no readings between the decode's repetitions: $(cat "$dir/out")"
 
+# without -v: the short screen (docs/bench.md "The screen"): at most 30
+# lines, none past 100 characters (but the paths of the last two); the machine in two lines, per model one
+# table (rate +- sd, ceiling, %), at most five findings led by their severity,
+# the rest named; progress on stderr one line per configuration when stderr
+# is not a terminal, and none with --no-progress
+expect_exit 0 "$TOKMETER" bench "${RATED[@]}" --out "$dir/short.jsonl"
+[ "$(wc -l < "$dir/out")" -le 30 ] || fail "the screen is over 30 lines: $(cat "$dir/out")"
+awk '!/^(records|report): / && length($0) > 100 { bad = 1 } END { exit bad }' "$dir/out" ||
+  fail "a line over 100 characters: $(cat "$dir/out")"
+grep -qE "^machine: .*, kernels [a-z0-9_]+$" "$dir/out" || fail "no machine line: $(cat "$dir/out")"
+grep -qE "^probe: +memory [0-9.]+.* GB/s at 1" "$dir/out" || fail "no probe line: $(cat "$dir/out")"
+[ "$(grep -cE "^threads +pp16 tok/s +ceiling +% +tg24 tok/s +ceiling +%$" "$dir/out")" = 2 ] ||
+  fail "a table per model expected: $(cat "$dir/out")"
+[ "$(grep -cE "^ {6}1  [0-9.]+ +[0-9]+ +[0-9]+% +[0-9.]+ +[0-9]+ +[0-9]+%$" "$dir/out")" = 2 ] ||
+  fail "a row at 1 thread per model expected: $(cat "$dir/out")"
+n_findings=$(grep -cE "^(problem|warning|info) +[^ ]" "$dir/out" || true)
+[ "$n_findings" -ge 1 ] && [ "$n_findings" -le 5 ] || fail "1 to 5 findings expected: $(cat "$dir/out")"
+grep -q "read between the decode's repetitions" "$dir/out" && fail "a -v detail on the short screen"
+[ "$(grep -c "^bench: \[[0-9]*/[0-9]*" "$dir/err")" -ge 4 ] ||
+  fail "no progress line per configuration on a non-terminal stderr: $(cat "$dir/err")"
+expect_exit 0 "$TOKMETER" bench "${RATED[@]}" -t 1 --no-progress --out "$dir/short.jsonl"
+grep -q "^bench: \[" "$dir/err" && fail "--no-progress printed progress: $(cat "$dir/err")"
+
 # with the probe cached, the bandwidth is read again before the runs, which
 # --json gives beside what the cache said; each decode's ceiling rests on its
 # own reading just before it, and the reading just after is in its summary
-expect_exit 0 "$TOKMETER" bench "${FAST[@]}" -t 1 --json --out "$dir/r4.jsonl"
+expect_exit 0 "$TOKMETER" bench -v "${FAST[@]}" -t 1 --json --out "$dir/r4.jsonl"
 python3 - "$dir/out" "$TOKMETER_CACHE_DIR" <<'PY' || fail "cached-probe JSON checks (see above)"
 import glob, json, sys
 r = json.load(open(sys.argv[1]))
@@ -203,41 +226,41 @@ assert n_decode == 2, n_decode  # Q4_0 and Q8_0 at 1 thread
 PY
 
 # a given file
-expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -t 1 \
+expect_exit 0 "$TOKMETER" bench -v -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" -t 1 \
   "${FAST[@]}" --out "$dir/r3.jsonl"
 grep -q "tiny-llama-Q4_0.gguf" "$dir/out" || fail "-m model not named"
 grep -q "^      2 " "$dir/out" && fail "-t 1 printed a row for 2 threads"
 
 # bad input: exit 2, one line naming the problem
 printf 'GGUX\3\0\0\0' > "$dir/bad.gguf"
-expect_exit 2 "$TOKMETER" bench -m "$dir/bad.gguf"
+expect_exit 2 "$TOKMETER" bench -v -m "$dir/bad.gguf"
 [ "$(wc -l < "$dir/err")" = 1 ] || fail "corrupt file: expected one line, got: $(cat "$dir/err")"
-expect_exit 2 "$TOKMETER" bench -m "$dir/missing.gguf"
-expect_exit 2 "$TOKMETER" bench --bogus
-expect_exit 2 "$TOKMETER" bench -t 0
-expect_exit 2 "$TOKMETER" bench -t 999 "${FAST[@]}" --out "$dir/x.jsonl"
-expect_exit 2 "$TOKMETER" bench extra-arg
-expect_exit 2 "$TOKMETER" bench --allow-cache
+expect_exit 2 "$TOKMETER" bench -v -m "$dir/missing.gguf"
+expect_exit 2 "$TOKMETER" bench -v --bogus
+expect_exit 2 "$TOKMETER" bench -v -t 0
+expect_exit 2 "$TOKMETER" bench -v -t 999 "${FAST[@]}" --out "$dir/x.jsonl"
+expect_exit 2 "$TOKMETER" bench -v extra-arg
+expect_exit 2 "$TOKMETER" bench -v --allow-cache
 # lists with an empty element, and server URLs that cannot work: bad usage,
 # found before any connection is tried
 for args in "-t 1,,2" "-t ,1" "-t 1," "-p 8,,16" "-d ,0"; do
   # shellcheck disable=SC2086
-  expect_exit 2 "$TOKMETER" bench $args
+  expect_exit 2 "$TOKMETER" bench -v $args
   grep -q "empty element\|not a list" "$dir/err" || fail "$args: $(cat "$dir/err")"
 done
 for url in notaurl "" ftp://127.0.0.1/ http:// http://127.0.0.1:99999 "http://[::1" \
            http://127.0.0.1: http://:80; do
-  expect_exit 2 "$TOKMETER" bench --url "$url" -w classify -r 1 --out "$dir/x.jsonl"
+  expect_exit 2 "$TOKMETER" bench -v --url "$url" -w classify -r 1 --out "$dir/x.jsonl"
   grep -q -- "--url" "$dir/err" || fail "--url '$url': $(cat "$dir/err")"
 done
-expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -w classify,,extract --out "$dir/x.jsonl"
+expect_exit 2 "$TOKMETER" bench -v --url http://127.0.0.1:1 -w classify,,extract --out "$dir/x.jsonl"
 grep -q "empty element" "$dir/err" || fail "-w with an empty element: $(cat "$dir/err")"
 # a well-formed URL with nothing behind it is a runtime failure, not bad usage
-expect_exit 1 "$TOKMETER" bench --url "http://[::1]:1" -w classify -r 1 --out "$dir/x.jsonl"
+expect_exit 1 "$TOKMETER" bench -v --url "http://[::1]:1" -w classify -r 1 --out "$dir/x.jsonl"
 # flags of the other mode are refused, not ignored
-expect_exit 2 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" --timeout 5
+expect_exit 2 "$TOKMETER" bench -v -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" --timeout 5
 grep -q "needs --url" "$dir/err" || fail "--timeout in-process: $(cat "$dir/err")"
-expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -t 2
+expect_exit 2 "$TOKMETER" bench -v --url http://127.0.0.1:1 -t 2
 grep -q "in-process" "$dir/err" || fail "-t with --url: $(cat "$dir/err")"
 # no command at all: one line naming the commands, and the --help hint
 expect_exit 2 "$TOKMETER"

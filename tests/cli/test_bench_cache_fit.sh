@@ -39,7 +39,7 @@ make_probe $((256 << 20))
 fits=
 for try in 1 2 3; do
   rm -f "$dir/a.jsonl"
-  "$TOKMETER" bench -m "$model" -p 16 -n 32 -t 1,2 -r 2 --json --out "$dir/a.jsonl" \
+  "$TOKMETER" bench -v -m "$model" -p 16 -n 32 -t 1,2 -r 2 --json --out "$dir/a.jsonl" \
     >"$dir/a.json" 2>"$dir/err" || fail "bench: $(cat "$dir/err")"
   python3 - "$dir/a.json" "$dir/a.jsonl" <<'PY' || fail "a model that fits, try $try (see above)"
 import json, sys
@@ -76,7 +76,7 @@ done
 # buffer read 1.8-3.6x the probe's buffer
 [ -n "$fits" ] || fail "a 5 MiB buffer read below 1.5x a 256 MiB one in three tries"
 for try in 1 2 3; do
-  "$TOKMETER" bench -m "$model" -p 0 -n 32 -t 1 -r 2 --out "$dir/b.jsonl" >"$dir/b.out" \
+  "$TOKMETER" bench -v -m "$model" -p 0 -n 32 -t 1 -r 2 --out "$dir/b.jsonl" >"$dir/b.out" \
     2>"$dir/err" || fail "bench (text): $(cat "$dir/err")"
   grep -q "^the weights fit in the caches: a fresh buffer of their size read" "$dir/b.out" &&
     break
@@ -89,7 +89,7 @@ grep -q "read (the caches) between the decode's repetitions" "$dir/b.out" ||
 # 2. The same model against a buffer of 16 MiB: not four times its size, so
 # not measured (null), and the ceiling is memory's as before.
 make_probe $((16 << 20))
-"$TOKMETER" bench -m "$model" -p 16 -n 32 -t 1 -r 2 --json --out "$dir/c.jsonl" \
+"$TOKMETER" bench -v -m "$model" -p 16 -n 32 -t 1 -r 2 --json --out "$dir/c.jsonl" \
   >"$dir/c.json" 2>"$dir/err" || fail "bench, small buffer: $(cat "$dir/err")"
 python3 - "$dir/c.json" <<'PY' || fail "a model not measured (see above)"
 import json, sys

@@ -17,7 +17,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # --- a server heating up: 5 runs of 60 tokens, 2 ms a token times 1.1^k ------
 start_server hot --mode paced --flavor llamacpp --a 2 --b 0.02 --c 2 --heat 0.1
-expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -p 50 -n 60 -r 5 \
+expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -p 50 -n 60 -r 5 \
   --out "$dir/hot.jsonl"
 grep -q "decode slower from its first run to its last: -[0-9.]*% fitted over 5 runs, beyond the noise (rule 11)" \
   "$dir/out" || fail "no drift sentence for a heating server: $(cat "$dir/out")"
@@ -38,7 +38,7 @@ PY
 
 # --- a steady server: the test is there, the sentence is not ----------------
 start_server steady --mode paced --flavor llamacpp --a 2 --b 0.02 --c 2
-expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -p 50 -n 60 -r 3 \
+expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -p 50 -n 60 -r 3 \
   --out "$dir/steady.jsonl"
 python3 - "$dir/steady.jsonl" <<'PY' || fail "drift object in a steady server's summary"
 import json, sys
@@ -50,7 +50,7 @@ for k in ("prefill_tok_s", "decode_tok_s"):
     assert isinstance(d["t_crit"], float) and d["t_crit"] > 30, (k, d)  # 99%, df 1: 31.8
 PY
 # two runs: no test (null), and no sentence
-expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -p 50 -n 60 -r 2 \
+expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -p 50 -n 60 -r 2 \
   --out "$dir/two.jsonl"
 grep -q "rule 11" "$dir/out" && fail "a drift sentence from two runs"
 python3 - "$dir/two.jsonl" <<'PY' || fail "drift of two runs must be null"
@@ -61,7 +61,7 @@ PY
 
 # --- --cooldown with --url: one pause before the second workload -------------
 t0=$(now_ms)
-expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify,extract -r 1 \
+expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify,extract -r 1 \
   --cooldown 1.2 --out "$dir/cool.jsonl"
 t1=$(now_ms)
 [ $((t1 - t0)) -ge 1200 ] || fail "--cooldown 1.2 with two workloads took $((t1 - t0)) ms"
@@ -74,7 +74,7 @@ PY
 # --- --cooldown in-process: two configurations, one pause --------------------
 model="$TOKMETER_FIXTURES/gguf/tiny-qwen3-Q8_0.gguf"
 t0=$(now_ms)
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 16,32 -n 0 -t 1 -r 3 --cooldown 1.5 \
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 16,32 -n 0 -t 1 -r 3 --cooldown 1.5 \
   --out "$dir/eng.jsonl"
 t1=$(now_ms)
 [ $((t1 - t0)) -ge 1500 ] || fail "--cooldown 1.5 with two configurations took $((t1 - t0)) ms"
@@ -89,7 +89,7 @@ for s in sums:  # three repetitions: the test ran over them
 PY
 # the report hint quotes a path a shell would split, and the command works
 mkdir -p "$dir/a b"
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/a b/it's.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/a b/it's.jsonl"
 hint=$(grep "^report: " "$dir/out") || fail "no report hint"
 [ "$hint" = "report: tokmeter report '$dir/a b/it'\''s.jsonl' --html report.html (a table, and a page of plots)" ] ||
   fail "report hint: $hint"
@@ -98,13 +98,13 @@ cmd=${cmd% (a table, and a page of plots)}
 (cd "$dir" && eval "\"\$TOKMETER\" $cmd" >/dev/null) || fail "the hinted command failed: $cmd"
 [ -s "$dir/report.html" ] || fail "the hinted command wrote no report.html"
 # --json carries the same summaries
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 16 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); s=d['summaries'][0]; assert s['drift'] is None, s" \
   "$dir/out" || fail "--json summary drift (one repetition: null)"
 
 # --- bad values: exit 2, one line ---------------------------------------------
 for bad in -1 abc 3601 ""; do
-  expect_exit 2 "$TOKMETER" bench -m "$model" --cooldown "$bad" --out "$dir/x.jsonl"
+  expect_exit 2 "$TOKMETER" bench -v -m "$model" --cooldown "$bad" --out "$dir/x.jsonl"
   grep -q "^tokmeter bench: --cooldown: '$bad' is not a number of seconds (0 to 3600)$" "$dir/err" ||
     fail "--cooldown '$bad': $(cat "$dir/err")"
   [ "$(wc -l <"$dir/err")" -le 2 ] || fail "--cooldown '$bad': more than the error and its hint"

@@ -15,7 +15,7 @@ export TOKMETER_PROBE_QUICK=1
 model="$TOKMETER_FIXTURES/gguf/tiny-qwen3-Q8_0.gguf"
 
 # -n 64: a curve of two segments (1-32, 33-64; none shorter than 24 tokens)
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 64 -t 1 -r 2 --out "$dir/r.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 32 -n 64 -t 1 -r 2 --out "$dir/r.jsonl"
 grep -q "prefill pp32" "$dir/out" || fail "no pp32 column: $(cat "$dir/out")"
 grep -q "decode tg64" "$dir/out" || fail "no tg64 column"
 grep -q "^      1 " "$dir/out" || fail "no row for 1 thread"
@@ -109,7 +109,7 @@ PY
 # conclusion uses the withheld rate; report and compare leave it blank.
 threads_few=1
 [ "$(nproc)" -ge 2 ] && threads_few=1,2
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 16 -t "$threads_few" -r 2 --out "$dir/few.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 8 -n 16 -t "$threads_few" -r 2 --out "$dir/few.jsonl"
 grep -qE "^ +1  [0-9.]+ \+- [0-9.]+ tok/s +[0-9]+ +[0-9]+%    - \(a\) +[0-9]+ +-$" "$dir/out" ||
   fail "tg16 at 1 thread: decode cell and % blank, ceiling shown: $(cat "$dir/out")"
 grep -qx "(a) decode blank by rule: < 24 generated tokens say nothing reliable about the decode rate" \
@@ -154,7 +154,7 @@ grep -qF "DC decode (tok/s)" "$dir/rep.out" && fail "report: a decode column: $(
   fail "compare: $(cat "$dir/err")"
 grep -q "decode_tok_s" "$dir/cmp.out" && fail "compare: a decode rate from tg16: $(cat "$dir/cmp.out")"
 # --json: the summaries and the conclusions the same
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 16 -t 1 -r 1 --json --out "$dir/few.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 8 -n 16 -t 1 -r 1 --json --out "$dir/few.jsonl"
 python3 - "$dir/out" <<'PY' || fail "rule 5 in --json (see above)"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -166,7 +166,7 @@ assert any("decode has no rate (tg16: fewer than 24 generated tokens)" in c
            for c in d["conclusions"]), d["conclusions"]
 PY
 # lists: the blank cell's footnote under the rows, the 24-token run rated
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 0 -n 16,24 -t 1 -r 1 --out "$dir/few.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 0 -n 16,24 -t 1 -r 1 --out "$dir/few.jsonl"
 grep -qE "^ +1  tg16 +0  - \(a\) +[0-9]+ +-$" "$dir/out" || fail "list row tg16: $(cat "$dir/out")"
 grep -qE "^ +1  tg24 +0  [0-9.]+ +[0-9]+ +[0-9]+%$" "$dir/out" || fail "list row tg24: $(cat "$dir/out")"
 grep -qx "(a) decode blank by rule: < 24 generated tokens say nothing reliable about the decode rate" \
@@ -174,10 +174,10 @@ grep -qx "(a) decode blank by rule: < 24 generated tokens say nothing reliable a
 
 # lists: one table row and one summary per combination (threads x depth x test)
 # --hugepages: the weights copied into huge pages, said in the table
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 8 -t 1 -r 1 --hugepages --out "$dir/h.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 8 -n 8 -t 1 -r 1 --hugepages --out "$dir/h.jsonl"
 grep -q "copied into huge pages" "$dir/out" || fail "--hugepages not reported: $(cat "$dir/out")"
 grep -q '"hugepages":true' "$dir/h.jsonl" || fail "--hugepages not in the identity settings"
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 8,16 -n 4,8 -t 1,2 -d 0,4 -r 1 --out "$dir/l.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 8,16 -n 4,8 -t 1,2 -d 0,4 -r 1 --out "$dir/l.jsonl"
 rows=$(grep -cE "^ +[12]  (pp|tg)[0-9]+ " "$dir/out" || true)
 [ "$rows" = 16 ] || fail "expected 16 rows for 2x2x2x2, got $rows: $(cat "$dir/out")"
 # progress on a terminal (stderr the pty of script(1), whose typescript
@@ -190,12 +190,14 @@ if command -v script >/dev/null; then
   grep -q "tg4 d=16, 1 thread: filling 16 tokens of context (untimed)" "$dir/tty" ||
     fail "no fill progress at depth: $(tr '\r' '\n' <"$dir/tty")"
   # (tg4 has no rate, rule 5: the progress gives its time)
-  grep -q "tg4 d=16, 1 thread: warm-up 1/2: [0-9.]* ms (no rate below 24 tokens); filling the context for the next" "$dir/tty" ||
+  # each line names the configuration's place in the plan; the warm-up is not
+  # counted among the repetitions
+  grep -q "\[2/2[],] .*Q8_0 tg4 d=16, 1 thread: warm-up: [0-9.]* ms (no rate below 24 tokens); filling the context for the next" "$dir/tty" ||
     fail "no refill progress after the warm-up: $(tr '\r' '\n' <"$dir/tty")"
   grep -q "tg4 .* tok/s" "$dir/tty" && fail "a decode rate of 4 tokens in the progress"
   ! grep -q "d=0, 1 thread: filling" "$dir/tty" || fail "fill progress at depth 0"
 fi
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 4,8 -t 1 -d 0,4 -r 1 --json --out "$dir/j.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 8 -n 4,8 -t 1 -d 0,4 -r 1 --json --out "$dir/j.jsonl"
 python3 - "$dir/out" <<'PY' || fail "--json checks"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -246,7 +248,7 @@ for x in s:
 PY
 # a decode long enough for /proc/stat's ticks to move (4 x ~0.4 s: more than
 # 100 busy ticks): its steal share is known
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 0 -n 768 -t 1 -r 3 --json --out "$dir/j.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 0 -n 768 -t 1 -r 3 --json --out "$dir/j.jsonl"
 python3 - "$dir/out" <<'PY' || fail "steal share of a long decode"
 import json, sys
 s = json.load(open(sys.argv[1]))["summaries"]
@@ -267,7 +269,7 @@ PY
 # a prompt of 512 on a 5 MiB model: the engine prefills in smaller batches, so
 # that its buffers keep it within file + KV cache + 10% (engine.c
 # batch_within_bound), and says so
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 512 -n 0 -t 1 -r 1 --json --out "$dir/b.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 512 -n 0 -t 1 -r 1 --json --out "$dir/b.jsonl"
 python3 - "$dir/out" <<'PY' || fail "the prefill batch within the memory bound (see above)"
 import json, sys
 mo = json.load(open(sys.argv[1]))["models"][0]
@@ -275,12 +277,12 @@ assert mo["prefill_batch_asked"] == 512, mo
 assert 32 <= mo["prefill_batch"] < 512 and mo["prefill_batch"] % 16 == 0, mo
 assert mo["memory"]["within_limit"] is True, mo["memory"]
 PY
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 512 -n 0 -t 1 -r 1 --out "$dir/b.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 512 -n 0 -t 1 -r 1 --out "$dir/b.jsonl"
 grep -q "^prefill in batches of [0-9]* tokens, not 512: the buffers of larger ones would break" \
   "$dir/out" || fail "no line on the prefill batch: $(cat "$dir/out")"
 grep -q "): within the bound, file + KV cache + 10%" "$dir/out" || fail "memory: $(cat "$dir/out")"
 
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 8 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 8 -n 0 -t 1 -r 1 --json --out "$dir/j.jsonl"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['read_bandwidth_after_by_threads'] == [], r" \
   "$dir/out" || fail "-n 0 measured the bandwidth again"
 
@@ -289,24 +291,24 @@ printf 'GGUX\3\0\0\0' > "$dir/bad.gguf"
 for args in "-m $dir/bad.gguf" "-m $dir/missing.gguf" \
             "-m $TOKMETER_FIXTURES/gguf/ggml-vocab-qwen2.gguf"; do
   # shellcheck disable=SC2086
-  expect_exit 2 "$TOKMETER" bench $args -t 1 -p 8 -n 4 -r 1 --out "$dir/x.jsonl"
+  expect_exit 2 "$TOKMETER" bench -v $args -t 1 -p 8 -n 4 -r 1 --out "$dir/x.jsonl"
   [ "$(wc -l < "$dir/err")" = 1 ] || fail "$args: expected one line, got: $(cat "$dir/err")"
 done
 grep -q "no tensors" "$dir/err" || fail "vocab-only file: $(cat "$dir/err")"
 # a real model of an architecture the engine does not run (keys renamed)
 python3 -c "import sys; d=open(sys.argv[1],'rb').read(); open(sys.argv[2],'wb').write(d.replace(b'qwen3', b'gemma'))" \
   "$model" "$dir/gemma.gguf"
-expect_exit 2 "$TOKMETER" bench -m "$dir/gemma.gguf" -t 1 -p 8 -n 4 -r 1 --out "$dir/x.jsonl"
+expect_exit 2 "$TOKMETER" bench -v -m "$dir/gemma.gguf" -t 1 -p 8 -n 4 -r 1 --out "$dir/x.jsonl"
 grep -q "gemma" "$dir/err" || fail "unsupported architecture not named: $(cat "$dir/err")"
 [ "$(wc -l < "$dir/err")" = 1 ] || fail "gemma: expected one line, got: $(cat "$dir/err")"
-expect_exit 2 "$TOKMETER" bench -m "$model" -p x
-expect_exit 2 "$TOKMETER" bench -m "$model" -d -1
-expect_exit 2 "$TOKMETER" bench -m "$model" -p 0 -n 0
-expect_exit 2 "$TOKMETER" bench -m "$model" -t 0
+expect_exit 2 "$TOKMETER" bench -v -m "$model" -p x
+expect_exit 2 "$TOKMETER" bench -v -m "$model" -d -1
+expect_exit 2 "$TOKMETER" bench -v -m "$model" -p 0 -n 0
+expect_exit 2 "$TOKMETER" bench -v -m "$model" -t 0
 # a list is a set: a value twice would be measured twice and shown once
 for dup in "-t 1,1" "-p 8,16,8" "-n 4,4" "-d 0,0"; do
   # shellcheck disable=SC2086
-  expect_exit 2 "$TOKMETER" bench -m "$model" $dup
+  expect_exit 2 "$TOKMETER" bench -v -m "$model" $dup
   grep -q "listed twice" "$dir/err" || fail "$dup: $(cat "$dir/err")"
   [ "$(wc -l < "$dir/err")" = 2 ] || fail "$dup: expected the error and the --help hint"
 done
@@ -318,7 +320,7 @@ for _ in 1 2; do (while :; do :; done) & busy_pids="$busy_pids $!"; done
 set +e
 # (a decode of 768 tokens: configurations shorter than 0.5 s of wall time,
 # like the prompt's here, have the figure unknown)
-"$TOKMETER" bench -m "$model" -p 32 -n 768 -t 1 -r 2 --out "$dir/busy.jsonl" >"$dir/out" 2>"$dir/err"
+"$TOKMETER" bench -v -m "$model" -p 32 -n 768 -t 1 -r 2 --out "$dir/busy.jsonl" >"$dir/out" 2>"$dir/err"
 busy_rc=$?
 set -e
 kill $busy_pids 2>/dev/null; wait $busy_pids 2>/dev/null || true
@@ -335,12 +337,12 @@ PY
 
 # too many threads: refused before the model loads with them (no 998 workers
 # started, no blame on the file)
-expect_exit 2 "$TOKMETER" bench -m "$model" -t 999 -p 8 -n 4 --out "$dir/x.jsonl"
+expect_exit 2 "$TOKMETER" bench -v -m "$model" -t 999 -p 8 -n 4 --out "$dir/x.jsonl"
 grep -q "^tokmeter bench: --threads 999: this machine has [0-9]* online CPUs$" "$dir/err" ||
   fail "-t 999: $(cat "$dir/err")"
 # an --out that cannot be written: bad usage, before anything runs
 for out in "$dir" "$dir/no/such/dir/r.jsonl"; do
-  expect_exit 2 "$TOKMETER" bench -m "$model" -t 1 -p 8 -n 4 -r 1 --out "$out"
+  expect_exit 2 "$TOKMETER" bench -v -m "$model" -t 1 -p 8 -n 4 -r 1 --out "$out"
   grep -q "^tokmeter bench: --out: records: " "$dir/err" || fail "--out $out: $(cat "$dir/err")"
   grep -q "loading\|probing" "$dir/err" && fail "--out $out: checked only after starting"
 done
@@ -349,7 +351,7 @@ done
 if [ "$(nproc)" -ge 2 ]; then
   export TOKMETER_CACHE_DIR="$dir/cache-narrow"
   expect_exit 0 "$TOKMETER" probe -t 1
-  expect_exit 0 "$TOKMETER" bench -m "$model" -t 2 -p 8 -n 4 -r 1 --out "$dir/n.jsonl"
+  expect_exit 0 "$TOKMETER" bench -v -m "$model" -t 2 -p 8 -n 4 -r 1 --out "$dir/n.jsonl"
   grep -q "measured 1..1 threads of this machine's" "$dir/err" ||
     fail "no note on the narrower cache: $(cat "$dir/err")"
   expect_exit 0 "$TOKMETER" probe --cached --json
@@ -359,11 +361,11 @@ if [ "$(nproc)" -ge 2 ]; then
 else
   echo "test_bench_engine: not checked here (1 CPU): a narrow cached probe measured again for -t 2" >&2
 fi
-expect_exit 2 "$TOKMETER" bench -m "$model" -r 0
-expect_exit 2 "$TOKMETER" bench -m "$model" --workload generate
-expect_exit 2 "$TOKMETER" bench -m "$model" -p 100000 -n 4 -t 1 --out "$dir/x.jsonl"
+expect_exit 2 "$TOKMETER" bench -v -m "$model" -r 0
+expect_exit 2 "$TOKMETER" bench -v -m "$model" --workload generate
+expect_exit 2 "$TOKMETER" bench -v -m "$model" -p 100000 -n 4 -t 1 --out "$dir/x.jsonl"
 grep -q "exceeds" "$dir/err" || fail "too long a run: $(cat "$dir/err")"
-expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -d 4
+expect_exit 2 "$TOKMETER" bench -v --url http://127.0.0.1:1 -d 4
 
 # The table's rate is the median of the repetitions +- sd and its percentage
 # median / ceiling, as `tokmeter report` shows them (docs/design.md rule 1; it printed
@@ -372,7 +374,7 @@ expect_exit 2 "$TOKMETER" bench --url http://127.0.0.1:1 -d 4
 # scaling conclusion goes from the fewest to the most ("from 2 to 1" before),
 # and "follows the bandwidth" only when decode scaled within 15% of it.
 if [ "$(nproc)" -ge 2 ]; then
-  expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 24 -t 2,1 -r 3 --out "$dir/med.jsonl"
+  expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 16 -n 24 -t 2,1 -r 3 --out "$dir/med.jsonl"
   grep -q "rates are median +- sd" "$dir/out" || fail "method line: $(grep method "$dir/out")"
   python3 - "$dir/med.jsonl" "$dir/out" <<'PY' || fail "median table (see above)"
 import json, re, sys
@@ -409,12 +411,12 @@ fi
 
 # A Q4_K_M file holds most of its bytes in Q6_K (its embeddings): it is named
 # Q4_K_M, as `tokmeter ceiling --type` names it (general.file_type), not Q6_K.
-expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/kq-llama-Q4_K_M.gguf" -p 8 -n 4 -t 1 \
+expect_exit 0 "$TOKMETER" bench -v -m "$TOKMETER_FIXTURES/gguf/kq-llama-Q4_K_M.gguf" -p 8 -n 4 -t 1 \
   -r 1 --out "$dir/kq.jsonl"
 grep -q "^Q4_K_M at 1 thread: prefill" "$dir/out" || fail "Q4_K_M label: $(cat "$dir/out")"
 grep -q "Q6_K at 1 thread" "$dir/out" && fail "labelled Q6_K: $(cat "$dir/out")"
 grep -q "llama Q4_K_M, most bytes in Q6_K" "$dir/out" || fail "model line: $(cat "$dir/out")"
-expect_exit 0 "$TOKMETER" bench -m "$TOKMETER_FIXTURES/gguf/kq-llama-Q4_K_M.gguf" -p 8 -n 4 -t 1 \
+expect_exit 0 "$TOKMETER" bench -v -m "$TOKMETER_FIXTURES/gguf/kq-llama-Q4_K_M.gguf" -p 8 -n 4 -t 1 \
   -r 1 --json --out "$dir/kq.jsonl"
 python3 -c '
 import json, sys
@@ -446,7 +448,7 @@ for e in p["compute_int8_by_threads"]: e["ops_s"] = 1e6
 for e in p["compute_f32_by_threads"]: e["flops"] = 1e6
 json.dump(p, open(f[0], "w"))
 PY
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/above.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/above.jsonl"
 grep -qE "^Q8_0 pp32 at 1 thread: [0-9]+% of the ceiling: above the probe's compute rate at that thread count, so that figure is low here \(other work while probing\? --reprobe on a quiet machine\)\.$" \
   "$dir/out" || fail "prefill above its ceiling: $(cat "$dir/out")"
 grep -qE "cached prompt|buffered stream|speculative" "$dir/out" &&
@@ -455,7 +457,7 @@ grep -qE "cached prompt|buffered stream|speculative" "$dir/out" &&
 # on any CPU. An AVX2-only machine has no int8 rate: a Q8_0 prefill is held
 # against its f32 rate, and a ceiling is printed, never "not known".
 python3 "$CRAFT" "$TOKMETER_CACHE_DIR" avx2 >/dev/null || fail "crafting an avx2 probe"
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/avx2.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/avx2.jsonl"
 grep -q "not known" "$dir/out" && fail "avx2 probe: a ceiling not known: $(cat "$dir/out")"
 python3 - "$dir/avx2.jsonl" <<'PY' || fail "avx2 probe: the prefill ceiling (see above)"
 import json, sys
@@ -486,11 +488,11 @@ else:
 assert sums["pp8"]["ceiling"]["compute_path"] == "int8", sums["pp8"]["ceiling"]
 PY
 }
-TOKMETER_NO_AMX=1 expect_exit 0 "$TOKMETER" bench -m "$model" -p 32,8 -n 0 -t 1 -r 1 --out "$dir/tiles0.jsonl"
+TOKMETER_NO_AMX=1 expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 32,8 -n 0 -t 1 -r 1 --out "$dir/tiles0.jsonl"
 grep -qE "^ +int8 tiles [0-9.]+ TOPS \(amx_int8\): the engine has no kernels for them here, so its prefill ceilings use the [a-z0-9_]+ rate$" \
   "$dir/out" || fail "int8 tiles, TOKMETER_NO_AMX=1: no header line: $(head -12 "$dir/out")"
 check_tiles "$dir/tiles0.jsonl" int8 || fail "int8 tiles, TOKMETER_NO_AMX=1: the prefill ceiling (see above)"
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 32,8 -n 0 -t 1 -r 1 --out "$dir/tiles.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 32,8 -n 0 -t 1 -r 1 --out "$dir/tiles.jsonl"
 if grep -qE "^ +int8 tiles [0-9.]+ TOPS \(amx_int8\): the engine's Q4_0 and Q8_0 prefill runs on them \(batches of 16 tokens and more\), and those prefill ceilings use their rate$" "$dir/out"; then
   check_tiles "$dir/tiles.jsonl" int8_tile || fail "int8 tiles: the prefill ceiling (see above)"
 else
@@ -500,7 +502,7 @@ else
 fi
 # ... and none without them
 python3 "$CRAFT" "$TOKMETER_CACHE_DIR" avx512_vnni >/dev/null || fail "removing the probe's int8 tiles"
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/notiles.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 32 -n 0 -t 1 -r 1 --out "$dir/notiles.jsonl"
 grep -q "int8 tiles" "$dir/out" && fail "int8 tiles named without them: $(head -12 "$dir/out")"
 # TOKMETER_KERNELS pins the engine's kernel set: a name that is no set, or a
 # set this build or CPU cannot run, is refused in one line (exit 2), never
@@ -510,17 +512,17 @@ expect_exit 0 "$TOKMETER" bench --help
 grep -q "TOKMETER_KERNELS=scalar|avx2|avx512|vnni|vbmi|amx|neon" "$dir/out" ||
   fail "bench --help does not name TOKMETER_KERNELS"
 for k in bogus neon; do
-  TOKMETER_KERNELS=$k expect_exit 2 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/k.jsonl"
+  TOKMETER_KERNELS=$k expect_exit 2 "$TOKMETER" bench -v -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/k.jsonl"
   [ "$(wc -l <"$dir/err")" = 1 ] && grep -q "TOKMETER_KERNELS=$k" "$dir/err" ||
     fail "TOKMETER_KERNELS=$k: $(cat "$dir/err")"
 done
 # (the engine's own answer of what this CPU runs, from --json: /proc/cpuinfo
 # is not what an emulated CPU offers)
-expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --json --out "$dir/k.jsonl"
+expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 16 -n 0 -t 1 -r 1 --json --out "$dir/k.jsonl"
 best=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["models"][0]["best_cpu_path"])' "$dir/out") ||
   fail "no best_cpu_path in --json: $(cat "$dir/out")"
 if [ "$best" = avx512 ] || [ "$best" = avx512_vnni ]; then
-  TOKMETER_KERNELS=avx2 expect_exit 0 "$TOKMETER" bench -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/k.jsonl"
+  TOKMETER_KERNELS=avx2 expect_exit 0 "$TOKMETER" bench -v -m "$model" -p 16 -n 0 -t 1 -r 1 --out "$dir/k.jsonl"
   grep -q "kernels: avx2 " "$dir/out" || fail "TOKMETER_KERNELS=avx2: $(cat "$dir/out")"
   grep -q "TOKMETER_KERNELS=avx2: the engine runs avx2 kernels, narrower than this CPU's" "$dir/err" ||
     fail "TOKMETER_KERNELS=avx2: no warning: $(cat "$dir/err")"

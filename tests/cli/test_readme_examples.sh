@@ -280,7 +280,7 @@ check_example() {
         grep -q "% of ceiling" "$out" || echo "-m given, but no % of ceiling in the table"
       fi
     else
-      grep -Eq "^ +[0-9]+ +(pp|tg)[0-9]+ .*%|^ +[0-9]+ +[0-9.]+ tok/s" "$out" || echo "no table rows (threads, rate, ceiling, %)"
+      grep -Eq "^ +[0-9]+ +(pp|tg)[0-9]+ .*%|^ +[0-9]+ +[0-9.]+( \+- [0-9.]+)? +[0-9]+ +[0-9]+%" "$out" || echo "no table rows (threads, rate, ceiling, %)"
     fi
     ;;
   report)

@@ -1,19 +1,68 @@
-/* bench_engine: private to the in-process path of `tokmeter bench`
- * (cmd_bench_engine.c runs and records, cmd_bench_engine_print.c prints the
- * table and the conclusions). The state of one invocation. */
-#ifndef TM_CLI_BENCH_ENGINE_H
-#define TM_CLI_BENCH_ENGINE_H
+/* inproc: the in-process method of `tokmeter bench` (no --url), on
+ * tokmeter's own engine, for one invocation: the probe (cached or taken),
+ * the models (the main job's synthesized pair, or one -m file), the memory
+ * check, the weights' placement (mapped, or copied when the main job's
+ * pages read slowly), per configuration one warm-up and the timed
+ * repetitions (engine_bench.h) bracketed by bandwidth readings, the
+ * ceilings, the records (identity, runs, summaries, end) and the findings
+ * (findings.h). inproc.c runs, inproc_bw.c reads memory, inproc_findings.c
+ * draws the findings.
+ *
+ * Library code: nothing printed, no exit. Progress and warnings go to the
+ * caller's hooks; a failure returns EB_RUNTIME or EB_BAD_INPUT with
+ * s->err set (one line), EB_OK otherwise. The caller renders s (its rows,
+ * models, findings) once eb_run returns. The records file is closed (its
+ * end record written) before eb_run returns, whatever the outcome. */
+#ifndef TM_BENCH_INPROC_H
+#define TM_BENCH_INPROC_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "bench/engine_bench.h"
-#include "cli/bench_cli.h"
+#include "bench/findings.h"
 #include "engine/engine.h"
 #include "machine/probe.h"
 #include "model/analysis.h"
 #include "record/record.h"
+
+#define EB_MAX_LIST 16
+
+/* What to run. Lists (threads, prompt and generated lengths, depths) may be
+ * empty: eb_run fills the defaults in (1..the probe's threads; pp512; tg128;
+ * depth 0). gguf NULL: the main job (the embedded default pair). */
+struct eb_opts {
+  const char *gguf;
+  uint32_t threads[EB_MAX_LIST];
+  size_t n_threads;
+  uint32_t prompt_tokens[EB_MAX_LIST];
+  size_t n_prompt_tokens;
+  uint32_t max_tokens[EB_MAX_LIST];
+  size_t n_max_tokens;
+  uint32_t depth[EB_MAX_LIST];
+  size_t n_depth;
+  uint32_t reps;     /* 0: 3 for the main job, 5 for a file */
+  bool reprobe;      /* take the probe again, whatever the cache holds */
+  bool hugepages;    /* weights copied into huge pages */
+  double cooldown_s; /* idle pause before each configuration after the first */
+  const char *out;   /* results file; NULL = RECORD_DEFAULT_FILE */
+  const char *command; /* the command line, for the run identity */
+};
+
+/* How eb_run talks while it runs: progress rewrites one status line,
+ * progress_done ends it, step names each configuration as it begins (its
+ * place in the plan, the time left), warn is a one-line warning. Any may be
+ * NULL. */
+struct eb_hooks {
+  void (*progress)(const char *message, void *ctx);
+  void (*step)(const char *message, void *ctx);
+  void (*progress_done)(void *ctx);
+  void (*warn)(const char *message, void *ctx);
+  void *ctx;
+};
+
+enum { EB_OK = 0, EB_RUNTIME = 1, EB_BAD_INPUT = 2 };
 
 struct eb_model {
   char label[160];
@@ -118,7 +167,15 @@ struct eb_row {
 };
 
 struct eb_state {
-  struct bench_opts *o;
+  struct eb_opts *o;
+  struct eb_hooks hooks;
+  struct tm_err err;   /* the failure's one line (eb_run's return not EB_OK) */
+  bool err_is_usage;   /* ... a flag's value, not the input file: the caller
+                          adds its "--help" hint */
+  bool main_job;
+  bool measured;       /* every configuration ran and the findings are drawn:
+                          the result is to be shown, even when eb_run then
+                          failed on records that could not be written */
   struct machine_probe *probe;
   struct eb_model models[2];
   size_t n_models;
@@ -129,8 +186,11 @@ struct eb_state {
   char identity[RECORD_ID_LEN + 1];
   uint32_t runs;
   uint32_t configs_started; /* configurations begun (--cooldown skips the first) */
+  uint32_t configs_done, configs_total; /* the plan's place, for progress */
+  uint64_t t_first_config_ns;
   json_t *summaries;  /* for --json */
-  json_t *conclusions;
+  json_t *conclusions; /* the findings' long texts (--json "conclusions") */
+  struct bench_findings findings;
   uint32_t reps;
   /* The probe's read measurement again after the last run (a fresh buffer of
    * the probe's size), index = threads up to bw_after_threads; 0 when not
@@ -163,7 +223,31 @@ static inline uint32_t eb_max_of(const uint32_t *v, size_t n) {
   return m;
 }
 
-/* ---- memory readings (cmd_bench_engine_bw.c) ---- */
+/* Zeroes s and ties it to o and hooks (copied). */
+void eb_state_init(struct eb_state *s, struct eb_opts *o, const struct eb_hooks *hooks);
+/* Runs the whole invocation (above); EB_OK, EB_RUNTIME or EB_BAD_INPUT. */
+int eb_run(struct eb_state *s);
+/* Frees what eb_run left in s. */
+void eb_state_free(struct eb_state *s);
+/* The name the records and labels give a model's type: the file's
+ * (general.file_type), else its tensors'. */
+const char *eb_model_type_name(const struct eb_model *m);
+/* The row of one configuration; NULL when it did not run. */
+const struct eb_row *eb_find_row(const struct eb_state *s, size_t model, uint32_t threads,
+                                 enum engine_bench_kind kind, uint32_t tokens, uint32_t depth);
+/* The first nonzero of v[0..n); 0 when none. */
+uint32_t eb_first_nonzero(const uint32_t *v, size_t n);
+/* A decode row whose rate is blank by rule 5 (fewer than
+ * METRICS_MIN_DECODE_TOKENS generated tokens): its ceiling stays. */
+bool eb_blank_by_rule(const struct eb_row *r);
+
+/* hooks, for inproc*.c */
+void eb_progress(const struct eb_state *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void eb_progress_done(const struct eb_state *s);
+void eb_warn(const struct eb_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- memory readings (inproc_bw.c) ---- */
 
 /* MemAvailable from /proc/meminfo in bytes; 0 when unreadable. */
 uint64_t eb_mem_available_bytes(void);
@@ -191,12 +275,13 @@ void eb_measure_cache_fit(struct eb_state *s, size_t mi);
 void eb_measure_bw_now(struct eb_state *s);
 void eb_measure_bw_after(struct eb_state *s);
 
-/* Prints the machine, per model its table, and (main job) the conclusions,
- * which are also appended to s->conclusions as strings for --json. */
-void bench_engine_print(struct eb_state *s, bool probe_cached);
-/* The --json document: models, summaries, conclusions. */
-void bench_engine_print_json(struct eb_state *s);
-/* Computes the conclusions into s->conclusions (strings). */
-void bench_engine_conclude(struct eb_state *s);
+/* ---- findings (inproc_findings.c) ---- */
+
+/* Draws the findings from the rows and models into s->findings, the long
+ * texts also into s->conclusions (for --json's "conclusions"). */
+void eb_conclude(struct eb_state *s);
+/* The largest steal share among the rows run at t threads; NAN when none is
+ * known. */
+double eb_steal_at(const struct eb_state *s, uint32_t t);
 
 #endif

@@ -1,8 +1,8 @@
-/* cmd_bench_engine_bw: the memory readings behind the in-process bench's
- * decode ceilings (bench_engine.h declares them): the probe's read loop on a
+/* inproc_bw: the memory readings behind the in-process bench's
+ * decode ceilings (inproc.h declares them): the probe's read loop on a
  * buffer of the probe's size, held for the run when memory allows, and on the
  * model's weights in place; before the runs (a cached probe's figures are
- * hours old), between a decode's repetitions (cmd_bench_engine.c's on_rep)
+ * hours old), between a decode's repetitions (inproc.c's on_rep)
  * and after the runs. On this project's VM the bandwidth moved 5-13% within
  * minutes, and the memory holding the weights read up to 30% slower or
  * faster than the buffer: a ceiling rests on readings made around the runs
@@ -11,11 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/bench_engine.h"
-#include "cli/cli.h"
+#include "bench/inproc.h"
 #include "machine/probe.h"
 
-static const char *const CMD = "bench";
 
 /* MemAvailable from /proc/meminfo in bytes; 0 when unreadable. */
 uint64_t eb_mem_available_bytes(void) {
@@ -89,7 +87,7 @@ static int read_bw(struct eb_state *s, uint32_t t_lo, uint32_t t_hi, double *bw)
 double eb_read_weights_bw_at(const struct eb_state *s, const struct eb_model *m, uint32_t t) {
   if (t < 1 || t > PROBE_MAX_THREADS || !m->info.weights || m->info.weights_bytes == 0)
     return NAN;
-  cli_progress("reading the weights in place (this decode's ceiling)", (void *)CMD);
+  eb_progress(s, "reading the weights in place (this decode's ceiling)");
   uint64_t bytes = fresh_buffer_bytes(s);
   if (bytes > m->info.weights_bytes) bytes = m->info.weights_bytes;
   struct tm_err err = {{0}};
@@ -107,7 +105,7 @@ double eb_read_bw_at(struct eb_state *s, uint32_t t) {
   char msg[120];
   snprintf(msg, sizeof msg, "reading memory at %u thread%s (this decode's ceiling)", t,
            t == 1 ? "" : "s");
-  cli_progress(msg, (void *)CMD);
+  eb_progress(s, "%s", msg);
   double bw[PROBE_MAX_THREADS + 1] = {0};
   return read_bw(s, t, t, bw) == 0 && bw[t] > 0 ? bw[t] : NAN;
 }
@@ -123,19 +121,19 @@ void eb_measure_weights_bw(struct eb_state *s, size_t mi) {
   if (t > PROBE_MAX_THREADS) t = PROBE_MAX_THREADS;
   struct tm_err err = {{0}};
   /* The reference first, in the same minute (a failure: the probe's). */
-  cli_progress("reading memory (the reference for the weights' pages)", (void *)CMD);
+  eb_progress(s, "reading memory (the reference for the weights' pages)");
   double ref[PROBE_MAX_THREADS + 1] = {0};
   const bool have_ref = t && read_bw(s, 1, t, ref) == 0;
   for (uint32_t i = 0; i <= PROBE_MAX_THREADS; i++)
     m->weights_ref_bw[i] = have_ref && i >= 1 && i <= t && ref[i] > 0
                                ? ref[i]
                                : s->probe->read_bw_bytes_s[i];
-  cli_progress("reading the weights in place", (void *)CMD);
+  eb_progress(s, "reading the weights in place");
   m->weights_bw_threads = 0;
   if (t && machine_read_bw_of(m->info.weights, m->info.weights_bytes, t, 3, m->weights_read_bw,
                               &err) == 0)
     m->weights_bw_threads = t;
-  cli_progress_done();
+  eb_progress_done(s);
 }
 
 void eb_measure_cache_fit(struct eb_state *s, size_t mi) {
@@ -150,8 +148,7 @@ void eb_measure_cache_fit(struct eb_state *s, size_t mi) {
   uint32_t t = bw_threads(s);
   uint64_t bytes = (m->info.weights_bytes + huge - 1) / huge * huge;
   struct tm_err err = {{0}};
-  cli_progress("reading a buffer of the weights' size (do they fit in the caches?)",
-               (void *)CMD);
+  eb_progress(s, "reading a buffer of the weights' size (do they fit in the caches?)");
   /* best of 10: a buffer this small reads in milliseconds, and on a VM the
    * caches are shared with other guests (a 6 MiB buffer read 60-101 GB/s
    * at one thread from pass to pass, 2026-12-01) */
@@ -162,7 +159,7 @@ void eb_measure_cache_fit(struct eb_state *s, size_t mi) {
       fits &= m->weights_ref_bw[i] > 0 && m->fit_read_bw[i] >= EB_CACHE_FIT * m->weights_ref_bw[i];
     m->fits_caches = fits;
   }
-  cli_progress_done();
+  eb_progress_done(s);
 }
 
 /* Before the first run, when the probe came from the cache and decode is
@@ -175,7 +172,7 @@ void eb_measure_bw_now(struct eb_state *s) {
   if (!s->probe_cached || eb_max_of(s->o->max_tokens, s->o->n_max_tokens) == 0) return;
   uint32_t t = bw_threads(s);
   double bw[PROBE_MAX_THREADS + 1] = {0};
-  cli_progress("reading memory (the decode ceiling's bandwidth, before the runs)", (void *)CMD);
+  eb_progress(s, "reading memory (the decode ceiling's bandwidth, before the runs)");
   if (t && read_bw(s, 1, t, bw) == 0) {
     for (uint32_t i = 1; i <= t; i++) {
       s->bw_cached[i] = s->probe->read_bw_bytes_s[i];
@@ -183,7 +180,7 @@ void eb_measure_bw_now(struct eb_state *s) {
     }
     s->bw_now_threads = t;
   }
-  cli_progress_done();
+  eb_progress_done(s);
 }
 
 /* After the last run, when decode was measured: the probe's read bandwidth
@@ -194,8 +191,8 @@ void eb_measure_bw_now(struct eb_state *s) {
 void eb_measure_bw_after(struct eb_state *s) {
   if (eb_max_of(s->o->max_tokens, s->o->n_max_tokens) == 0) return;
   uint32_t t = bw_threads(s);
-  cli_progress("reading memory again (the ceiling's bandwidth, after the runs)", (void *)CMD);
+  eb_progress(s, "reading memory again (the ceiling's bandwidth, after the runs)");
   if (t && read_bw(s, 1, t, s->bw_after) == 0) s->bw_after_threads = t;
-  cli_progress_done();
+  eb_progress_done(s);
 }
 
