@@ -273,13 +273,11 @@ static void on_rep(const struct engine_bench_config *cfg, uint32_t index, uint32
       }
     }
   }
-  struct tm_err err;
-  if (rc->s->rec &&
-      record_write(rc->s->rec,
-                   record_engine_run_build(rc->in, cfg, (int)rc->t, timed_index, rep), &err) != 0 &&
+  if (bench_session_write(&rc->s->session,
+                          record_engine_run_build(rc->in, cfg, (int)rc->t, timed_index, rep)) != 0 &&
       !rc->write_failed) {
     rc->write_failed = 1;
-    snprintf(rc->write_err, sizeof rc->write_err, "%s", err.msg);
+    snprintf(rc->write_err, sizeof rc->write_err, "%s", rc->s->session.last_error);
   }
   if (!rep->warmup) rc->s->runs++;
   char msg[200], test[32], fig[64];
@@ -389,10 +387,8 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   if (rc.write_failed) eb_warn(s, "cannot write a record: %s", rc.write_err);
   json_t *sum = record_engine_summary_build(&in, &res);
   if (sum && s->summaries) json_array_append(s->summaries, sum);
-  if (s->rec && record_write(s->rec, sum, &err) != 0)
-    eb_warn(s, "cannot write a record: %s", err.msg);
-  else if (!s->rec)
-    json_decref(sum);
+  if (bench_session_write(&s->session, sum) != 0)
+    eb_warn(s, "cannot write a record: %s", s->session.last_error);
   struct eb_row row = {.model = mi, .threads = t, .cfg = *cfg, .tok_s = res.tok_s,
                        .ceiling_tok_s = in.ceiling_tok_s,
                        .percent = record_percent_of(res.tok_s.median, in.ceiling_tok_s),
@@ -654,9 +650,6 @@ static json_t *settings_json(const struct eb_state *s) {
 
 static int open_records(struct eb_state *s) {
   struct tm_err err = {{0}};
-  const char *out = s->o->out ? s->o->out : RECORD_DEFAULT_FILE;
-  s->rec = record_open(out, &err);
-  if (!s->rec) return eb_fail(s, EB_RUNTIME, "%s", err.msg);
   struct machine_thermal th;
   machine_thermal_read(&th);
   json_t *settings = settings_json(s);
@@ -671,24 +664,20 @@ static int open_records(struct eb_state *s) {
                                   .machine = &s->probe->info, .thermal_before = &th,
                                   .model = &model, .backend = "engine", .target = "in-process",
                                   .command = s->o->command};
-  void *id = record_identity_build(&in, s->identity, &err);
+  int rc = bench_session_open(&s->session, s->o->out, &in, &err);
   json_decref(settings);
-  if (!id || record_write(s->rec, id, &err) != 0)
-    return eb_fail(s, EB_RUNTIME, "cannot write the identity record: %s", err.msg);
+  if (rc == -1) return eb_fail(s, EB_RUNTIME, "%s", err.msg);
+  if (rc != 0) return eb_fail(s, EB_RUNTIME, "cannot write the identity record: %s", err.msg);
+  snprintf(s->identity, sizeof s->identity, "%s", s->session.identity);
   return 0;
 }
 
+/* The end record, with the findings when they were drawn. */
 static void close_records(struct eb_state *s) {
-  if (!s->rec) return;
-  struct machine_thermal th;
-  machine_thermal_read(&th);
-  struct tm_err err;
-  if (record_write(s->rec, record_end_build(s->identity, &th, s->runs, NULL, false, s->steal_share),
-                   &err) != 0)
-    eb_warn(s, "cannot write the end record: %s", err.msg);
-  s->record_failures = record_write_failures(s->rec);
-  record_close(s->rec);
-  s->rec = NULL;
+  if (!s->session.file) return;
+  bench_session_end(&s->session, s->runs, NULL, false, s->steal_share,
+                    s->measured ? &s->findings : NULL);
+  s->record_failures = s->session.write_failures;
 }
 
 /* Synthesizes (once, cached) the default pair; 0 or an exit code. */

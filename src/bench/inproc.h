@@ -22,6 +22,7 @@
 
 #include "bench/engine_bench.h"
 #include "bench/findings.h"
+#include "bench/session.h"
 #include "engine/engine.h"
 #include "machine/probe.h"
 #include "model/analysis.h"
@@ -62,7 +63,7 @@ struct eb_hooks {
   void *ctx;
 };
 
-enum { EB_OK = 0, EB_RUNTIME = 1, EB_BAD_INPUT = 2 };
+enum { EB_OK = BENCH_OK, EB_RUNTIME = BENCH_RUNTIME, EB_BAD_INPUT = BENCH_BAD_INPUT };
 
 struct eb_model {
   char label[160];
@@ -181,7 +182,7 @@ struct eb_state {
   size_t n_models;
   struct eb_row *rows;
   size_t n_rows, cap_rows;
-  struct record_file *rec;
+  struct bench_session session; /* the records (session.h) */
   uint64_t record_failures; /* records that could not be written (exit 1) */
   char identity[RECORD_ID_LEN + 1];
   uint32_t runs;

@@ -285,7 +285,7 @@ static void details(FILE *out, const struct bench_summary *s, const struct recor
 }
 
 void report_server_table(FILE *out, const struct bench_summary *s, size_t n,
-                         const struct record_ceiling *c) {
+                         const struct record_ceiling *c, bool with_details) {
   struct notes nt = {.next = 'a'};
   uint32_t runs = 0;
   for (size_t i = 0; i < n; i++)
@@ -322,7 +322,7 @@ void report_server_table(FILE *out, const struct bench_summary *s, size_t n,
   fputc('\n', out);
 
   for (size_t i = 0; i < n; i++) row(out, &s[i], c ? &c[i] : NULL, &nt);
-  for (size_t i = 0; i < n; i++) details(out, &s[i], c ? &c[i] : NULL);
+  for (size_t i = 0; with_details && i < n; i++) details(out, &s[i], c ? &c[i] : NULL);
 
   /* Footnotes in letter order (letters were given in order of first use). */
   for (char l = 'a'; l < nt.next; l++)

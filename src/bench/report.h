@@ -18,6 +18,7 @@
 #ifndef TM_REPORT_H
 #define TM_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -25,9 +26,12 @@
 #include "record/record.h"
 
 /* ceilings: NULL = no model file given (no % column), else n entries, one per
- * summary (the decode ceiling depends on the workload's context depth). */
+ * summary (the decode ceiling depends on the workload's context depth).
+ * details: the lines under the table per workload (curve, timers' gap,
+ * verdicts); without them, the rows and footnotes only (the verdicts are
+ * findings, server_findings.h, shown by the caller). */
 void report_server_table(FILE *out, const struct bench_summary *s, size_t n,
-                         const struct record_ceiling *ceilings);
+                         const struct record_ceiling *ceilings, bool details);
 
 /* Cell formatters, exposed for tests and for the CLI's other lines. Each
  * writes into buf (n bytes) and returns buf; NAN -> "-". */

@@ -203,7 +203,11 @@ expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --list-models
 start_server cached --mode replay --fixtures "$TOKMETER_FIXTURES/llama-server" \
   --replay-file llama-server-chat-long-repeat-cached.json --time-scale 0.05
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w generate -r 2 --out "$dir/b.jsonl"
-grep -q "prompt cache hit in 2 of 2 runs" "$dir/out" || fail "cache hits not reported: $(cat "$dir/out")"
+# the short screen: the finding's brief, led by its severity; the lines
+# under the table only with -v
+grep -q "^warning generate: prompt cache hit in 2 of 2 runs: left out of prefill$" "$dir/out" ||
+  fail "cache hits not reported as a finding: $(cat "$dir/out")"
+grep -q "decode curve" "$dir/out" && fail "a -v detail on the short screen: $(cat "$dir/out")"
 python3 - "$dir/b.jsonl" <<'PY' || fail "cached trap records (see above)"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
@@ -211,7 +215,18 @@ timed = [r for r in recs if r["record"] == "run" and not r["warmup"] and not r["
 assert timed and all("cache:hit" in r["verdicts"] for r in timed), [r["verdicts"] for r in timed]
 s = [r for r in recs if r["record"] == "summary"][0]
 assert s["verdicts"]["cache:hit"] == 2, s["verdicts"]
+# findings as data: the summary carries its workload's, the end record the
+# invocation's (docs/records.md "findings")
+hit = [f for f in s["findings"] if f["code"] == "cache_hit"]
+assert len(hit) == 1 and hit[0]["severity"] == "warning", s["findings"]
+assert hit[0]["config"]["workload"] == "generate", hit[0]
+assert hit[0]["figures"] == {"cache_hit_runs": 2, "ok_runs": 2}, hit[0]["figures"]
+end = recs[-1]
+assert end["record"] == "end" and any(f["code"] == "cache_hit" for f in end["findings"]), end
 PY
+expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" --api openai -w generate -r 2 --out "$dir/b.jsonl"
+grep -q "^  generate: prompt cache hit in 2 of 2 runs: excluded from prefill and TTFT$" "$dir/out" ||
+  fail "-v: the line under the table: $(cat "$dir/out")"
 
 # --- C: nothing listening -> exit 1, one clear line -------------------------
 free_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

@@ -31,27 +31,27 @@ PY
 export OPENAI_API_KEY=$KEY
 start_server echo401 --mode paced --flavor openai --echo-key 401 --echo-pad 270
 U=http://127.0.0.1:$PORT
-expect_exit 1 "$TOKMETER" bench --url "$U" -w classify -r 1 --out "$dir/e1.jsonl"
+expect_exit 1 "$TOKMETER" bench -v --url "$U" -w classify -r 1 --out "$dir/e1.jsonl"
 grep -q "HTTP 401" "$dir/err" || fail "detection: no 401 said: $(cat "$dir/err")"
 no_key "$dir/out" "$dir/err"
-expect_exit 1 "$TOKMETER" bench --url "$U" --list-models --api openai
+expect_exit 1 "$TOKMETER" bench -v --url "$U" --list-models --api openai
 no_key "$dir/out" "$dir/err"
-expect_exit 1 "$TOKMETER" bench --url "$U" --api openai -w classify -r 1 --out "$dir/e2.jsonl"
+expect_exit 1 "$TOKMETER" bench -v --url "$U" --api openai -w classify -r 1 --out "$dir/e2.jsonl"
 grep -q "POST /v1/chat/completions: HTTP 401" "$dir/err" || fail "run error: $(cat "$dir/err")"
 no_key "$dir/out" "$dir/err" "$dir/e2.jsonl"
 
 start_server echomodel --mode paced --flavor openai --echo-key model --a 1 --b 0 --c 1
 U=http://127.0.0.1:$PORT
-expect_exit 0 "$TOKMETER" bench --url "$U" --list-models
+expect_exit 0 "$TOKMETER" bench -v --url "$U" --list-models
 grep -q "^m \[redacted\]" "$dir/out" || fail "model list: $(cat "$dir/out")"
 no_key "$dir/out" "$dir/err"
-expect_exit 0 "$TOKMETER" bench --url "$U" -w classify -r 1 --out "$dir/e3.jsonl"
+expect_exit 0 "$TOKMETER" bench -v --url "$U" -w classify -r 1 --out "$dir/e3.jsonl"
 no_key "$dir/out" "$dir/err" "$dir/e3.jsonl"
 unset OPENAI_API_KEY
 
 # --- 2. URL credentials --------------------------------------------------------
 start_server plain --mode paced --flavor llamacpp --a 1 --b 0 --c 1
-expect_exit 0 "$TOKMETER" bench --url "http://alice:hunter2pass@127.0.0.1:$PORT" -w classify \
+expect_exit 0 "$TOKMETER" bench -v --url "http://alice:hunter2pass@127.0.0.1:$PORT" -w classify \
   -r 1 --out "$dir/u.jsonl"
 grep -q "hunter2pass" "$dir/out" "$dir/err" "$dir/u.jsonl" && fail "URL password shown or recorded"
 grep -q "http://127.0.0.1:$PORT" "$dir/out" || fail "header without the URL: $(cat "$dir/out")"
@@ -63,7 +63,7 @@ PY
 
 # --- 3. a results file that cannot take a whole line ---------------------------
 set +e
-(trap '' XFSZ; ulimit -f 10; "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -r 3 \
+(trap '' XFSZ; ulimit -f 10; "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -r 3 \
   --out "$dir/w.jsonl" >"$dir/out" 2>"$dir/err")
 got=$?
 set -e
@@ -79,7 +79,7 @@ PY
 
 # --- 4. --cold runs that fail are counted ----------------------------------------
 start_server ollama --mode paced --flavor ollama --fail-unload --a 1 --b 0 --c 1
-expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 2 --cold \
+expect_exit 1 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify -r 2 --cold \
   --out "$dir/c.jsonl"
 grep -q "classify cold run 1 failed" "$dir/err" || fail "cold failure label: $(cat "$dir/err")"
 grep -q "classify run 1 failed" "$dir/err" && fail "timed runs said failed: $(cat "$dir/err")"
@@ -94,7 +94,7 @@ PY
 # --- 5. a /tokenize that never answers ------------------------------------------
 start_server tokhang --mode paced --flavor llamacpp --tokenize-hang --a 1 --b 0 --c 1
 t0=$(date +%s)
-expect_exit 0 timeout 40 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify,extract \
+expect_exit 0 timeout 40 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify,extract \
   -r 1 --timeout 3 --idle-timeout 2 --out "$dir/t.jsonl"
 t1=$(date +%s)
 [ $((t1 - t0)) -le 15 ] || fail "hung /tokenize stalled the run for $((t1 - t0)) s"
@@ -112,7 +112,7 @@ PY
 # OpenAI-compatible server without it): not a failure, not a warning; the
 # notes and the records say so, and what sized the prompts instead --------------
 start_server tok404 --mode paced --flavor llamacpp --tokenize-404 --a 1 --b 0 --c 1
-expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify,extract -r 1 \
+expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify,extract -r 1 \
   --out "$dir/t404.jsonl"
 grep -qF "prompt lengths: the server has no /tokenize endpoint (HTTP 404), so prompts were aimed with 1.00 tokens per word measured from the server's reported prompt counts, corrected by each warm-up's reported count. The prompt tokens shown are the server's own count." "$dir/out" ||
   fail "404 /tokenize: the note: $(cat "$dir/out")"
@@ -136,7 +136,7 @@ assert abs(timed["extract"]["tokens"]["prompt"] - 1700) <= 17, timed["extract"][
 PY
 # the same server with /tokenize: the probe finds it and the prompts use it
 start_server tokok --mode paced --flavor llamacpp --a 1 --b 0 --c 1
-expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 1 --out "$dir/tok.jsonl"
+expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify -r 1 --out "$dir/tok.jsonl"
 grep -qF "prompt lengths: aimed with the server's tokenizer (POST /tokenize). The prompt tokens shown are the server's own count." "$dir/out" ||
   fail "working /tokenize: the note: $(cat "$dir/out")"
 python3 - "$dir/tok.jsonl" <<'PY' || fail "working /tokenize: records"
@@ -150,16 +150,16 @@ PY
 
 # --- 6. bad input, refused before anything is sent --------------------------------
 printf 'caf\xe9 au lait\n' >"$dir/latin1.txt"
-expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --prompt-file "$dir/latin1.txt"
+expect_exit 2 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" --prompt-file "$dir/latin1.txt"
 grep -q "not UTF-8" "$dir/err" || fail "prompt file: $(cat "$dir/err")"
 [ "$(wc -l <"$dir/err")" = 1 ] || fail "not one line: $(cat "$dir/err")"
-expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --model $'m\xff'
+expect_exit 2 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" --model $'m\xff'
 grep -q "not UTF-8" "$dir/err" || fail "model: $(cat "$dir/err")"
-expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify,classify
+expect_exit 2 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify,classify
 grep -q "given twice" "$dir/err" || fail "duplicate workload: $(cat "$dir/err")"
 
 # --- 7. an HTTP error names the request -------------------------------------------
 start_server b404 --mode break --flavor llamacpp --break http-404
-expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w classify -r 1 --out "$dir/n.jsonl"
+expect_exit 1 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify -r 1 --out "$dir/n.jsonl"
 grep -q "POST /v1/chat/completions: HTTP 404" "$dir/err" || fail "404 message: $(cat "$dir/err")"
 echo "test_bench_server_robust: ok"

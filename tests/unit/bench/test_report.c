@@ -71,7 +71,7 @@ static char *render(const struct bench_summary *s, size_t n, const struct record
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  report_server_table(f, s, n, c);
+  report_server_table(f, s, n, c, true);
   fclose(f);
   return buf;
 }
