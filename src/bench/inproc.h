@@ -276,6 +276,11 @@ void eb_measure_cache_fit(struct eb_state *s, size_t mi);
 void eb_measure_bw_now(struct eb_state *s);
 void eb_measure_bw_after(struct eb_state *s);
 
+/* The --json document (inproc_json.c): tokmeter, identity, records_file,
+ * probe_quick, runs, models, summaries, conclusions, findings and the
+ * bandwidth read before and after the runs; NULL when out of memory. */
+json_t *eb_json(const struct eb_state *s);
+
 /* ---- findings (inproc_findings.c) ---- */
 
 /* Draws the findings from the rows and models into s->findings, the long

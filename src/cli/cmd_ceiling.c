@@ -21,13 +21,14 @@
 #include "gguf/gguf.h"
 #include "machine/probe.h"
 #include "model/analysis.h"
+#include "analysis/ceiling_report.h"
 #include "model/ceiling.h"
 #include "model/plan.h"
 #include "model/shape.h"
 #include "util/units.h"
 
 static const char *const CMD = "ceiling";
-#define MAX_DEPTHS 16
+#define MAX_DEPTHS CEILING_REPORT_MAX_DEPTHS
 #define DEFAULT_OVERHEAD_BYTES (1024.0 * 1024 * 1024)
 static const char *const KV_TYPES[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0",
                                        "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"};
@@ -47,68 +48,68 @@ struct ceiling_opts {
   bool json;
 };
 
+/* list ("A, B, C, ...") wrapped at 80 columns, each line indented by 25. */
+static const char *wrapped(const char *list, char *buf, size_t n) {
+  size_t at = 0, col = 0;
+  for (const char *p = list; *p && at + 30 < n;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
+    if (col == 0 || col + len + 1 > 80) {
+      at += (size_t)snprintf(buf + at, n - at, "%s%25s", col ? "\n" : "", "");
+      col = 25;
+    } else {
+      buf[at++] = ' ', col++;
+    }
+    memcpy(buf + at, p, len);
+    at += len, col += len;
+    p += len;
+    while (*p == ' ') p++;
+  }
+  buf[at] = 0;
+  return buf;
+}
+
+/* A reference, at most about 45 lines; the method is in docs/ceiling.md. */
 static void usage(FILE *out) {
-  size_t np;
-  const struct model_preset *p = model_presets(&np);
+  char types[512];
   fprintf(out,
           "Usage: tokmeter ceiling FILE.gguf [options]\n"
           "       tokmeter ceiling --preset NAME [--type T] [options]\n"
           "       tokmeter ceiling --size BYTES [--active-fraction F] [options]\n"
-          "\n"
-          "How fast a model could run: decode ceiling = read bandwidth / bytes read per\n"
-          "generated token; prefill ceiling = compute rate / FLOPs per prompt token. Bytes\n"
-          "come from the tensor table, tensor by tensor with each tensor's own type. The\n"
-          "bandwidth and compute rate are this machine's (probed once, then cached) or given.\n"
-          "\n"
+          "How fast a model could run: decode = read bandwidth / bytes read per token;\n"
+          "prefill = compute rate / FLOPs per prompt token. Details: docs/ceiling.md.\n"
           "Model (exactly one):\n"
           "  FILE.gguf              a GGUF model file (any architecture)\n"
-          "  --preset NAME          a known shape, analysed without writing a file\n"
+          "  --preset NAME          a known shape (tokmeter synth --list-presets)\n"
           "  --type T               file type for --preset (default Q4_K_M), one of:\n"
-          "                         %s\n"
-          "  --size BYTES           napkin: a model of this size (e.g. 15GB), every byte\n"
-          "                         read per token\n"
-          "  --active-fraction F    napkin: fraction of --size read per token (MoE), 0 < F <= 1\n"
+          "%s\n"
+          "  --size BYTES           napkin: a model of this size (e.g. 15GB)\n"
+          "  --active-fraction F    napkin: share of --size read per token, 0 < F <= 1\n"
           "                         (default 1)\n"
-          "\n"
-          "Machine:\n"
-          "  --bandwidth BW         read bandwidth of the device, e.g. 273GB/s (default:\n"
-          "                         measured by this machine's probe)\n"
-          "  --compute RATE         compute rate for prefill, e.g. 14TFLOPS or 900GOPS\n"
-          "                         (default: probed, int8 path for a mostly-quantized model\n"
-          "                         where the CPU has one, else f32; with --bandwidth given\n"
-          "                         and no --compute, no prefill ceiling is computed;\n"
-          "                         with int8 tiles (AMX) probed, a second line at their rate)\n"
-          "  -t, --threads N        use the probe's figures at N threads (default: the best\n"
-          "                         over thread counts, printed)\n"
-          "  --memory BYTES         memory for the context-that-fits line (default: this\n"
-          "                         machine's MemTotal when probing; none with --bandwidth)\n"
+          "Machine (default: this machine's probe, cached):\n"
+          "  --bandwidth BW         read bandwidth, e.g. 273GB/s\n"
+          "  --compute RATE         prefill compute, e.g. 14TFLOPS or 900GOPS (default:\n"
+          "                         probed int8 for a quantized model, else f32; none\n"
+          "                         with --bandwidth alone)\n"
+          "  -t, --threads N        the probe's figures at N threads (default: the best)\n"
+          "  --memory BYTES         memory for the context that fits (default MemTotal)\n"
           "  --overhead BYTES       memory kept for runtime buffers (default 1GiB)\n"
-          "  Sizes and rates take SI (k, M, G, T) or binary (Ki, Mi, Gi) prefixes; a bare\n"
-          "  number is in the base unit, as for every tokmeter flag: --bandwidth 100 is\n"
-          "  100 B/s, --compute 1e12 is 1e12 op/s, --size 1e9 is 1e9 bytes.\n"
-          "\n"
+          "  SI (k, M, G, T) or binary (Ki, Mi, Gi) prefixes; a bare number is the base\n"
+          "  unit: --bandwidth 100 is 100 B/s, --size 1e9 is 1e9 bytes.\n"
           "Workload:\n"
-          "  -d, --depth LIST       context depths for the decode ceiling, comma-separated\n"
-          "                         (default 0,4096,32768)\n"
-          "  -p, --prompt-tokens N  prompt length for the prefill ceiling (default 512)\n"
+          "  -d, --depth LIST       context depths for decode (default 0,4096,32768)\n"
+          "  -p, --prompt-tokens N  prompt length for prefill (default 512)\n"
           "  --kv-type T            KV cache type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,\n"
           "                         Q5_1, IQ4_NL (default F16)\n"
-          "\n"
           "Verdicts:\n"
-          "  --measured-decode X    a measured decode rate (tok/s): %% of the ceiling, verdict\n"
-          "  --measured-prefill X   a measured prefill rate (tok/s): %% of the ceiling, verdict\n"
-          "\n"
+          "  --measured-decode X    a measured decode rate (tok/s): %% of ceiling, verdict\n"
+          "  --measured-prefill X   a measured prefill rate (tok/s): %% of ceiling, verdict\n"
           "Output:\n"
           "  --json                 one JSON object on stdout (keys: docs/ceiling.md)\n"
           "  -h, --help             this help\n"
-          "\n"
-          "Presets:\n",
-          model_ftype_names());
-  for (size_t i = 0; i < np; i++) fprintf(out, "  %-16s %s\n", p[i].name, p[i].description);
-  fprintf(out,
-          "\n"
-          "Well-tuned runtimes reach 75-85%% of the decode ceiling. Exit codes: 0 ok,\n"
-          "1 the probe failed, 2 bad usage, unknown preset/type/unit, missing or corrupt file.\n");
+          "Exit: 0 ok; 1 the probe failed; 2 bad usage, unknown preset/type/unit,\n"
+          "missing or corrupt file.\n",
+          wrapped(model_ftype_names(), types, sizeof types));
 }
 
 static int parse_depths(const char *s, struct ceiling_opts *o) {
@@ -304,25 +305,9 @@ static int load_model(const struct ceiling_opts *o, struct model_cost *cost, cha
 
 /* ------------------------------------------------------------ the machine -- */
 
-struct machine_rates {
-  double bandwidth;        /* B/s */
-  uint32_t bw_threads;     /* 0 = given */
-  double compute;          /* op/s; 0 = unknown */
-  uint32_t compute_threads;
-  char compute_path[48];   /* "int8 (avx512_vnni)", "f32 (avx512f)", "given", "" */
-  /* On a probe with int8 tiles (AMX), their rate, for runtimes whose kernels
-   * use them (the int8 path only); 0 otherwise. */
-  double tile_compute;
-  char tile_path[24];
-  /* the rates themselves, for ceiling_of_workload (tiles off: the line of
-   * their own says what they give) */
-  struct ceiling_rates rates;
-  bool probed, quick;
-  double memory_bytes;     /* 0 = unknown */
-};
 
 static int machine_rates_get(const struct ceiling_opts *o, double quantized_fraction,
-                             struct machine_rates *m) {
+                             struct ceiling_machine *m) {
   memset(m, 0, sizeof *m);
   m->memory_bytes = o->memory_bytes;
   if (o->compute > 0) {
@@ -391,29 +376,6 @@ static int machine_rates_get(const struct ceiling_opts *o, double quantized_frac
 
 /* ------------------------------------------------------------ output -- */
 
-/* Integral values as JSON integers, the rest as reals; NaN/inf/unknown as null. */
-static json_t *jnum(double v) {
-  if (!isfinite(v)) return json_null();
-  if (v == floor(v) && fabs(v) < 9.0e15) return json_integer((json_int_t)v);
-  return json_real(v);
-}
-static json_t *jnum_or_null(double v, bool known) { return known ? jnum(v) : json_null(); }
-
-/* A JSON string that always exists: jansson refuses text that is not UTF-8 (a
- * file name given as raw bytes), and json_object_set_new then drops the key.
- * Such text is kept with each byte >= 0x80 shown as '?'. */
-static json_t *jstr(const char *s) {
-  json_t *j = json_string(s);
-  if (j) return j;
-  char *copy = strdup(s);
-  if (!copy) return json_null();
-  for (char *p = copy; *p; p++)
-    if ((unsigned char)*p >= 0x80) *p = '?';
-  j = json_string(copy);
-  free(copy);
-  return j ? j : json_null();
-}
-
 static void types_line(const struct model_cost *c, char *buf, size_t n) {
   buf[0] = 0;
   for (size_t i = 0; i < c->n_types; i++) {
@@ -454,193 +416,37 @@ int cmd_ceiling(int argc, char **argv) {
   char type_name[32] = "";
   if (!napkin && (rc = load_model(&o, &cost, type_name, sizeof type_name)) != 0) return rc;
 
-  struct machine_rates m;
+  struct ceiling_machine m;
   if ((rc = machine_rates_get(&o, napkin ? 0 : cost.quantized_bytes_fraction, &m)) != 0)
     return rc;
 
-  /* The numbers. */
-  double bytes_total = napkin ? o.size_bytes : (double)cost.bytes_total;
-  double bpt0 = napkin ? o.size_bytes * o.active_fraction : model_decode_bytes_at_depth(&cost, 0);
-  /* The model's ceilings come from the one function every command uses
-   * (model/ceiling.h); the napkin's from its own size. */
-  struct ceiling_result at0 = {0}, pre = {0}, pre_tiles = {0};
-  if (!napkin) {
-    ceiling_of_workload(&cost, &m.rates, &(struct ceiling_workload){.gen_tokens = 1}, &at0);
-    ceiling_of_workload(&cost, &m.rates,
-                        &(struct ceiling_workload){.prompt_tokens = o.prompt_tokens}, &pre);
-    struct ceiling_rates tiles = m.rates;
-    tiles.tiles = true;
-    tiles.int8_tile_ops = m.tile_compute;
-    ceiling_of_workload(&cost, &tiles,
-                        &(struct ceiling_workload){.prompt_tokens = o.prompt_tokens}, &pre_tiles);
-  }
-  double decode0 = napkin ? ceiling_tok_s(m.bandwidth, bpt0) : (isfinite(at0.decode_tok_s) ? at0.decode_tok_s : 0);
-  double dense = ceiling_tok_s(m.bandwidth, bytes_total);
-  bool has_compute = m.compute > 0 && !napkin;
-  /* A model whose head count is unknown (cost.kv_unknown): its KV cache and
-   * attention FLOPs are unknown, so is every figure made of them (decode past
-   * depth 0, the context that fits, the prefill ceiling): said "unknown",
-   * null in JSON, never computed from a KV of 0. Depth 0 reads no KV. */
-  bool kv_known = napkin || !cost.kv_unknown;
-  double prefill_flops = napkin ? 0 : model_prefill_flops_per_token(&cost, o.prompt_tokens);
-  /* without attention: a bound the real ceiling stays under */
-  double prefill = has_compute && isfinite(pre.prefill_tok_s) ? pre.prefill_tok_s : 0;
-  double prefill_bound = 0;
-  if (!kv_known) prefill_bound = prefill, prefill = 0;
-  /* the same on the int8 tiles, where the probe measured them */
-  const double prefill_tiles = prefill > 0 && pre_tiles.compute_path &&
-                                       !strcmp(pre_tiles.compute_path, "int8_tile")
-                                   ? pre_tiles.prefill_tok_s
-                                   : 0;
-  bool fits_known = !napkin && m.memory_bytes > 0 && kv_known;
-  bool fits_capped = false;
-  uint64_t fits = fits_known ? model_context_fits(&cost, m.memory_bytes, o.overhead_bytes,
-                                                  &fits_capped) : 0;
-  bool moe_like = napkin ? o.active_fraction < 1 : cost.weight_bytes_per_token < 0.9 * bytes_total;
-
-  /* Results must be finite numbers. Inputs far outside any real model or
-   * machine (1 B at --active-fraction 1e-300 read at 1 TB/s) overflow to inf
-   * or leave 0 bytes per token: refused, naming them, never printed. */
-  if (!(bpt0 > 0) || !isfinite(decode0) || !isfinite(dense))
-    return cli_fail(CMD, TM_EXIT_USAGE,
-                    "the decode ceiling is not a finite number: %g B/s (--bandwidth) over %g "
-                    "bytes read per token%s; give values a real model and machine have",
-                    m.bandwidth, bpt0, napkin ? " (--size x --active-fraction)" : "");
-  if (!isfinite(prefill))
-    return cli_fail(CMD, TM_EXIT_USAGE,
-                    "the prefill ceiling is not a finite number: %g op/s (--compute) over %g "
-                    "FLOPs per prompt token", m.compute, prefill_flops);
-
-  struct ceiling_verdict verdicts[2];
-  size_t n_verdicts = 0;
-  if (o.measured_decode >= 0 &&
-      ceiling_verdict_make("decode", o.measured_decode, decode0, &verdicts[n_verdicts]) == 0)
-    n_verdicts++;
-  if (o.measured_prefill >= 0) {
-    if (ceiling_verdict_make("prefill", o.measured_prefill, prefill, &verdicts[n_verdicts]) == 0)
-      n_verdicts++;
-    else if (!kv_known && has_compute)
-      cli_warn(CMD, "--measured-prefill: no prefill ceiling (the attention FLOPs are unknown: "
-                    "the file has no head count)");
-    else
-      cli_warn(CMD, "--measured-prefill: no prefill ceiling (no compute rate known; give "
-                    "--compute)");
-  }
+  struct ceiling_query q = {.cost = napkin ? NULL : &cost, .size_bytes = o.size_bytes,
+                           .active_fraction = o.active_fraction, .file = o.file,
+                           .preset = o.preset, .type_name = type_name, .kv_type = o.kv_type,
+                           .prompt_tokens = o.prompt_tokens, .n_depths = o.n_depths,
+                           .overhead_bytes = o.overhead_bytes,
+                           .measured_decode = o.measured_decode,
+                           .measured_prefill = o.measured_prefill};
+  memcpy(q.depths, o.depths, sizeof q.depths);
+  struct ceiling_report r;
+  struct tm_err err = {{0}};
+  if (ceiling_report_make(&q, &m, &r, &err) != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  if (r.prefill_verdict_missing[0])
+    cli_warn(CMD, "--measured-prefill: no prefill ceiling (%s)", r.prefill_verdict_missing);
+  const double bytes_total = r.bytes_total, bpt0 = r.bpt0, decode0 = r.decode0, dense = r.dense;
+  const double prefill = r.prefill, prefill_bound = r.prefill_bound, prefill_tiles = r.prefill_tiles;
+  const double prefill_flops = r.prefill_flops;
+  const bool kv_known = r.kv_known, fits_known = r.fits_known, fits_capped = r.fits_capped;
+  const uint64_t fits = r.fits;
 
   if (o.json) {
-    json_t *j = json_object();
-    json_object_set_new(j, "source", json_string(napkin ? "size" : o.file ? "file" : "preset"));
-    json_object_set_new(j, "file", o.file ? jstr(o.file) : json_null());
-    json_object_set_new(j, "preset", o.preset ? json_string(o.preset) : json_null());
-    json_object_set_new(j, "type", type_name[0] ? json_string(type_name) : json_null());
-    json_object_set_new(j, "arch", napkin ? json_null() : jstr(cost.arch));
-    json_object_set_new(j, "bytes_total", jnum(bytes_total));
-    json_object_set_new(j, "params_total", jnum_or_null((double)cost.params_total, !napkin));
-    json_object_set_new(j, "params_active", jnum_or_null(cost.params_active, !napkin));
-    json_object_set_new(j, "bytes_per_token", jnum(bpt0));
-    json_object_set_new(j, "weight_bytes_per_token",
-                        jnum(napkin ? bpt0 : cost.weight_bytes_per_token));
-    json_object_set_new(j, "state_bytes", jnum_or_null(cost.state_bytes, !napkin));
-    const struct ggml_type_info *kvt = ggml_type_get(o.kv_type);
-    json_object_set_new(j, "kv_type", json_string(kvt ? kvt->name : "?"));
-    bool kv = !napkin && kv_known;
-    json_object_set_new(j, "kv_bytes_per_token", jnum_or_null(cost.kv_bytes_per_token, kv));
-    json_object_set_new(j, "kv_bytes_per_token_full",
-                        jnum_or_null(cost.kv_bytes_per_token_full, kv));
-    json_object_set_new(j, "kv_bytes_per_token_swa",
-                        jnum_or_null(cost.kv_bytes_per_token_swa, kv));
-    json_object_set_new(j, "sliding_window", jnum_or_null(cost.sliding_window, !napkin));
-    json_object_set_new(j, "context_length",
-                        jnum_or_null((double)cost.context_length, !napkin && cost.context_length));
-    json_object_set_new(j, "flops_per_token",
-                        jnum_or_null(model_decode_flops_at_depth(&cost, 0), !napkin));
-    json_object_set_new(j, "prefill_flops_per_token", jnum_or_null(prefill_flops, kv));
-    json_object_set_new(j, "prompt_tokens", json_integer(o.prompt_tokens));
-    json_object_set_new(j, "decode_ceiling_tok_s", jnum(decode0));
-    json_t *by = json_array();
-    for (size_t i = 0; i < (napkin ? 1 : o.n_depths); i++) {
-      uint64_t dep = napkin ? 0 : o.depths[i];
-      struct ceiling_result at = {.decode_tok_s = ceiling_tok_s(m.bandwidth, bpt0),
-                                  .bytes_per_token = bpt0};
-      if (!napkin)
-        ceiling_of_workload(&cost, &m.rates,
-                            &(struct ceiling_workload){.depth = dep, .gen_tokens = 1}, &at);
-      const double b = at.bytes_per_token;
-      bool known = kv_known || dep == 0;
-      json_t *e = json_object();
-      json_object_set_new(e, "depth", json_integer((json_int_t)dep));
-      json_object_set_new(e, "bytes_per_token", jnum_or_null(b, known));
-      json_object_set_new(e, "kv_bytes",
-                          jnum_or_null(napkin ? 0 : model_kv_bytes_at_depth(&cost, dep), known));
-      json_object_set_new(e, "tok_s", jnum_or_null(at.decode_tok_s, known));
-      json_array_append_new(by, e);
-    }
-    json_object_set_new(j, "decode_ceiling_by_depth", by);
-    json_object_set_new(j, "dense_ceiling_tok_s", jnum(dense));
-    json_t *pr2 = json_object();
-    json_object_set_new(pr2, "low", jnum(decode0 * CEILING_PRACTICAL_LO));
-    json_object_set_new(pr2, "high", jnum(decode0 * CEILING_PRACTICAL_HI));
-    json_object_set_new(j, "practical_decode_tok_s", pr2);
-    json_object_set_new(j, "prefill_ceiling_tok_s", jnum_or_null(prefill, prefill > 0));
-    json_object_set_new(j, "prefill_ceiling_int8_tile_tok_s",
-                        jnum_or_null(prefill_tiles, prefill_tiles > 0));
-    json_object_set_new(j, "compute_int8_tile_ops_s",
-                        jnum_or_null(m.tile_compute, m.tile_compute > 0));
-    json_object_set_new(j, "read_bandwidth_bytes_s", jnum(m.bandwidth));
-    json_object_set_new(j, "bandwidth_source", json_string(m.probed ? "probe" : "given"));
-    json_object_set_new(j, "probe_quick", json_boolean(m.quick));
-    json_object_set_new(j, "bandwidth_threads", jnum_or_null(m.bw_threads, m.bw_threads > 0));
-    json_object_set_new(j, "compute_ops_s", jnum_or_null(m.compute, m.compute > 0));
-    json_object_set_new(j, "compute_path",
-                        m.compute_path[0] ? json_string(m.compute_path) : json_null());
-    json_object_set_new(j, "compute_threads",
-                        jnum_or_null(m.compute_threads, m.compute_threads > 0));
-    json_object_set_new(j, "memory_bytes", jnum_or_null(m.memory_bytes, m.memory_bytes > 0));
-    json_object_set_new(j, "overhead_bytes", jnum(o.overhead_bytes));
-    json_object_set_new(j, "context_fits_tokens",
-                        jnum_or_null((double)fits, fits_known && fits != UINT64_MAX));
-    json_object_set_new(j, "context_fits_capped", json_boolean(fits_capped));
-    json_t *types = json_array();
-    for (size_t i = 0; !napkin && i < cost.n_types; i++) {
-      const struct ggml_type_info *ti = ggml_type_get(cost.types[i].type);
-      json_t *e = json_object();
-      json_object_set_new(e, "type", json_string(ti ? ti->name : "?"));
-      json_object_set_new(e, "count", json_integer(cost.types[i].count));
-      json_object_set_new(e, "bytes", json_integer((json_int_t)cost.types[i].bytes));
-      json_array_append_new(types, e);
-    }
-    json_object_set_new(j, "types", types);
-    json_t *layers = json_object();
-    json_object_set_new(layers, "attention", json_integer(cost.n_attn_layers));
-    json_object_set_new(layers, "sliding_window", json_integer(cost.n_swa_layers));
-    json_object_set_new(layers, "recurrent", json_integer(cost.n_recurrent_layers));
-    json_object_set_new(layers, "none", json_integer(cost.n_none_layers));
-    json_object_set_new(layers, "mtp", json_integer(cost.n_mtp_layers));
-    json_object_set_new(j, "layers", layers);
-    json_t *as = json_array();
-    for (size_t i = 0; i < cost.n_assumptions; i++)
-      json_array_append_new(as, jstr(cost.assumptions[i]));
-    if (m.quick)
-      json_array_append_new(as, json_string("quick probe (TOKMETER_PROBE_QUICK): figures are "
-                                            "not memory bandwidth"));
-    json_object_set_new(j, "assumptions", as);
-    json_t *vs = json_array();
-    for (size_t i = 0; i < n_verdicts; i++) {
-      json_t *e = json_object();
-      json_object_set_new(e, "phase", json_string(verdicts[i].phase));
-      json_object_set_new(e, "measured_tok_s", jnum(verdicts[i].measured_tok_s));
-      json_object_set_new(e, "ceiling_tok_s", jnum(verdicts[i].ceiling_tok_s));
-      json_object_set_new(e, "percent", jnum(verdicts[i].percent));
-      json_object_set_new(e, "verdict", json_string(verdicts[i].code));
-      json_object_set_new(e, "message", json_string(verdicts[i].message));
-      json_array_append_new(vs, e);
-    }
-    json_object_set_new(j, "verdicts", vs);
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_t *j = ceiling_report_json(&q, &m, &r);
+    char *txt = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+                  : NULL;
     json_decref(j);
-    if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-    printf("%s\n", s);
-    free(s);
+    if (!txt) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    printf("%s\n", txt);
+    free(txt);
     return TM_EXIT_OK;
   }
 
@@ -717,11 +523,9 @@ int cmd_ceiling(int argc, char **argv) {
     printf("decode ceiling: %s tok/s\n", tm_fmt_rate(decode0, b1, sizeof b1));
   } else {
     printf("decode ceiling (one stream, by context depth):\n");
-    for (size_t i = 0; i < o.n_depths; i++) {
-      struct ceiling_result at;
-      ceiling_of_workload(&cost, &m.rates,
-                          &(struct ceiling_workload){.depth = o.depths[i], .gen_tokens = 1}, &at);
-      const double b = at.bytes_per_token;
+    for (size_t i = 0; i < r.n_by_depth; i++) {
+      const struct ceiling_depth_row *at = &r.by_depth[i];
+      const double b = at->bytes_per_token;
       if (!kv_known && o.depths[i] > 0) {
         printf("  depth %7llu:  unknown     (the KV cache read per token is unknown)\n",
                (unsigned long long)o.depths[i]);
@@ -729,7 +533,7 @@ int cmd_ceiling(int argc, char **argv) {
       }
       printf("  depth %7llu: %8s tok/s  (%s read per token)%s\n",
              (unsigned long long)o.depths[i],
-             tm_fmt_rate(at.decode_tok_s, b1, sizeof b1),
+             tm_fmt_rate(at->tok_s, b1, sizeof b1),
              tm_fmt_bytes_si(b, b2, sizeof b2),
              cost.context_length && o.depths[i] > cost.context_length
                  ? "  beyond the trained context" : "");
@@ -738,7 +542,7 @@ int cmd_ceiling(int argc, char **argv) {
   printf("practical decode (75-85%% of the ceiling at depth 0): %s to %s tok/s\n",
          tm_fmt_rate(decode0 * CEILING_PRACTICAL_LO, b1, sizeof b1),
          tm_fmt_rate(decode0 * CEILING_PRACTICAL_HI, b2, sizeof b2));
-  if (moe_like)
+  if (r.moe_like)
     printf("dense ceiling (every byte of %s read per token): %s tok/s: only a fraction is "
            "read\n", tm_fmt_bytes_si(bytes_total, b1, sizeof b1),
            tm_fmt_rate(dense, b2, sizeof b2));
@@ -762,9 +566,9 @@ int cmd_ceiling(int argc, char **argv) {
              m.tile_path, tm_fmt_ops(m.tile_compute, "OPS", b2, sizeof b2),
              tm_fmt_rate(prefill_tiles, b1, sizeof b1));
   }
-  for (size_t i = 0; i < n_verdicts; i++)
-    printf("measured %s %s tok/s: %s\n", verdicts[i].phase,
-           tm_fmt_rate(verdicts[i].measured_tok_s, b1, sizeof b1), verdicts[i].message);
+  for (size_t i = 0; i < r.n_verdicts; i++)
+    printf("measured %s %s tok/s: %s\n", r.verdicts[i].phase,
+           tm_fmt_rate(r.verdicts[i].measured_tok_s, b1, sizeof b1), r.verdicts[i].message);
   if (cost.n_assumptions || m.quick) {
     printf("assumed:\n");
     for (size_t i = 0; i < cost.n_assumptions; i++) printf("  - %s\n", cost.assumptions[i]);
