@@ -19,10 +19,12 @@
 #include "backend/backend.h"
 #include "bench/report.h"
 #include "bench/server_bench.h"
+#include "bench/workloads.h"
 #include "cli/bench_cli.h"
 #include "cli/cli.h"
 #include "record/record.h"
 #include "util/redact.h"
+#include "util/textfile.h"
 #include "util/units.h"
 
 static const char *const CMD = "bench";
@@ -36,87 +38,6 @@ static void on_sigint(int sig) {
 }
 
 /* ------------------------------------------------------------ helpers --- */
-
-static char *read_text_file(const char *path, struct tm_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    tm_errf(err, "--prompt-file %s: %s", path, strerror(errno));
-    return NULL;
-  }
-  char *buf = malloc(PROMPT_FILE_MAX_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, PROMPT_FILE_MAX_BYTES + 1, f) : 0;
-  int bad = ferror(f);
-  fclose(f);
-  if (!buf || bad || n > PROMPT_FILE_MAX_BYTES || n == 0) {
-    tm_errf(err, "--prompt-file %s: %s", path,
-            !buf ? "out of memory" : bad ? "read error" : n == 0 ? "empty file"
-                                                               : "larger than 16 MiB");
-    free(buf);
-    return NULL;
-  }
-  buf[n] = 0;
-  if (strlen(buf) != n) {
-    tm_errf(err, "--prompt-file %s: contains a NUL byte (not text)", path);
-    free(buf);
-    return NULL;
-  }
-  /* Sent inside a JSON request: it must be UTF-8 text (checked here, before
-   * anything reaches the server). */
-  if (!tm_utf8_valid(buf, n)) {
-    tm_errf(err, "--prompt-file %s: not UTF-8 text", path);
-    free(buf);
-    return NULL;
-  }
-  return buf;
-}
-
-/* Fills the runner's workload list from -w, -p/-n and --prompt-file. */
-static int make_workloads(const struct bench_opts *o, const char *prompt_text,
-                          struct sb_opts *ro) {
-  bool custom = o->n_prompt_tokens || o->n_max_tokens || prompt_text;
-  if ((o->n_prompt_tokens > 1 && !o->ttft_sweep) || o->n_max_tokens > 1)
-    return cli_usage_error(CMD, "with --url, -p and -n take one value each");
-  const char *list = o->workloads ? o->workloads : custom ? "" : workload_names();
-  struct tm_err lerr;
-  if (o->workloads && tm_list_check(o->workloads, "--workload", &lerr) != 0)
-    return cli_usage_error(CMD, "%s", lerr.msg);
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", list);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (ro->n_workloads == RUNNER_MAX_WORKLOADS)
-      return cli_usage_error(CMD, "at most %d workloads", RUNNER_MAX_WORKLOADS);
-    if (workload_by_name(t, &ro->workloads[ro->n_workloads]) != 0)
-      return cli_usage_error(CMD, "--workload: unknown workload '%s' (known: %s)", t,
-                             workload_names());
-    for (size_t i = 0; i < ro->n_workloads; i++)
-      if (strcmp(ro->workloads[i].name, t) == 0)
-        return cli_usage_error(CMD, "--workload: '%s' given twice", t);
-    ro->n_workloads++;
-  }
-  /* --ttft-sweep: one custom workload per prompt length (the fit's points). */
-  for (size_t i = 0; o->ttft_sweep && i + 1 < o->n_prompt_tokens; i++) {
-    if (ro->n_workloads == RUNNER_MAX_WORKLOADS)
-      return cli_usage_error(CMD, "at most %d workloads", RUNNER_MAX_WORKLOADS);
-    struct workload *w = &ro->workloads[ro->n_workloads++];
-    memset(w, 0, sizeof *w);
-    snprintf(w->name, sizeof w->name, "custom");
-    w->prompt_tokens = o->prompt_tokens[i];
-    w->max_tokens = o->n_max_tokens ? o->max_tokens[0] : 128;
-  }
-  if (custom) {
-    if (ro->n_workloads == RUNNER_MAX_WORKLOADS)
-      return cli_usage_error(CMD, "at most %d workloads", RUNNER_MAX_WORKLOADS);
-    struct workload *w = &ro->workloads[ro->n_workloads++];
-    memset(w, 0, sizeof *w);
-    snprintf(w->name, sizeof w->name, "%s", prompt_text ? "prompt-file" : "custom");
-    w->prompt_tokens = o->n_prompt_tokens ? o->prompt_tokens[o->n_prompt_tokens - 1] : 50;
-    w->max_tokens = o->n_max_tokens ? o->max_tokens[0] : 128;
-    w->prompt_text = prompt_text;
-  }
-  if (ro->n_workloads == 0) return cli_usage_error(CMD, "--workload: no workload given");
-  return 0;
-}
 
 /* ------------------------------------------------------------ output --- */
 
@@ -313,15 +234,24 @@ int bench_server(const struct bench_opts *o) {
   if (api_key && !*api_key) api_key = NULL;
 
   char *prompt_text = NULL;
-  if (o->prompt_file && !(prompt_text = read_text_file(o->prompt_file, &err)))
-    return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  if (o->prompt_file &&
+      !(prompt_text = tm_read_text_file(o->prompt_file, PROMPT_FILE_MAX_BYTES, &err)))
+    return cli_fail(CMD, TM_EXIT_USAGE, "--prompt-file %s", err.msg);
   struct sb_opts so = {.url = o->url, .api = o->api, .endpoint = o->endpoint, .model = o->model,
                        .api_key = api_key, .gguf = o->gguf, .prompt_file = o->prompt_file,
                        .reps = o->reps, .allow_cache = o->allow_cache, .cold = o->cold,
                        .out = o->out, .idle_timeout_s = o->idle_timeout_s,
                        .timeout_s = o->timeout_s, .cooldown_s = o->cooldown_s,
                        .command = o->command};
-  if ((rc = make_workloads(o, prompt_text, &so)) != 0) goto out;
+  const struct workload_request wr = {.names = o->workloads, .prompt_tokens = o->prompt_tokens,
+                                      .n_prompt_tokens = o->n_prompt_tokens,
+                                      .max_tokens = o->max_tokens,
+                                      .n_max_tokens = o->n_max_tokens,
+                                      .prompt_text = prompt_text, .ttft_sweep = o->ttft_sweep};
+  if (workloads_from_request(&wr, so.workloads, &so.n_workloads, &err) != 0) {
+    rc = cli_usage_error(CMD, "%s", err.msg);
+    goto out;
+  }
   if (o->list_models) {
     char (*names)[256] = calloc(256, sizeof *names);
     int n = names ? sb_list_models(&so, names, 256, &err) : -1;
