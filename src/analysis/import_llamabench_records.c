@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/keys.h"
 #include "analysis/import_llamabench.h"
 #include "analysis/import_llamabench_internal.h"
 #include "model/ceiling.h"
@@ -105,14 +106,14 @@ static json_t *ceiling_json(const struct lb_entry *e, const struct ceil_fig *c) 
   if (!isfinite(c->ceiling_tok_s)) return json_null();
   json_t *j = json_object();
   if (!j) return NULL;
-  int bad = put(j, "ceiling_tok_s", num(c->ceiling_tok_s));
+  int bad = put(j, record_key_leaf(RK_CEILING_TOK_S), num(c->ceiling_tok_s));
   if (e->n_prompt == 0) {
-    bad |= put(j, "read_bandwidth_bytes_s", num(c->bandwidth));
-    bad |= put(j, "bytes_per_token", num(round(c->bytes_per_token)));
+    bad |= put(j, record_key_leaf(RK_CEILING_READ_BANDWIDTH), num(c->bandwidth));
+    bad |= put(j, record_key_leaf(RK_CEILING_BYTES_PER_TOKEN), num(round(c->bytes_per_token)));
   } else {
-    bad |= put(j, "compute_ops_s", num(c->compute));
+    bad |= put(j, record_key_leaf(RK_CEILING_COMPUTE_OPS), num(c->compute));
     bad |= put(j, "compute_path", str(c->compute_path));
-    bad |= put(j, "flops_per_token", num(round(c->flops_per_token)));
+    bad |= put(j, record_key_leaf(RK_CEILING_FLOPS_PER_TOKEN), num(round(c->flops_per_token)));
   }
   if (bad) {
     json_decref(j);
@@ -148,23 +149,23 @@ static json_t *head(const char *kind, const char *id, const struct lb_entry *e,
   json_t *o = record_head_json(kind, id, e->test_time);
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "backend", json_string("llama-bench"));
-  bad |= put(o, "target", json_string("in-process"));
+  bad |= put(o, record_key_leaf(RK_BACKEND), json_string("llama-bench"));
+  bad |= put(o, record_key_leaf(RK_TARGET), json_string("in-process"));
   json_t *m = json_object();
   bad |= !m;
-  bad |= put(m, "name", str(e->model_type));
-  bad |= put(m, "file", str(e->model_filename));
-  bad |= put(m, "arch", str(arch));
-  bad |= put(m, "type", str(type));
-  bad |= put(m, "load_ms", json_null());
-  bad |= put(o, "model", m);
-  bad |= put(o, "test", json_string(test));
-  bad |= put(o, "phase", json_string(e->n_prompt > 0 ? "prefill" : "decode"));
-  bad |= put(o, "threads", json_integer(e->n_threads));
-  bad |= put(o, "depth", json_integer(e->n_depth));
+  bad |= put(m, record_key_leaf(RK_MODEL_NAME), str(e->model_type));
+  bad |= put(m, record_key_leaf(RK_MODEL_FILE), str(e->model_filename));
+  bad |= put(m, record_key_leaf(RK_MODEL_ARCH), str(arch));
+  bad |= put(m, record_key_leaf(RK_MODEL_TYPE), str(type));
+  bad |= put(m, record_key_leaf(RK_MODEL_LOAD_MS), json_null());
+  bad |= put(o, record_key_leaf(RK_MODEL), m);
+  bad |= put(o, record_key_leaf(RK_TEST), json_string(test));
+  bad |= put(o, record_key_leaf(RK_PHASE), json_string(e->n_prompt > 0 ? "prefill" : "decode"));
+  bad |= put(o, record_key_leaf(RK_THREADS), json_integer(e->n_threads));
+  bad |= put(o, record_key_leaf(RK_DEPTH), json_integer(e->n_depth));
   bad |= put(o, "kernel_path", json_null());
-  bad |= put(o, "settings", entry_settings(e->obj));
-  bad |= put(o, "ceiling", ceiling_json(e, c));
+  bad |= put(o, record_key_leaf(RK_SETTINGS), entry_settings(e->obj));
+  bad |= put(o, record_key_leaf(RK_CEILING), ceiling_json(e, c));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -198,14 +199,14 @@ int import_lb_build_entry(const struct import_opts *o, const char *id, const str
     json_t *r = head("run", id, e, &c);
     bad |= !r;
     if (r) {
-      bad |= put(r, "index", json_integer((json_int_t)i));
-      bad |= put(r, "warmup", json_false());
-      bad |= put(r, "ok", json_true());
-      bad |= put(r, "tokens", json_integer(tokens));
-      bad |= put(r, "ms", num(round(ms[i] * 1e3) / 1e3));
-      bad |= put(r, "rate_tok_s", num(rate[i]));
-      bad |= put(r, "percent_of_ceiling", num(record_percent_of(rate[i], c.ceiling_tok_s)));
-      bad |= put(r, "decode_by_segment", json_null());
+      bad |= put(r, record_key_leaf(RK_INDEX), json_integer((json_int_t)i));
+      bad |= put(r, record_key_leaf(RK_WARMUP), json_false());
+      bad |= put(r, record_key_leaf(RK_OK), json_true());
+      bad |= put(r, record_key_leaf(RK_TOKENS), json_integer(tokens));
+      bad |= put(r, record_key_leaf(RK_MS), num(round(ms[i] * 1e3) / 1e3));
+      bad |= put(r, record_key_leaf(RK_RATE_TOK_S), num(rate[i]));
+      bad |= put(r, record_key_leaf(RK_PERCENT_OF_CEILING), num(record_percent_of(rate[i], c.ceiling_tok_s)));
+      bad |= put(r, record_key_leaf(RK_DECODE_BY_SEGMENT), json_null());
       if (bad) json_decref(r);
       else bad |= import_lb_push(out, r);
     }
@@ -217,13 +218,13 @@ int import_lb_build_entry(const struct import_opts *o, const char *id, const str
     stats_describe(rate, e->n_samples, &rs);
     bad |= put(s, "n", json_integer((json_int_t)e->n_samples));
     bad |= put(s, "warmups", json_null()); /* llama-bench's own, not recorded in its output */
-    bad |= put(s, "tokens", json_integer(tokens));
+    bad |= put(s, record_key_leaf(RK_TOKENS), json_integer(tokens));
     bad |= put(s, "mean_depth", num((double)e->n_depth + (e->n_prompt > 0 ? (double)tokens / 2
                                                                            : (double)(tokens - 1) / 2)));
-    bad |= put(s, "rate_tok_s", figure(rate, e->n_samples));
-    bad |= put(s, "ms", figure(ms, e->n_samples));
-    bad |= put(s, "percent_of_ceiling", num(record_percent_of(rs.mean, c.ceiling_tok_s)));
-    bad |= put(s, "decode_by_segment", json_null());
+    bad |= put(s, record_key_leaf(RK_RATE_TOK_S), figure(rate, e->n_samples));
+    bad |= put(s, record_key_leaf(RK_MS), figure(ms, e->n_samples));
+    bad |= put(s, record_key_leaf(RK_PERCENT_OF_CEILING), num(record_percent_of(rs.mean, c.ceiling_tok_s)));
+    bad |= put(s, record_key_leaf(RK_DECODE_BY_SEGMENT), json_null());
     json_t *rep = json_object();
     bad |= !rep;
     static const char *const keys[] = {"avg_ts", "stddev_ts", "avg_ns", "stddev_ns"};
@@ -266,45 +267,45 @@ json_t *import_lb_identity_build(const struct import_opts *o, const struct lb_en
   json_t *j = json_object();
   if (!j) goto oom;
   int bad = 0;
-  bad |= put(j, "record", json_string("identity"));
-  bad |= put(j, "schema", json_integer(RECORD_SCHEMA));
+  bad |= put(j, record_key_leaf(RK_RECORD), json_string("identity"));
+  bad |= put(j, record_key_leaf(RK_SCHEMA), json_integer(RECORD_SCHEMA));
   bad |= put(j, "id", json_string(id));
-  bad |= put(j, "time", json_string(when));
+  bad |= put(j, record_key_leaf(RK_TIME), json_string(when));
   bad |= put(j, "tokmeter", json_string(TOKMETER_VERSION));
-  bad |= put(j, "command", str(o->command));
-  bad |= put(j, "backend", json_string("llama-bench"));
-  bad |= put(j, "target", json_string("in-process"));
+  bad |= put(j, record_key_leaf(RK_COMMAND), str(o->command));
+  bad |= put(j, record_key_leaf(RK_BACKEND), json_string("llama-bench"));
+  bad |= put(j, record_key_leaf(RK_TARGET), json_string("in-process"));
   if (one_model) {
     char arch[64], type[32];
     import_parse_model_type(e0->model_type, arch, sizeof arch, type, sizeof type);
     json_t *m = json_object();
     bad |= !m;
-    bad |= put(m, "name", str(e0->model_type));
-    bad |= put(m, "file", str(e0->model_filename));
-    bad |= put(m, "arch", str(arch));
-    bad |= put(m, "type", str(type));
-    bad |= put(m, "bytes_per_token",
+    bad |= put(m, record_key_leaf(RK_MODEL_NAME), str(e0->model_type));
+    bad |= put(m, record_key_leaf(RK_MODEL_FILE), str(e0->model_filename));
+    bad |= put(m, record_key_leaf(RK_MODEL_ARCH), str(arch));
+    bad |= put(m, record_key_leaf(RK_MODEL_TYPE), str(type));
+    bad |= put(m, record_key_leaf(RK_MODEL_BYTES_PER_TOKEN),
                o->cost ? json_integer((json_int_t)llround(o->cost->weight_bytes_per_token +
                                                           o->cost->state_bytes))
                        : json_null()); /* integer bytes, as engine records write it */
-    bad |= put(j, "model", m);
+    bad |= put(j, record_key_leaf(RK_MODEL), m);
   } else {
-    bad |= put(j, "model", json_null());
+    bad |= put(j, record_key_leaf(RK_MODEL), json_null());
   }
-  bad |= put(j, "server", json_null());
+  bad |= put(j, record_key_leaf(RK_SERVER), json_null());
   /* The machine the runs were made on, as llama-bench describes it; what it
    * does not say is null, never this machine's figures. */
   json_t *mach = json_object();
   bad |= !mach;
-  bad |= put(mach, "cpu", str(e0->cpu_info));
-  bad |= put(mach, "gpu", str(e0->gpu_info));
+  bad |= put(mach, record_key_leaf(RK_MACHINE_CPU), str(e0->cpu_info));
+  bad |= put(mach, record_key_leaf(RK_MACHINE_GPU), str(e0->gpu_info));
   bad |= put(mach, "backends", str(e0->backends));
   bad |= put(mach, "arch", json_null());
-  bad |= put(mach, "cores", json_null());
+  bad |= put(mach, record_key_leaf(RK_MACHINE_CORES), json_null());
   bad |= put(mach, "memory_bytes", json_null());
   bad |= put(mach, "flags", json_null());
-  bad |= put(j, "machine", mach);
-  bad |= put(j, "thermal_before", json_null());
+  bad |= put(j, record_key_leaf(RK_MACHINE), mach);
+  bad |= put(j, record_key_leaf(RK_THERMAL_BEFORE), json_null());
   json_t *rt = json_object();
   bad |= !rt;
   bad |= put(rt, "name", json_string("llama-bench"));
@@ -321,10 +322,10 @@ json_t *import_lb_identity_build(const struct import_opts *o, const struct lb_en
     else bad |= add_distinct(tg, es[i].n_gen);
     bad |= add_distinct(dp, es[i].n_depth);
   }
-  bad |= put(set, "threads", th);
-  bad |= put(set, "prompt_tokens", pp);
+  bad |= put(set, record_key_leaf(RK_THREADS), th);
+  bad |= put(set, record_key_leaf(RK_SETTINGS_PROMPT_TOKENS), pp);
   bad |= put(set, "gen_tokens", tg);
-  bad |= put(set, "depth", dp);
+  bad |= put(set, record_key_leaf(RK_DEPTH), dp);
   bad |= put(set, "reps", json_integer((json_int_t)e0->n_samples));
   json_t *imp = json_object();
   bad |= !imp;
@@ -332,7 +333,7 @@ json_t *import_lb_identity_build(const struct import_opts *o, const struct lb_en
   bad |= put(imp, "format", json_string(format));
   bad |= put(imp, "gguf", str(o->cost ? o->model_file : NULL));
   bad |= put(set, "imported", imp);
-  bad |= put(j, "settings", set);
+  bad |= put(j, record_key_leaf(RK_SETTINGS), set);
   if (bad) {
     json_decref(j);
     goto oom;
@@ -349,13 +350,13 @@ json_t *import_lb_end_build(const char *id, size_t runs) {
   json_t *j = json_object();
   if (!j) return NULL;
   int bad = 0;
-  bad |= put(j, "record", json_string("end"));
-  bad |= put(j, "schema", json_integer(RECORD_SCHEMA));
-  bad |= put(j, "identity", json_string(id));
-  bad |= put(j, "time", json_string(when));
-  bad |= put(j, "thermal_after", json_null());
-  bad |= put(j, "runs", json_integer((json_int_t)runs));
-  bad |= put(j, "n_failed", json_integer(0));
+  bad |= put(j, record_key_leaf(RK_RECORD), json_string("end"));
+  bad |= put(j, record_key_leaf(RK_SCHEMA), json_integer(RECORD_SCHEMA));
+  bad |= put(j, record_key_leaf(RK_IDENTITY), json_string(id));
+  bad |= put(j, record_key_leaf(RK_TIME), json_string(when));
+  bad |= put(j, record_key_leaf(RK_THERMAL_AFTER), json_null());
+  bad |= put(j, record_key_leaf(RK_RUNS), json_integer((json_int_t)runs));
+  bad |= put(j, record_key_leaf(RK_N_FAILED), json_integer(0));
   bad |= put(j, "failed", json_object());
   bad |= put(j, "interrupted", json_false());
   if (bad) {

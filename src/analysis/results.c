@@ -8,6 +8,7 @@
  * wherever the writers put null: record_json_num writes null for a
  * non-finite figure). A run whose figures pass is then held against itself
  * (results_agree.c: each rate against the time and count it divides). */
+#include "record/keys.h"
 #include "analysis/results.h"
 #include "analysis/results_agree.h"
 
@@ -104,8 +105,8 @@ static int check_num_at(const struct where *w, json_t *v, const char *name, enum
                                   : "a number >= 0 up to 1e30 (or null)");
 }
 
-static int check_num(const struct where *w, json_t *obj, const char *path, enum num_rule rule) {
-  return check_num_at(w, json_path(obj, path), path, rule);
+static int check_num(const struct where *w, json_t *obj, enum record_key path, enum num_rule rule) {
+  return check_num_at(w, record_get(obj, path), record_key(path), rule);
 }
 
 /* An integer in [lo, hi]; absent is an error only when required, null only
@@ -124,15 +125,17 @@ static int check_int_at(const struct where *w, json_t *v, const char *name, long
   return bad(w, "%s %s is not %s", name, d, what);
 }
 
-static int check_int(const struct where *w, json_t *obj, const char *path, long long lo,
+static int check_int(const struct where *w, json_t *obj, enum record_key path, long long lo,
                      long long hi, bool required, bool nullable, const char *what) {
-  return check_int_at(w, json_path(obj, path), path, lo, hi, required, nullable, what);
+  return check_int_at(w, record_get(obj, path), record_key(path), lo, hi, required, nullable,
+                      what);
 }
 
 /* true / false, or absent: json_is_true would read "yes" as false and drop
  * (or keep) a run silently. */
-static int check_bool(const struct where *w, json_t *obj, const char *path) {
-  json_t *v = json_path(obj, path);
+static int check_bool(const struct where *w, json_t *obj, enum record_key key) {
+  const char *path = record_key(key);
+  json_t *v = record_get(obj, key);
   if (!v || json_is_boolean(v)) return 0;
   char d[64];
   describe(v, d, sizeof d);
@@ -140,8 +143,9 @@ static int check_bool(const struct where *w, json_t *obj, const char *path) {
 }
 
 /* A string, null or absent (labels: a number there would vanish from keys). */
-static int check_str(const struct where *w, json_t *obj, const char *path) {
-  json_t *v = json_path(obj, path);
+static int check_str(const struct where *w, json_t *obj, enum record_key key) {
+  const char *path = record_key(key);
+  json_t *v = record_get(obj, key);
   if (!v || json_is_null(v) || json_is_string(v)) return 0;
   char d[64];
   describe(v, d, sizeof d);
@@ -149,8 +153,9 @@ static int check_str(const struct where *w, json_t *obj, const char *path) {
 }
 
 /* An object, null or absent. */
-static int check_obj(const struct where *w, json_t *obj, const char *path) {
-  json_t *v = json_path(obj, path);
+static int check_obj(const struct where *w, json_t *obj, enum record_key key) {
+  const char *path = record_key(key);
+  json_t *v = record_get(obj, key);
   if (!v || json_is_null(v) || json_is_object(v)) return 0;
   char d[64];
   describe(v, d, sizeof d);
@@ -162,8 +167,9 @@ static int check_obj(const struct where *w, json_t *obj, const char *path) {
 
 /* decode_by_segment / rates.decode_by_segment: null or [{from, to, tok_s,
  * ms}] with 1 <= from <= to (the report plots the curve from them). */
-static int check_segments(const struct where *w, json_t *run, const char *path) {
-  json_t *a = json_path(run, path);
+static int check_segments(const struct where *w, json_t *run, enum record_key key) {
+  const char *path = record_key(key);
+  json_t *a = record_get(run, key);
   if (!a || json_is_null(a)) return 0;
   if (!json_is_array(a)) {
     char d[64];
@@ -227,39 +233,37 @@ static int check_inprocess_run(const struct where *w, json_t *run) {
       return bad(w, "phase %s does not match test \"%s\" (\"%s\" expected)", d, test, want);
     }
   }
-  if (check_int(w, run, "threads", 1, MAX_THREADS, true, false, "a positive integer") ||
-      check_int(w, run, "depth", 0, MAX_TOKENS, true, false, "a non-negative integer") ||
-      check_int(w, run, "tokens", 1, MAX_TOKENS, false, true, "a positive integer") ||
-      check_int(w, run, "index", 0, MAX_TOKENS, false, true, "a non-negative integer") ||
-      check_num(w, run, "ms", NUM_MS_POS) || check_num(w, run, "rate_tok_s", NUM_RATE) ||
-      check_obj(w, run, "ceiling") || check_num(w, run, "ceiling.ceiling_tok_s", NUM_RATE) ||
-      check_num(w, run, "ceiling.read_bandwidth_bytes_s", NUM_NONNEG) ||
-      check_num(w, run, "ceiling.bytes_per_token", NUM_NONNEG) ||
-      check_num(w, run, "ceiling.compute_ops_s", NUM_NONNEG) ||
-      check_num(w, run, "ceiling.flops_per_token", NUM_NONNEG) ||
-      check_segments(w, run, "decode_by_segment"))
+  if (check_int(w, run, RK_THREADS, 1, MAX_THREADS, true, false, "a positive integer") ||
+      check_int(w, run, RK_DEPTH, 0, MAX_TOKENS, true, false, "a non-negative integer") ||
+      check_int(w, run, RK_TOKENS, 1, MAX_TOKENS, false, true, "a positive integer") ||
+      check_int(w, run, RK_INDEX, 0, MAX_TOKENS, false, true, "a non-negative integer") ||
+      check_num(w, run, RK_MS, NUM_MS_POS) || check_num(w, run, RK_RATE_TOK_S, NUM_RATE) ||
+      check_obj(w, run, RK_CEILING) || check_num(w, run, RK_CEILING_TOK_S, NUM_RATE) ||
+      check_num(w, run, RK_CEILING_READ_BANDWIDTH, NUM_NONNEG) ||
+      check_num(w, run, RK_CEILING_BYTES_PER_TOKEN, NUM_NONNEG) ||
+      check_num(w, run, RK_CEILING_COMPUTE_OPS, NUM_NONNEG) ||
+      check_num(w, run, RK_CEILING_FLOPS_PER_TOKEN, NUM_NONNEG) ||
+      check_segments(w, run, RK_DECODE_BY_SEGMENT))
     return -1;
   json_t *model = json_object_get(run, "model");
   if (json_is_object(model) &&
-      (check_str(w, run, "model.name") || check_str(w, run, "model.file") ||
-       check_str(w, run, "model.type") || check_num(w, run, "model.load_ms", NUM_MS)))
+      (check_str(w, run, RK_MODEL_NAME) || check_str(w, run, RK_MODEL_FILE) ||
+       check_str(w, run, RK_MODEL_TYPE) || check_num(w, run, RK_MODEL_LOAD_MS, NUM_MS)))
     return -1;
   return 0;
 }
 
 /* Server runs: docs/records.md "run" (the figures the analysis reads). */
 static int check_server_run(const struct where *w, json_t *run) {
-  static const char *const ms_keys[] = {"client.ttft_ms",    "client.last_ms",
-                                        "client.decode_span_ms", "client.headers_ms",
-                                        "client.end_ms",     "client.connect_ms",
-                                        "client.tls_ms"};
-  static const char *const rate_keys[] = {
-      "rates.prefill_tok_s.server", "rates.prefill_tok_s.client", "rates.prefill_tok_s.headline",
-      "rates.decode_tok_s.server",  "rates.decode_tok_s.client",  "rates.decode_tok_s.headline"};
-  static const char *const count_keys[] = {"tokens.prompt",      "tokens.processed",
-                                           "tokens.completion",  "tokens.cached",
-                                           "tokens.client_chunks", "server.prompt_n",
-                                           "server.predicted_n"};
+  static const enum record_key ms_keys[] = {
+      RK_CLIENT_TTFT_MS, RK_CLIENT_LAST_MS,    RK_CLIENT_DECODE_SPAN_MS, RK_CLIENT_HEADERS_MS,
+      RK_CLIENT_END_MS,  RK_CLIENT_CONNECT_MS, RK_CLIENT_TLS_MS};
+  static const enum record_key rate_keys[] = {
+      RK_RATES_PREFILL_SERVER, RK_RATES_PREFILL_CLIENT, RK_RATES_PREFILL_HEADLINE,
+      RK_RATES_DECODE_SERVER,  RK_RATES_DECODE_CLIENT,  RK_RATES_DECODE_HEADLINE};
+  static const enum record_key count_keys[] = {
+      RK_TOKENS_PROMPT,        RK_TOKENS_PROCESSED, RK_TOKENS_COMPLETION,  RK_TOKENS_CACHED,
+      RK_TOKENS_CLIENT_CHUNKS, RK_SERVER_PROMPT_N,  RK_SERVER_PREDICTED_N};
   for (size_t i = 0; i < sizeof ms_keys / sizeof ms_keys[0]; i++)
     if (check_num(w, run, ms_keys[i], NUM_MS)) return -1;
   for (size_t i = 0; i < sizeof rate_keys / sizeof rate_keys[0]; i++)
@@ -267,13 +271,13 @@ static int check_server_run(const struct where *w, json_t *run) {
   for (size_t i = 0; i < sizeof count_keys / sizeof count_keys[0]; i++)
     if (check_int(w, run, count_keys[i], 0, LLONG_MAX, false, true, "a non-negative integer"))
       return -1;
-  if (check_int(w, run, "max_tokens", 1, 2147483647LL, false, true, "a positive integer") ||
-      check_str(w, run, "workload") || check_str(w, run, "target") || check_str(w, run, "model") ||
-      check_bool(w, run, "cache.prefill_excluded") || check_obj(w, run, "ceiling") ||
-      check_num(w, run, "ceiling.decode_ceiling_tok_s", NUM_NONNEG) ||
-      check_num(w, run, "ceiling.prefill_ceiling_tok_s", NUM_NONNEG) ||
-      check_num(w, run, "ceiling.read_bandwidth_bytes_s", NUM_NONNEG) ||
-      check_segments(w, run, "rates.decode_by_segment"))
+  if (check_int(w, run, RK_MAX_TOKENS, 1, 2147483647LL, false, true, "a positive integer") ||
+      check_str(w, run, RK_WORKLOAD) || check_str(w, run, RK_TARGET) || check_str(w, run, RK_MODEL) ||
+      check_bool(w, run, RK_CACHE_PREFILL_EXCLUDED) || check_obj(w, run, RK_CEILING) ||
+      check_num(w, run, RK_CEILING_DECODE_TOK_S, NUM_NONNEG) ||
+      check_num(w, run, RK_CEILING_PREFILL_TOK_S, NUM_NONNEG) ||
+      check_num(w, run, RK_CEILING_READ_BANDWIDTH, NUM_NONNEG) ||
+      check_segments(w, run, RK_RATES_DECODE_BY_SEGMENT))
     return -1;
   return 0;
 }
@@ -291,9 +295,9 @@ static int check_record(const struct where *w, const char *kind, json_t *line) {
       if (id) describe(id, d, sizeof d);
       return bad(w, "identity id %s is not a non-empty string", d);
     }
-    return check_str(w, line, "backend") || check_str(w, line, "target") ||
-                   check_obj(w, line, "model") ||
-                   check_num(w, line, "model.bytes_per_token", NUM_NONNEG)
+    return check_str(w, line, RK_BACKEND) || check_str(w, line, RK_TARGET) ||
+                   check_obj(w, line, RK_MODEL) ||
+                   check_num(w, line, RK_MODEL_BYTES_PER_TOKEN, NUM_NONNEG)
                ? -1
                : 0;
   }
@@ -305,15 +309,15 @@ static int check_record(const struct where *w, const char *kind, json_t *line) {
     return bad(w, "%s's identity %s is not an identity id (a non-empty string)", kind, d);
   }
   if (!strcmp(kind, "end"))
-    return check_int(w, line, "runs", 0, LLONG_MAX, false, true, "a non-negative integer") ||
-                   check_int(w, line, "n_failed", 0, LLONG_MAX, false, true,
+    return check_int(w, line, RK_RUNS, 0, LLONG_MAX, false, true, "a non-negative integer") ||
+                   check_int(w, line, RK_N_FAILED, 0, LLONG_MAX, false, true,
                              "a non-negative integer")
                ? -1
                : 0;
   if (strcmp(kind, "run")) return 0; /* summaries: no figure is read back from them */
-  if (check_bool(w, line, "warmup") || check_bool(w, line, "ok") ||
-      check_bool(w, line, "cold") || check_bool(w, line, "calibration") ||
-      check_str(w, line, "backend"))
+  if (check_bool(w, line, RK_WARMUP) || check_bool(w, line, RK_OK) ||
+      check_bool(w, line, RK_COLD) || check_bool(w, line, RK_CALIBRATION) ||
+      check_str(w, line, RK_BACKEND))
     return -1;
   const char *backend = json_string_value(json_object_get(line, "backend"));
   bool in_process = is_inprocess(line, backend);

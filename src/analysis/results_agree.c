@@ -7,6 +7,7 @@
  * contradict, and every figure built on it would be reported as if true.
  * The types and ranges are results.c's; here every figure is already a
  * number in range or null, and null leaves its identity unchecked. */
+#include "record/keys.h"
 #include "analysis/results_agree.h"
 
 #include <math.h>
@@ -16,15 +17,15 @@
 
 #include "analysis/results.h"
 
-static bool num_at(json_t *run, const char *path, double *out) {
-  json_t *v = json_path(run, path);
+static bool num_at(json_t *run, enum record_key path, double *out) {
+  json_t *v = record_get(run, path);
   if (!json_is_number(v)) return false;
   *out = json_number_value(v);
   return true;
 }
 
-static bool int_at(json_t *run, const char *path, long long *out) {
-  json_t *v = json_path(run, path);
+static bool int_at(json_t *run, enum record_key path, long long *out) {
+  json_t *v = record_get(run, path);
   if (!json_is_integer(v)) return false;
   *out = (long long)json_integer_value(v);
   return true;
@@ -32,7 +33,7 @@ static bool int_at(json_t *run, const char *path, long long *out) {
 
 /* rate x ms / 1000 = n, within the tolerance: 0, or -1 with msg. The names
  * are how the message calls the three figures (count_name may be an
- * expression: "server.predicted_n - 1"). */
+ * expression: a count key "- 1"). */
 static int rate_time_count(double rate, const char *rate_name, double ms, const char *ms_name,
                            long long n, const char *count_name, char *msg, size_t cap) {
   double implied = rate * ms / 1000.0;
@@ -47,11 +48,12 @@ static int rate_time_count(double rate, const char *rate_name, double ms, const 
 
 /* The same with the rate and the time read from the record; unchecked when
  * either is null or absent. */
-static int rate_check(json_t *run, const char *rate_key, const char *ms_key, long long n,
+static int rate_check(json_t *run, enum record_key rate_key, enum record_key ms_key, long long n,
                       const char *count_name, char *msg, size_t cap) {
   double rate, ms;
   if (!num_at(run, rate_key, &rate) || !num_at(run, ms_key, &ms)) return 0;
-  return rate_time_count(rate, rate_key, ms, ms_key, n, count_name, msg, cap);
+  return rate_time_count(rate, record_key(rate_key), ms, record_key(ms_key), n, count_name, msg,
+                         cap);
 }
 
 /* ------------------------------------------------------- in-process --- */
@@ -59,7 +61,7 @@ static int rate_check(json_t *run, const char *rate_key, const char *ms_key, lon
 /* decode_by_segment entries that carry their time (engine runs): each one's
  * rate over its own to - from + 1 tokens. */
 static int inprocess_segments(json_t *run, char *msg, size_t cap) {
-  json_t *a = json_object_get(run, "decode_by_segment");
+  json_t *a = record_get(run, RK_DECODE_BY_SEGMENT);
   for (size_t i = 0; json_is_array(a) && i < json_array_size(a); i++) {
     json_t *e = json_array_get(a, i);
     json_t *tok_s = json_object_get(e, "tok_s"), *ms = json_object_get(e, "ms");
@@ -79,14 +81,14 @@ static int inprocess_segments(json_t *run, char *msg, size_t cap) {
 
 /* test (checked by results.c: pp<N> / tg<N>) names the tokens timed. */
 static int inprocess_agrees(json_t *run, char *msg, size_t cap) {
-  const char *test = json_string_value(json_object_get(run, "test"));
+  const char *test = record_str(run, RK_TEST);
   if (!test) return 0;
   long long n = atoll(test + 2), tokens;
-  if (int_at(run, "tokens", &tokens) && tokens != n) {
+  if (int_at(run, RK_TOKENS, &tokens) && tokens != n) {
     snprintf(msg, cap, "tokens %lld is not the %lld tokens test \"%s\" names", tokens, n, test);
     return -1;
   }
-  if (rate_check(run, "rate_tok_s", "ms", n, "tokens", msg, cap)) return -1;
+  if (rate_check(run, RK_RATE_TOK_S, RK_MS, n, record_key(RK_TOKENS), msg, cap)) return -1;
   return inprocess_segments(run, msg, cap);
 }
 
@@ -97,18 +99,19 @@ static int inprocess_agrees(json_t *run, char *msg, size_t cap) {
 static int processed_agrees(json_t *run, long long *processed, char *msg, size_t cap) {
   long long prompt_n, prompt, cached = 0;
   *processed = -1;
-  if (!int_at(run, "tokens.processed", processed)) return 0;
-  if (int_at(run, "server.prompt_n", &prompt_n)) {
+  if (!int_at(run, RK_TOKENS_PROCESSED, processed)) return 0;
+  if (int_at(run, RK_SERVER_PROMPT_N, &prompt_n)) {
     if (*processed == prompt_n) return 0;
-    snprintf(msg, cap, "tokens.processed %lld is not server.prompt_n %lld (the runtime's count "
-                       "of the prompt tokens it evaluated)", *processed, prompt_n);
+    snprintf(msg, cap, "%s %lld is not %s %lld (the runtime's count of the prompt tokens it "
+                       "evaluated)", record_key(RK_TOKENS_PROCESSED), *processed,
+             record_key(RK_SERVER_PROMPT_N), prompt_n);
     return -1;
   }
-  if (!int_at(run, "tokens.prompt", &prompt)) return 0;
-  if (!int_at(run, "tokens.cached", &cached) || cached < 0) cached = 0;
+  if (!int_at(run, RK_TOKENS_PROMPT, &prompt)) return 0;
+  if (!int_at(run, RK_TOKENS_CACHED, &cached) || cached < 0) cached = 0;
   if (*processed == prompt - cached) return 0;
-  snprintf(msg, cap, "tokens.processed %lld is not tokens.prompt %lld - tokens.cached %lld",
-           *processed, prompt, cached);
+  snprintf(msg, cap, "%s %lld is not %s %lld - %s %lld", record_key(RK_TOKENS_PROCESSED),
+           *processed, record_key(RK_TOKENS_PROMPT), prompt, record_key(RK_TOKENS_CACHED), cached);
   return -1;
 }
 
@@ -117,10 +120,13 @@ static int processed_agrees(json_t *run, long long *processed, char *msg, size_t
  * when the record has neither. */
 static long long generated_of(json_t *run, const char **name) {
   long long n;
-  *name = "tokens.completion - 1";
-  if (int_at(run, "tokens.completion", &n)) return n;
+  static char completion_less_one[64];
+  snprintf(completion_less_one, sizeof completion_less_one, "%s - 1",
+           record_key(RK_TOKENS_COMPLETION));
+  *name = completion_less_one;
+  if (int_at(run, RK_TOKENS_COMPLETION, &n)) return n;
   *name = "the client's generated count - 1";
-  json_t *per_chunk = json_path(run, "client.chunk_tokens");
+  json_t *per_chunk = record_get(run, RK_CLIENT_CHUNK_TOKENS);
   if (json_is_array(per_chunk)) {
     long long sum = 0;
     for (size_t i = 0; i < json_array_size(per_chunk); i++) {
@@ -130,36 +136,44 @@ static long long generated_of(json_t *run, const char **name) {
     }
     return sum;
   }
-  return int_at(run, "tokens.client_chunks", &n) ? n : -1;
+  return int_at(run, RK_TOKENS_CLIENT_CHUNKS, &n) ? n : -1;
 }
 
 /* The server's decode rate: llama.cpp (predicted_n - 1) / predicted_ms,
  * Ollama completion / eval time; LM Studio's own figure is not checked. */
 static int decode_server_agrees(json_t *run, char *msg, size_t cap) {
   long long n;
-  if (json_is_object(json_path(run, "server.lmstudio"))) return 0;
-  if (int_at(run, "server.predicted_n", &n))
-    return rate_check(run, "rates.decode_tok_s.server", "server.predicted_ms", n - 1,
-                      "server.predicted_n - 1", msg, cap);
-  if (int_at(run, "tokens.completion", &n))
-    return rate_check(run, "rates.decode_tok_s.server", "server.predicted_ms", n,
-                      "tokens.completion", msg, cap);
+  if (json_is_object(record_get(run, RK_SERVER_LMSTUDIO))) return 0;
+  char predicted_less_one[64];
+  snprintf(predicted_less_one, sizeof predicted_less_one, "%s - 1",
+           record_key(RK_SERVER_PREDICTED_N));
+  if (int_at(run, RK_SERVER_PREDICTED_N, &n))
+    return rate_check(run, RK_RATES_DECODE_SERVER, RK_SERVER_PREDICTED_MS, n - 1,
+                      predicted_less_one, msg, cap);
+  if (int_at(run, RK_TOKENS_COMPLETION, &n))
+    return rate_check(run, RK_RATES_DECODE_SERVER, RK_SERVER_PREDICTED_MS, n,
+                      record_key(RK_TOKENS_COMPLETION), msg, cap);
   return 0;
 }
 
-/* rates.<phase>.headline is the figure its source names, as written. */
-static int headline_agrees(json_t *run, const char *phase, char *msg, size_t cap) {
-  char key[64], source_key[64];
-  snprintf(key, sizeof key, "rates.%s.headline", phase);
-  snprintf(source_key, sizeof source_key, "rates.%s.source", phase);
+/* A phase's headline rate is the figure its source names, as written. */
+struct phase_keys {
+  enum record_key headline, source, server, client;
+};
+static const struct phase_keys PREFILL_KEYS = {RK_RATES_PREFILL_HEADLINE, RK_RATES_PREFILL_SOURCE,
+                                               RK_RATES_PREFILL_SERVER, RK_RATES_PREFILL_CLIENT};
+static const struct phase_keys DECODE_KEYS = {RK_RATES_DECODE_HEADLINE, RK_RATES_DECODE_SOURCE,
+                                              RK_RATES_DECODE_SERVER, RK_RATES_DECODE_CLIENT};
+
+static int headline_agrees(json_t *run, const struct phase_keys *k, char *msg, size_t cap) {
   double headline, figure;
-  const char *source = json_path_str(run, source_key);
-  if (!num_at(run, key, &headline) || !source ||
+  const char *source = record_str(run, k->source), *key = record_key(k->headline);
+  if (!num_at(run, k->headline, &headline) || !source ||
       (strcmp(source, "server") && strcmp(source, "client")))
     return 0;
-  char figure_key[64];
-  snprintf(figure_key, sizeof figure_key, "rates.%s.%s", phase, source);
-  if (!num_at(run, figure_key, &figure)) {
+  const enum record_key fk = strcmp(source, "server") == 0 ? k->server : k->client;
+  const char *figure_key = record_key(fk);
+  if (!num_at(run, fk, &figure)) {
     snprintf(msg, cap, "%s %g names source \"%s\", but %s is null", key, headline, source,
              figure_key);
     return -1;
@@ -174,19 +188,19 @@ static int server_agrees(json_t *run, char *msg, size_t cap) {
   long long processed;
   if (processed_agrees(run, &processed, msg, cap)) return -1;
   if (processed >= 0 &&
-      (rate_check(run, "rates.prefill_tok_s.server", "server.prompt_ms", processed,
-                  "tokens.processed", msg, cap) ||
-       rate_check(run, "rates.prefill_tok_s.client", "client.ttft_ms", processed,
-                  "tokens.processed", msg, cap)))
+      (rate_check(run, RK_RATES_PREFILL_SERVER, RK_SERVER_PROMPT_MS, processed,
+                  record_key(RK_TOKENS_PROCESSED), msg, cap) ||
+       rate_check(run, RK_RATES_PREFILL_CLIENT, RK_CLIENT_TTFT_MS, processed,
+                  record_key(RK_TOKENS_PROCESSED), msg, cap)))
     return -1;
   if (decode_server_agrees(run, msg, cap)) return -1;
   const char *generated_name;
   long long generated = generated_of(run, &generated_name);
-  if (generated >= 0 && rate_check(run, "rates.decode_tok_s.client", "client.decode_span_ms",
+  if (generated >= 0 && rate_check(run, RK_RATES_DECODE_CLIENT, RK_CLIENT_DECODE_SPAN_MS,
                                    generated - 1, generated_name, msg, cap))
     return -1;
-  return headline_agrees(run, "prefill_tok_s", msg, cap) ||
-                 headline_agrees(run, "decode_tok_s", msg, cap)
+  return headline_agrees(run, &PREFILL_KEYS, msg, cap) ||
+                 headline_agrees(run, &DECODE_KEYS, msg, cap)
              ? -1
              : 0;
 }

@@ -9,11 +9,12 @@
  * In-process runs are recognised by a "test" string (pp<L> / tg<N>), whatever
  * the backend ("engine", "llama-bench"); every other run is a server run.
  * Rule 5 holds whatever a file says: a tg<N> of fewer than
- * METRICS_MIN_DECODE_TOKENS tokens gives no decode rate (records written
+ * RECORD_MIN_DECODE_TOKENS tokens gives no decode rate (records written
  * since carry null; older ones and llama-bench imports carry a number), only
  * its time.
  * Values stay in file order across invocations: drift detection and the decode
  * curve depend on that order. */
+#include "record/keys.h"
 #include "analysis/series.h"
 
 #include <math.h>
@@ -23,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS (header-only use) */
 #include "stats/stats.h"
 
 /* Running sums of a series' ceiling and its parts, whose means become the
@@ -223,30 +223,30 @@ static char parse_test(const char *test, int *len) {
 static int engine_run(struct builder *b, const struct results_invocation *inv, json_t *run) {
   struct series p;
   proto_init(&p, inv);
-  const char *backend = json_path_str(run, "backend");
-  if (!backend && inv->identity) backend = json_path_str(inv->identity, "backend");
+  const char *backend = record_str(run, RK_BACKEND);
+  if (!backend && inv->identity) backend = record_str(inv->identity, RK_BACKEND);
   copy_str(p.backend, sizeof p.backend, backend ? backend : "engine");
-  const char *target = json_path_str(run, "target");
+  const char *target = record_str(run, RK_TARGET);
   copy_str(p.target, sizeof p.target, target ? target : "in-process");
-  const char *label = json_path_str(run, "model.name");
-  if (!label) label = json_path_str(run, "model.file");
-  if (!label && inv->identity) label = json_path_str(inv->identity, "model.name");
-  if (!label && inv->identity) label = json_path_str(inv->identity, "model.file");
-  if (!label) label = json_path_str(run, "model.arch");
+  const char *label = record_str(run, RK_MODEL_NAME);
+  if (!label) label = record_str(run, RK_MODEL_FILE);
+  if (!label && inv->identity) label = record_str(inv->identity, RK_MODEL_NAME);
+  if (!label && inv->identity) label = record_str(inv->identity, RK_MODEL_FILE);
+  if (!label) label = record_str(run, RK_MODEL_ARCH);
   copy_str(p.model, sizeof p.model, label ? label : "?");
-  const char *type = json_path_str(run, "model.type");
-  if (!type && inv->identity) type = json_path_str(inv->identity, "model.type");
+  const char *type = record_str(run, RK_MODEL_TYPE);
+  if (!type && inv->identity) type = record_str(inv->identity, RK_MODEL_TYPE);
   copy_str(p.type, sizeof p.type, type);
-  const char *test = json_path_str(run, "test");
+  const char *test = record_str(run, RK_TEST);
   copy_str(p.test, sizeof p.test, test);
-  p.threads = (int)json_path_int(run, "threads", -1);
-  p.depth = (int)json_path_int(run, "depth", -1);
+  p.threads = (int)record_int(run, RK_THREADS, -1);
+  p.depth = (int)record_int(run, RK_DEPTH, -1);
   int len = -1;
   char kind = parse_test(test, &len);
   if (!kind) { /* fall back on the phase when the test name is unusual */
-    const char *phase = json_path_str(run, "phase");
+    const char *phase = record_str(run, RK_PHASE);
     kind = phase && !strcmp(phase, "prefill") ? 'p' : phase && !strcmp(phase, "decode") ? 't' : 0;
-    len = (int)json_path_int(run, "tokens", -1);
+    len = (int)record_int(run, RK_TOKENS, -1);
   }
   if (!kind) return 0;
   if (kind == 'p') p.prompt_tokens = len;
@@ -260,17 +260,17 @@ static int engine_run(struct builder *b, const struct results_invocation *inv, j
   else
     set_key(&p, "%s | %s | %s | t%d | d%d", p.backend, p.model, p.test,
              p.threads, p.depth);
-  double ceiling = json_path_num(run, "ceiling.ceiling_tok_s");
-  p.bytes_per_token = json_path_num(run, "ceiling.bytes_per_token");
-  p.read_bandwidth_bytes_s = json_path_num(run, "ceiling.read_bandwidth_bytes_s");
-  p.flops_per_token = json_path_num(run, "ceiling.flops_per_token");
-  p.compute_ops_s = json_path_num(run, "ceiling.compute_ops_s");
-  double rate = json_path_num(run, "rate_tok_s"), ms = json_path_num(run, "ms");
+  double ceiling = record_num(run, RK_CEILING_TOK_S);
+  p.bytes_per_token = record_num(run, RK_CEILING_BYTES_PER_TOKEN);
+  p.read_bandwidth_bytes_s = record_num(run, RK_CEILING_READ_BANDWIDTH);
+  p.flops_per_token = record_num(run, RK_CEILING_FLOPS_PER_TOKEN);
+  p.compute_ops_s = record_num(run, RK_CEILING_COMPUTE_OPS);
+  double rate = record_num(run, RK_RATE_TOK_S), ms = record_num(run, RK_MS);
   if (kind == 'p') {
     if (add_value(b, &p, "prefill_tok_s", "PF", "tok/s", rate, ceiling, NAN)) return -1;
     if (add_value(b, &p, "prefill_ms", "FX", "ms", ms, NAN, NAN)) return -1;
   } else {
-    if (len < METRICS_MIN_DECODE_TOKENS) rate = NAN; /* rule 5: blank, not a number */
+    if (len < RECORD_MIN_DECODE_TOKENS) rate = NAN; /* rule 5: blank, not a number */
     if (add_value(b, &p, "decode_tok_s", "DC", "tok/s", rate, ceiling, NAN)) return -1;
     if (add_value(b, &p, "decode_ms", "FX", "ms", ms, NAN, NAN)) return -1;
   }
@@ -286,64 +286,64 @@ static int server_run(struct builder *b, const struct results_invocation *inv, j
   struct series p;
   proto_init(&p, inv);
   json_t *id = inv->identity;
-  const char *backend = json_path_str(run, "backend");
-  if (!backend && id) backend = json_path_str(id, "backend");
+  const char *backend = record_str(run, RK_BACKEND);
+  if (!backend && id) backend = record_str(id, RK_BACKEND);
   copy_str(p.backend, sizeof p.backend, backend ? backend : "?");
-  const char *target = json_path_str(run, "target");
-  if (!target && id) target = json_path_str(id, "target");
+  const char *target = record_str(run, RK_TARGET);
+  if (!target && id) target = record_str(id, RK_TARGET);
   copy_str(p.target, sizeof p.target, target ? target : "?");
-  const char *model = json_path_str(run, "model");
-  if (!model && id) model = json_path_str(id, "model.name");
-  if (!model && id) model = json_path_str(id, "server.model");
+  const char *model = record_str(run, RK_MODEL);
+  if (!model && id) model = record_str(id, RK_MODEL_NAME);
+  if (!model && id) model = record_str(id, RK_SERVER_MODEL);
   copy_str(p.model, sizeof p.model, model ? model : "?");
-  if (id) copy_str(p.type, sizeof p.type, json_path_str(id, "model.type"));
-  const char *workload = json_path_str(run, "workload");
+  if (id) copy_str(p.type, sizeof p.type, record_str(id, RK_MODEL_TYPE));
+  const char *workload = record_str(run, RK_WORKLOAD);
   copy_str(p.test, sizeof p.test, workload ? workload : "?");
-  long long max_tokens = json_path_int(run, "max_tokens", -1);
-  if (max_tokens < 0) max_tokens = json_path_int(run, "settings.max_tokens", -1);
+  long long max_tokens = record_int(run, RK_MAX_TOKENS, -1);
+  if (max_tokens < 0) max_tokens = record_int(run, RK_SETTINGS_MAX_TOKENS, -1);
   p.gen_tokens = max_tokens > 2147483647LL ? -1 : (int)max_tokens;
   if (workload && is_standard_workload(workload)) {
     set_key(&p, "%s | %s | %s | %s", p.backend, p.target, p.model, p.test);
   } else {
-    long long pt = json_path_int(run, "settings.prompt_tokens", -1);
-    if (pt < 0) pt = json_path_int(run, "settings.prompt_tokens_target", -1);
+    long long pt = record_int(run, RK_SETTINGS_PROMPT_TOKENS, -1);
+    if (pt < 0) pt = record_int(run, RK_SETTINGS_PROMPT_TOKENS_TARGET, -1);
     set_key(&p, "%s | %s | %s | %s | p%lld n%lld", p.backend, p.target,
              p.model, p.test, pt, max_tokens);
   }
   /* The run's own ceiling parts (at its prompt's depth) where it carries
    * them; records written before they did: the model's bytes at depth 0. */
-  p.bytes_per_token = json_path_num(run, "ceiling.bytes_per_token");
+  p.bytes_per_token = record_num(run, RK_CEILING_BYTES_PER_TOKEN);
   if (!isfinite(p.bytes_per_token) && id)
-    p.bytes_per_token = json_path_num(id, "model.bytes_per_token");
-  p.read_bandwidth_bytes_s = json_path_num(run, "ceiling.read_bandwidth_bytes_s");
-  p.flops_per_token = json_path_num(run, "ceiling.flops_per_token");
-  p.compute_ops_s = json_path_num(run, "ceiling.compute_ops_s");
-  double processed = json_path_num(run, "tokens.processed");
-  json_t *excl = json_path(run, "cache.prefill_excluded");
+    p.bytes_per_token = record_num(id, RK_MODEL_BYTES_PER_TOKEN);
+  p.read_bandwidth_bytes_s = record_num(run, RK_CEILING_READ_BANDWIDTH);
+  p.flops_per_token = record_num(run, RK_CEILING_FLOPS_PER_TOKEN);
+  p.compute_ops_s = record_num(run, RK_CEILING_COMPUTE_OPS);
+  double processed = record_num(run, RK_TOKENS_PROCESSED);
+  json_t *excl = record_get(run, RK_CACHE_PREFILL_EXCLUDED);
   bool excluded = json_is_true(excl);
   if (cold) {
     if (!excluded &&
-        add_value(b, &p, "cold_ttft_ms", "FX", "ms", json_path_num(run, "client.ttft_ms"), NAN,
+        add_value(b, &p, "cold_ttft_ms", "FX", "ms", record_num(run, RK_CLIENT_TTFT_MS), NAN,
                   processed))
       return -1;
     return 0;
   }
   if (!excluded) {
-    if (add_value(b, &p, "ttft_ms", "FX", "ms", json_path_num(run, "client.ttft_ms"), NAN,
+    if (add_value(b, &p, "ttft_ms", "FX", "ms", record_num(run, RK_CLIENT_TTFT_MS), NAN,
                   processed))
       return -1;
     if (add_value(b, &p, "prefill_tok_s", "PF", "tok/s",
-                  json_path_num(run, "rates.prefill_tok_s.headline"),
-                  json_path_num(run, "ceiling.prefill_ceiling_tok_s"), processed))
+                  record_num(run, RK_RATES_PREFILL_HEADLINE),
+                  record_num(run, RK_CEILING_PREFILL_TOK_S), processed))
       return -1;
   }
   if (add_value(b, &p, "decode_tok_s", "DC", "tok/s",
-                json_path_num(run, "rates.decode_tok_s.headline"),
-                json_path_num(run, "ceiling.decode_ceiling_tok_s"), processed))
+                record_num(run, RK_RATES_DECODE_HEADLINE),
+                record_num(run, RK_CEILING_DECODE_TOK_S), processed))
     return -1;
   if (add_value(b, &p, "decode_tok_s_client", "DC", "tok/s",
-                json_path_num(run, "rates.decode_tok_s.client"),
-                json_path_num(run, "ceiling.decode_ceiling_tok_s"), processed))
+                record_num(run, RK_RATES_DECODE_CLIENT),
+                record_num(run, RK_CEILING_DECODE_TOK_S), processed))
     return -1;
   return 0;
 }
@@ -354,14 +354,14 @@ int series_extract(const struct results *r, struct series_set *out, struct tm_er
   int rc = 0;
   for (size_t i = 0; i < r->n_inv && !rc; i++) {
     const struct results_invocation *inv = &r->inv[i];
-    b.cpu = json_path_str(inv->identity, "machine.cpu");
-    b.gpu = json_path_str(inv->identity, "machine.gpu");
+    b.cpu = record_str(inv->identity, RK_MACHINE_CPU);
+    b.gpu = record_str(inv->identity, RK_MACHINE_GPU);
     for (size_t j = 0; j < inv->n_runs && !rc; j++) {
       json_t *run = inv->runs[j];
       if (json_is_true(json_object_get(run, "warmup"))) continue;
       if (json_is_true(json_object_get(run, "calibration"))) continue;
       if (!json_is_true(json_object_get(run, "ok"))) continue;
-      if (json_path_str(run, "test"))
+      if (record_str(run, RK_TEST))
         rc = engine_run(&b, inv, run);
       else
         rc = server_run(&b, inv, run, json_is_true(json_object_get(run, "cold")));

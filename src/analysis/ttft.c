@@ -1,6 +1,7 @@
 /* ttft: the time-to-first-token model TTFT(L) = fixed_ms + L / prefill_tok_s,
  * fitted by least squares, and the (length, TTFT) points of results files.
  * Contracts in ttft.h. */
+#include "record/keys.h"
 #include "analysis/ttft.h"
 
 #include <math.h>
@@ -93,7 +94,6 @@ double ttft_fixed_share(const struct ttft_fit *fit, double len) {
 
 /* ---------------------------------------------------- points from files --- */
 
-static bool is_true(json_t *run, const char *path) { return json_is_true(json_path(run, path)); }
 
 static int group_add(struct ttft_groups *out, const char *key, double len, double ms) {
   struct ttft_group *g = NULL;
@@ -123,23 +123,23 @@ static int group_add(struct ttft_groups *out, const char *key, double len, doubl
  * tokens is the time to the first token's logits. Returns 1 with a point. */
 static int inprocess_point(json_t *run, const char *backend, char *key, size_t n, double *len,
                            double *ms) {
-  const char *test = json_path_str(run, "test");
-  const char *phase = json_path_str(run, "phase");
+  const char *test = record_str(run, RK_TEST);
+  const char *phase = record_str(run, RK_PHASE);
   if (!test || strncmp(test, "pp", 2) != 0) return 0;
   if (phase && strcmp(phase, "prefill") != 0) return 0;
-  if (is_true(run, "warmup") || json_is_false(json_path(run, "ok"))) return 0;
-  *len = json_path_num(run, "tokens");
-  *ms = json_path_num(run, "ms");
+  if (record_true(run, RK_WARMUP) || json_is_false(record_get(run, RK_OK))) return 0;
+  *len = record_num(run, RK_TOKENS);
+  *ms = record_num(run, RK_MS);
   if (!isfinite(*len) || !isfinite(*ms)) return 0;
   /* as series.h keys them: the type is added unless the label says it */
-  const char *model = json_path_str(run, "model.name");
-  if (!model) model = json_path_str(run, "model.file");
+  const char *model = record_str(run, RK_MODEL_NAME);
+  if (!model) model = record_str(run, RK_MODEL_FILE);
   if (!model) model = "?";
-  const char *type = json_path_str(run, "model.type");
+  const char *type = record_str(run, RK_MODEL_TYPE);
   char typed[48] = "";
   if (type && *type && !strstr(model, type)) snprintf(typed, sizeof typed, " | %s", type);
   snprintf(key, n, "%s | %s%s | t%lld | d%lld", backend, model, typed,
-           json_path_int(run, "threads", -1), json_path_int(run, "depth", 0));
+           record_int(run, RK_THREADS, -1), record_int(run, RK_DEPTH, 0));
   return 1;
 }
 
@@ -148,14 +148,14 @@ static int inprocess_point(json_t *run, const char *backend, char *key, size_t n
  * hit excluded from prefill (rule 2). */
 static int server_point(json_t *run, const char *backend, char *key, size_t n, double *len,
                         double *ms) {
-  if (is_true(run, "warmup") || is_true(run, "calibration") || is_true(run, "cold")) return 0;
-  if (!is_true(run, "ok") || is_true(run, "cache.prefill_excluded")) return 0;
-  *len = json_path_num(run, "tokens.processed");
-  *ms = json_path_num(run, "client.ttft_ms");
+  if (record_true(run, RK_WARMUP) || record_true(run, RK_CALIBRATION) || record_true(run, RK_COLD)) return 0;
+  if (!record_true(run, RK_OK) || record_true(run, RK_CACHE_PREFILL_EXCLUDED)) return 0;
+  *len = record_num(run, RK_TOKENS_PROCESSED);
+  *ms = record_num(run, RK_CLIENT_TTFT_MS);
   if (!isfinite(*len) || !isfinite(*ms) || *len <= 0) return 0;
-  const char *target = json_path_str(run, "target");
-  const char *model = json_path_str(run, "model");
-  if (!model) model = json_path_str(run, "server.model");
+  const char *target = record_str(run, RK_TARGET);
+  const char *model = record_str(run, RK_MODEL);
+  if (!model) model = record_str(run, RK_SERVER_MODEL);
   snprintf(key, n, "%s | %s | %s", backend, target ? target : "?", model ? model : "?");
   return 1;
 }
@@ -168,7 +168,7 @@ int ttft_points_from_results(const struct results *r, struct ttft_groups *out,
     const struct results_invocation *inv = &r->inv[i];
     for (size_t j = 0; j < inv->n_runs; j++) {
       json_t *run = inv->runs[j];
-      const char *backend = json_path_str(run, "backend");
+      const char *backend = record_str(run, RK_BACKEND);
       if (!backend) continue;
       char key[sizeof out->g[0].key];
       double len = NAN, ms = NAN;

@@ -1,5 +1,6 @@
 /* records_bench: run / summary / end records. Contracts in records_bench.h;
  * every key and unit in docs/records.md. */
+#include "record/keys.h"
 #include "bench/records_bench.h"
 
 #include <jansson.h>
@@ -32,10 +33,10 @@ static json_t *rate_json(double server, double client, double headline, const ch
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "server", num(server));
-  bad |= put(o, "client", num(client));
-  bad |= put(o, "headline", num(headline));
-  bad |= put(o, "source", str(source));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_SERVER), num(server));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_CLIENT), num(client));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_HEADLINE), num(headline));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_SOURCE), str(source));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -49,9 +50,9 @@ static json_t *segments_json(const struct decode_segment *seg, size_t n) {
   for (size_t i = 0; i < n && i < METRICS_MAX_SEGMENTS; i++) {
     json_t *e = json_object();
     int bad = !e;
-    bad |= put(e, "from", json_integer(seg[i].from));
-    bad |= put(e, "to", json_integer(seg[i].to));
-    bad |= put(e, "tok_s", num(seg[i].tok_s));
+    bad |= put(e, record_key_leaf(RK_SEGMENT_FROM), json_integer(seg[i].from));
+    bad |= put(e, record_key_leaf(RK_SEGMENT_TO), json_integer(seg[i].to));
+    bad |= put(e, record_key_leaf(RK_SEGMENT_TOK_S), num(seg[i].tok_s));
     if (bad) {
       json_decref(e);
       json_decref(a);
@@ -99,14 +100,14 @@ static json_t *run_tokens(const struct run_result *r, const struct run_metrics *
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "prompt", count(m->prompt_tokens));
-  bad |= put(o, "cached", count(m->cached_tokens));
-  bad |= put(o, "processed", count(m->prompt_processed));
-  bad |= put(o, "completion", count(m->completion_tokens));
+  bad |= put(o, record_key_leaf(RK_TOKENS_PROMPT), count(m->prompt_tokens));
+  bad |= put(o, record_key_leaf(RK_TOKENS_CACHED), count(m->cached_tokens));
+  bad |= put(o, record_key_leaf(RK_TOKENS_PROCESSED), count(m->prompt_processed));
+  bad |= put(o, record_key_leaf(RK_TOKENS_COMPLETION), count(m->completion_tokens));
   bad |= put(o, "reasoning", count(m->reasoning_tokens));
   bad |= put(o, "reasoning_source", m->reasoning_tokens < 0 ? json_null()
                                     : json_string(m->reasoning_from_client ? "client" : "server"));
-  bad |= put(o, "client_chunks", json_integer(m->client_chunks));
+  bad |= put(o, record_key_leaf(RK_TOKENS_CLIENT_CHUNKS), json_integer(m->client_chunks));
   bad |= put(o, "client_answer_chunks", json_integer(m->client_answer_chunks));
   bad |= put(o, "client_reasoning_chunks", json_integer(m->client_reasoning_chunks));
   bad |= put(o, "text_bytes", json_integer((json_int_t)r->text_len));
@@ -144,20 +145,20 @@ static json_t *run_client(const struct run_result *r, const struct run_metrics *
     json_decref(toks);
     return NULL;
   }
-  bad |= put(o, "ttft_ms", num(m->ttft_ms));
-  bad |= put(o, "last_ms", num(m->last_ms));
-  bad |= put(o, "decode_span_ms", num(m->decode_span_ms));
-  bad |= put(o, "headers_ms", num(rel_ms(r->t_headers_ns, base)));
-  bad |= put(o, "end_ms", num(rel_ms(r->t_end_ns, base)));
+  bad |= put(o, record_key_leaf(RK_CLIENT_TTFT_MS), num(m->ttft_ms));
+  bad |= put(o, record_key_leaf(RK_CLIENT_LAST_MS), num(m->last_ms));
+  bad |= put(o, record_key_leaf(RK_CLIENT_DECODE_SPAN_MS), num(m->decode_span_ms));
+  bad |= put(o, record_key_leaf(RK_CLIENT_HEADERS_MS), num(rel_ms(r->t_headers_ns, base)));
+  bad |= put(o, record_key_leaf(RK_CLIENT_END_MS), num(rel_ms(r->t_end_ns, base)));
   bad |= put(o, "connection_reused", json_boolean(r->connection_reused));
-  bad |= put(o, "connect_ms", r->connection_reused || !r->connect_ns ? json_null()
+  bad |= put(o, record_key_leaf(RK_CLIENT_CONNECT_MS), r->connection_reused || !r->connect_ns ? json_null()
                                                                       : num(ms_of_ns(r->connect_ns)));
-  bad |= put(o, "tls_ms", r->connection_reused || !r->tls_ns ? json_null() : num(ms_of_ns(r->tls_ns)));
+  bad |= put(o, record_key_leaf(RK_CLIENT_TLS_MS), r->connection_reused || !r->tls_ns ? json_null() : num(ms_of_ns(r->tls_ns)));
   bad |= put(o, "http_status", r->http_status ? json_integer(r->http_status) : json_null());
   bad |= put(o, "events", json_integer(r->n_events));
   bad |= put(o, "chunk_arrival_ms", arr);
   bad |= put(o, "reasoning_chunks", reas);
-  bad |= put(o, "chunk_tokens", toks);
+  bad |= put(o, record_key_leaf(RK_CLIENT_CHUNK_TOKENS), toks);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -171,17 +172,17 @@ static json_t *run_server(const struct run_result *r, const struct run_metrics *
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "prompt_ms", num(m->server_prompt_ms));
-  bad |= put(o, "predicted_ms", num(m->server_predicted_ms));
+  bad |= put(o, record_key_leaf(RK_SERVER_PROMPT_MS), num(m->server_prompt_ms));
+  bad |= put(o, record_key_leaf(RK_SERVER_PREDICTED_MS), num(m->server_predicted_ms));
   bad |= put(o, "load_ms", num(m->server_load_ms));
   bad |= put(o, "total_ms", num(r->ollama_total_ms));
   bad |= put(o, "cache_n", count(r->timings_cache_n));
-  bad |= put(o, "prompt_n", count(r->timings_prompt_n));
-  bad |= put(o, "predicted_n", count(r->timings_predicted_n));
+  bad |= put(o, record_key_leaf(RK_SERVER_PROMPT_N), count(r->timings_prompt_n));
+  bad |= put(o, record_key_leaf(RK_SERVER_PREDICTED_N), count(r->timings_predicted_n));
   bad |= put(o, "draft_n", count(r->draft_n));
   bad |= put(o, "draft_n_accepted", count(r->draft_n_accepted));
   bad |= put(o, "finish_reason", str(r->finish_reason));
-  bad |= put(o, "model", str(r->server_model));
+  bad |= put(o, record_key_leaf(RK_SERVER_MODEL), str(r->server_model));
   bad |= put(o, "system_fingerprint", str(r->system_fingerprint));
   json_t *lm = json_null();
   if (isfinite(r->lmstudio_ttft_s) || isfinite(r->lmstudio_tok_s) ||
@@ -193,7 +194,7 @@ static json_t *run_server(const struct run_result *r, const struct run_metrics *
     bad |= put(lm, "tok_s", num(r->lmstudio_tok_s));
     bad |= put(lm, "generation_ms", s_to_ms(r->lmstudio_generation_s));
   }
-  bad |= put(o, "lmstudio", lm);
+  bad |= put(o, record_key_leaf(RK_SERVER_LMSTUDIO), lm);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -245,30 +246,30 @@ void *record_run_build(const struct record_run_in *in, const struct run_result *
   record_redact_url(in->target, target, sizeof target);
   const struct record_ceiling *c = in->ceiling;
   int bad = 0;
-  bad |= put(o, "workload", str(in->workload));
-  bad |= put(o, "index", json_integer(in->index));
-  bad |= put(o, "warmup", json_boolean(in->warmup));
-  bad |= put(o, "cold", json_boolean(in->cold));
-  bad |= put(o, "calibration", json_boolean(in->calibration));
-  bad |= put(o, "backend", str(in->backend));
-  bad |= put(o, "target", str(target));
-  bad |= put(o, "model", str(in->model));
-  bad |= put(o, "settings", settings_copy(in->settings));
-  bad |= put(o, "max_tokens", in->max_tokens ? json_integer(in->max_tokens) : json_null());
-  bad |= put(o, "ok", json_boolean(m->ok && r->error == RUN_OK));
+  bad |= put(o, record_key_leaf(RK_WORKLOAD), str(in->workload));
+  bad |= put(o, record_key_leaf(RK_INDEX), json_integer(in->index));
+  bad |= put(o, record_key_leaf(RK_WARMUP), json_boolean(in->warmup));
+  bad |= put(o, record_key_leaf(RK_COLD), json_boolean(in->cold));
+  bad |= put(o, record_key_leaf(RK_CALIBRATION), json_boolean(in->calibration));
+  bad |= put(o, record_key_leaf(RK_BACKEND), str(in->backend));
+  bad |= put(o, record_key_leaf(RK_TARGET), str(target));
+  bad |= put(o, record_key_leaf(RK_MODEL), str(in->model));
+  bad |= put(o, record_key_leaf(RK_SETTINGS), settings_copy(in->settings));
+  bad |= put(o, record_key_leaf(RK_MAX_TOKENS), in->max_tokens ? json_integer(in->max_tokens) : json_null());
+  bad |= put(o, record_key_leaf(RK_OK), json_boolean(m->ok && r->error == RUN_OK));
   bad |= put(o, "error", run_error(r));
-  bad |= put(o, "tokens", run_tokens(r, m));
-  bad |= put(o, "client", run_client(r, m));
-  bad |= put(o, "server", run_server(r, m));
+  bad |= put(o, record_key_leaf(RK_TOKENS), run_tokens(r, m));
+  bad |= put(o, record_key_leaf(RK_CLIENT), run_client(r, m));
+  bad |= put(o, record_key_leaf(RK_SERVER), run_server(r, m));
 
   json_t *rates = json_object();
   bad |= !rates;
-  bad |= put(rates, "prefill_tok_s", rate_json(m->prefill_server, m->prefill_client,
+  bad |= put(rates, record_key_leaf(RK_RATES_PREFILL), rate_json(m->prefill_server, m->prefill_client,
                                                m->prefill_headline, m->prefill_source));
-  bad |= put(rates, "decode_tok_s", rate_json(m->decode_server, m->decode_client,
+  bad |= put(rates, record_key_leaf(RK_RATES_DECODE), rate_json(m->decode_server, m->decode_client,
                                               m->decode_headline, m->decode_source));
-  bad |= put(rates, "decode_by_segment", segments_json(m->segments, m->n_segments));
-  bad |= put(o, "rates", rates);
+  bad |= put(rates, record_key_leaf(RK_RATES_DECODE_BY_SEGMENT), segments_json(m->segments, m->n_segments));
+  bad |= put(o, record_key_leaf(RK_RATES), rates);
   bad |= put(o, "ttft_gap_ms", num(m->ttft_gap_ms));
 
   json_t *stream = json_object();
@@ -282,11 +283,11 @@ void *record_run_build(const struct record_run_in *in, const struct run_result *
   json_t *cache = json_object();
   bad |= !cache;
   bad |= put(cache, "verdict", json_string(cache_verdict_name(m->cache)));
-  bad |= put(cache, "prefill_excluded", json_boolean(m->prefill_excluded));
-  bad |= put(o, "cache", cache);
+  bad |= put(cache, record_key_leaf(RK_CACHE_PREFILL_EXCLUDED), json_boolean(m->prefill_excluded));
+  bad |= put(o, record_key_leaf(RK_CACHE), cache);
 
-  bad |= put(o, "ceiling", record_ceiling_json(c));
-  bad |= put(o, "percent_of_ceiling",
+  bad |= put(o, record_key_leaf(RK_CEILING), record_ceiling_json(c));
+  bad |= put(o, record_key_leaf(RK_PERCENT_OF_CEILING),
              c ? percent_json(m->prefill_headline, c->prefill_ceiling_tok_s, m->decode_headline,
                               c->decode_ceiling_tok_s)
                : json_null());
@@ -308,10 +309,10 @@ static json_t *rate_stats_json(const struct stats_summary *server,
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "server", record_stats_json(server));
-  bad |= put(o, "client", record_stats_json(client));
-  bad |= put(o, "headline", record_stats_json(headline));
-  bad |= put(o, "source", str(source));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_SERVER), record_stats_json(server));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_CLIENT), record_stats_json(client));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_HEADLINE), record_stats_json(headline));
+  bad |= put(o, record_key_leaf(RK_RATES_PREFILL_SOURCE), str(source));
   /* rule 11 on the headline's runs in order */
   bad |= put(o, "drift", record_drift_json(drift, drift_tested));
   if (bad) {
@@ -327,35 +328,35 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
   json_t *o = record_head_json("summary", identity, NULL);
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "workload", str(s->workload));
-  bad |= put(o, "settings", settings_copy(settings));
+  bad |= put(o, record_key_leaf(RK_WORKLOAD), str(s->workload));
+  bad |= put(o, record_key_leaf(RK_SETTINGS), settings_copy(settings));
   bad |= put(o, "n", json_integer(s->n_runs));
   bad |= put(o, "n_ok", json_integer(s->n_ok));
-  bad |= put(o, "n_failed", json_integer(s->n_failed));
+  bad |= put(o, record_key_leaf(RK_N_FAILED), json_integer(s->n_failed));
   bad |= put(o, "failed", failed_json(s->failed_by_kind));
 
   json_t *tokens = json_object();
   bad |= !tokens;
-  bad |= put(tokens, "prompt", record_stats_json(&s->prompt_tokens));
-  bad |= put(tokens, "processed", record_stats_json(&s->prompt_processed));
-  bad |= put(tokens, "completion", record_stats_json(&s->completion_tokens));
+  bad |= put(tokens, record_key_leaf(RK_TOKENS_PROMPT), record_stats_json(&s->prompt_tokens));
+  bad |= put(tokens, record_key_leaf(RK_TOKENS_PROCESSED), record_stats_json(&s->prompt_processed));
+  bad |= put(tokens, record_key_leaf(RK_TOKENS_COMPLETION), record_stats_json(&s->completion_tokens));
   bad |= put(tokens, "reasoning", record_stats_json(&s->reasoning_tokens));
-  bad |= put(o, "tokens", tokens);
+  bad |= put(o, record_key_leaf(RK_TOKENS), tokens);
   bad |= put(o, "ttft_ms", record_stats_json(&s->ttft_ms));
   bad |= put(o, "ttft_gap_ms", record_stats_json(&s->ttft_gap_ms));
   bad |= put(o, "server_prompt_ms", record_stats_json(&s->server_prompt_ms));
 
   json_t *rates = json_object();
   bad |= !rates;
-  bad |= put(rates, "prefill_tok_s", rate_stats_json(&s->prefill_server, &s->prefill_client,
+  bad |= put(rates, record_key_leaf(RK_RATES_PREFILL), rate_stats_json(&s->prefill_server, &s->prefill_client,
                                                      &s->prefill_headline, s->prefill_source,
                                                      &s->prefill_drift,
                                                      s->prefill_drift_tested));
-  bad |= put(rates, "decode_tok_s", rate_stats_json(&s->decode_server, &s->decode_client,
+  bad |= put(rates, record_key_leaf(RK_RATES_DECODE), rate_stats_json(&s->decode_server, &s->decode_client,
                                                     &s->decode_headline, s->decode_source,
                                                     &s->decode_drift, s->decode_drift_tested));
-  bad |= put(rates, "decode_by_segment", segments_json(s->segments, s->n_segments));
-  bad |= put(o, "rates", rates);
+  bad |= put(rates, record_key_leaf(RK_RATES_DECODE_BY_SEGMENT), segments_json(s->segments, s->n_segments));
+  bad |= put(o, record_key_leaf(RK_RATES), rates);
 
   json_t *cold = json_null();
   if (isfinite(s->cold_ttft_ms) || isfinite(s->cold_load_ms)) {
@@ -365,10 +366,10 @@ void *record_summary_build(const char *identity, const struct bench_summary *s,
     bad |= put(cold, "ttft_ms", num(s->cold_ttft_ms));
     bad |= put(cold, "load_ms", num(s->cold_load_ms));
   }
-  bad |= put(o, "cold", cold);
+  bad |= put(o, record_key_leaf(RK_COLD), cold);
 
-  bad |= put(o, "ceiling", record_ceiling_json(ceiling));
-  bad |= put(o, "percent_of_ceiling",
+  bad |= put(o, record_key_leaf(RK_CEILING), record_ceiling_json(ceiling));
+  bad |= put(o, record_key_leaf(RK_PERCENT_OF_CEILING),
              ceiling ? percent_json(s->prefill_headline.n ? s->prefill_headline.median : NAN,
                                     ceiling->prefill_ceiling_tok_s,
                                     s->decode_headline.n ? s->decode_headline.median : NAN,
@@ -401,9 +402,9 @@ void *record_end_build(const char *identity, const struct machine_thermal *therm
   uint32_t n_failed = 0;
   for (int k = 1; failed_by_kind && k < RUN_ERR_COUNT; k++) n_failed += failed_by_kind[k];
   int bad = 0;
-  bad |= put(o, "thermal_after", record_thermal_json(thermal_after));
-  bad |= put(o, "runs", json_integer(runs));
-  bad |= put(o, "n_failed", json_integer(n_failed));
+  bad |= put(o, record_key_leaf(RK_THERMAL_AFTER), record_thermal_json(thermal_after));
+  bad |= put(o, record_key_leaf(RK_RUNS), json_integer(runs));
+  bad |= put(o, record_key_leaf(RK_N_FAILED), json_integer(n_failed));
   bad |= put(o, "failed", failed_json(failed_by_kind));
   bad |= put(o, "interrupted", json_boolean(interrupted));
   bad |= put(o, "cpu_steal_share", num(cpu_steal_share));

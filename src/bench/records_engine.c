@@ -1,5 +1,6 @@
 /* records_engine: in-process run / summary records. Contracts in
  * records_engine.h; every key in docs/records.md ("In-process runs"). */
+#include "record/keys.h"
 #include "bench/records_engine.h"
 
 #include <jansson.h>
@@ -19,21 +20,21 @@ static json_t *head(const char *kind, const struct record_engine_in *in,
   json_t *o = record_head_json(kind, in->identity, NULL);
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "backend", json_string("engine"));
-  bad |= put(o, "target", json_string("in-process"));
+  bad |= put(o, record_key_leaf(RK_BACKEND), json_string("engine"));
+  bad |= put(o, record_key_leaf(RK_TARGET), json_string("in-process"));
   json_t *m = json_object();
   bad |= !m;
-  bad |= put(m, "name", str(in->model_label));
-  bad |= put(m, "file", str(in->model_file));
-  bad |= put(m, "arch", str(in->arch));
-  bad |= put(m, "type", str(in->type));
-  bad |= put(m, "load_ms", num(ms_round(in->load_ms)));
+  bad |= put(m, record_key_leaf(RK_MODEL_NAME), str(in->model_label));
+  bad |= put(m, record_key_leaf(RK_MODEL_FILE), str(in->model_file));
+  bad |= put(m, record_key_leaf(RK_MODEL_ARCH), str(in->arch));
+  bad |= put(m, record_key_leaf(RK_MODEL_TYPE), str(in->type));
+  bad |= put(m, record_key_leaf(RK_MODEL_LOAD_MS), num(ms_round(in->load_ms)));
   bad |= put(m, "weights", str(in->weights));
-  bad |= put(o, "model", m);
-  bad |= put(o, "test", json_string(engine_bench_test_name(cfg, test, sizeof test)));
-  bad |= put(o, "phase", json_string(cfg->kind == ENGINE_BENCH_PP ? "prefill" : "decode"));
-  bad |= put(o, "threads", json_integer(threads));
-  bad |= put(o, "depth", json_integer(cfg->depth));
+  bad |= put(o, record_key_leaf(RK_MODEL), m);
+  bad |= put(o, record_key_leaf(RK_TEST), json_string(engine_bench_test_name(cfg, test, sizeof test)));
+  bad |= put(o, record_key_leaf(RK_PHASE), json_string(cfg->kind == ENGINE_BENCH_PP ? "prefill" : "decode"));
+  bad |= put(o, record_key_leaf(RK_THREADS), json_integer(threads));
+  bad |= put(o, record_key_leaf(RK_DEPTH), json_integer(cfg->depth));
   bad |= put(o, "kernel_path", str(in->kernel_path));
   bad |= put(o, "decode_chunk_bytes", in->decode_chunk_bytes
                                           ? json_integer((json_int_t)in->decode_chunk_bytes)
@@ -51,17 +52,17 @@ static json_t *ceiling_json(const struct record_engine_in *in,
   if (!isfinite(in->ceiling_tok_s) || !(in->ceiling_tok_s > 0)) return json_null();
   json_t *c = json_object();
   if (!c) return NULL;
-  int bad = put(c, "ceiling_tok_s", num(in->ceiling_tok_s));
+  int bad = put(c, record_key_leaf(RK_CEILING_TOK_S), num(in->ceiling_tok_s));
   if (cfg->kind == ENGINE_BENCH_TG) {
-    bad |= put(c, "read_bandwidth_bytes_s", num(in->read_bandwidth_bytes_s));
-    bad |= put(c, "bytes_per_token", num(round(in->bytes_per_token)));
+    bad |= put(c, record_key_leaf(RK_CEILING_READ_BANDWIDTH), num(in->read_bandwidth_bytes_s));
+    bad |= put(c, record_key_leaf(RK_CEILING_BYTES_PER_TOKEN), num(round(in->bytes_per_token)));
     bad |= put(c, "weights_fit_in_caches", in->weights_fit_in_caches
                                                ? json_boolean(in->weights_fit_in_caches > 0)
                                                : json_null());
   } else {
-    bad |= put(c, "compute_ops_s", num(in->compute_ops_s));
+    bad |= put(c, record_key_leaf(RK_CEILING_COMPUTE_OPS), num(in->compute_ops_s));
     bad |= put(c, "compute_path", str(in->compute_path));
-    bad |= put(c, "flops_per_token", num(round(in->flops_per_token)));
+    bad |= put(c, record_key_leaf(RK_CEILING_FLOPS_PER_TOKEN), num(round(in->flops_per_token)));
   }
   if (bad) {
     json_decref(c);
@@ -90,10 +91,10 @@ static json_t *segments_json(const struct engine_bench_segment *seg, size_t n,
   for (size_t i = 0; i < n; i++) {
     json_t *e = json_object();
     int bad = !e;
-    bad |= put(e, "from", json_integer(seg[i].from));
-    bad |= put(e, "to", json_integer(seg[i].to));
-    bad |= put(e, "ms", num(ms_round(seg[i].ms)));
-    bad |= put(e, "tok_s", num(seg[i].tok_s));
+    bad |= put(e, record_key_leaf(RK_SEGMENT_FROM), json_integer(seg[i].from));
+    bad |= put(e, record_key_leaf(RK_SEGMENT_TO), json_integer(seg[i].to));
+    bad |= put(e, record_key_leaf(RK_MS), num(ms_round(seg[i].ms)));
+    bad |= put(e, record_key_leaf(RK_SEGMENT_TOK_S), num(seg[i].tok_s));
     if (bad || json_array_append_new(a, e)) {
       if (bad) json_decref(e);
       json_decref(a);
@@ -110,15 +111,15 @@ void *record_engine_run_build(const struct record_engine_in *in,
   json_t *o = head("run", in, cfg, threads);
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "index", index >= 0 ? json_integer(index) : json_null());
-  bad |= put(o, "warmup", json_boolean(rep->warmup));
-  bad |= put(o, "ok", json_true());
-  bad |= put(o, "tokens", json_integer(rep->tokens));
-  bad |= put(o, "ms", num(ms_round(rep->ms)));
-  bad |= put(o, "rate_tok_s", num(rep->tok_s));
-  bad |= put(o, "ceiling", ceiling_json(in, cfg));
-  bad |= put(o, "percent_of_ceiling", num(record_percent_of(rep->tok_s, in->ceiling_tok_s)));
-  bad |= put(o, "decode_by_segment", segments_json(rep->seg, rep->n_segments, cfg->kind));
+  bad |= put(o, record_key_leaf(RK_INDEX), index >= 0 ? json_integer(index) : json_null());
+  bad |= put(o, record_key_leaf(RK_WARMUP), json_boolean(rep->warmup));
+  bad |= put(o, record_key_leaf(RK_OK), json_true());
+  bad |= put(o, record_key_leaf(RK_TOKENS), json_integer(rep->tokens));
+  bad |= put(o, record_key_leaf(RK_MS), num(ms_round(rep->ms)));
+  bad |= put(o, record_key_leaf(RK_RATE_TOK_S), num(rep->tok_s));
+  bad |= put(o, record_key_leaf(RK_CEILING), ceiling_json(in, cfg));
+  bad |= put(o, record_key_leaf(RK_PERCENT_OF_CEILING), num(record_percent_of(rep->tok_s, in->ceiling_tok_s)));
+  bad |= put(o, record_key_leaf(RK_DECODE_BY_SEGMENT), segments_json(rep->seg, rep->n_segments, cfg->kind));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -133,18 +134,18 @@ void *record_engine_summary_build(const struct record_engine_in *in,
   int bad = 0;
   bad |= put(o, "n", json_integer((json_int_t)r->n_reps));
   bad |= put(o, "warmups", json_integer(r->cfg.warmups ? r->cfg.warmups : 1));
-  bad |= put(o, "tokens", json_integer(r->cfg.tokens));
+  bad |= put(o, record_key_leaf(RK_TOKENS), json_integer(r->cfg.tokens));
   bad |= put(o, "mean_depth", num(r->mean_depth));
-  bad |= put(o, "rate_tok_s", record_stats_json(&r->tok_s));
-  bad |= put(o, "ms", record_stats_json(&r->ms));
-  bad |= put(o, "ceiling", ceiling_json(in, &r->cfg));
-  bad |= put(o, "percent_of_ceiling",
+  bad |= put(o, record_key_leaf(RK_RATE_TOK_S), record_stats_json(&r->tok_s));
+  bad |= put(o, record_key_leaf(RK_MS), record_stats_json(&r->ms));
+  bad |= put(o, record_key_leaf(RK_CEILING), ceiling_json(in, &r->cfg));
+  bad |= put(o, record_key_leaf(RK_PERCENT_OF_CEILING),
              num(record_percent_of(r->tok_s.n ? r->tok_s.mean : NAN, in->ceiling_tok_s)));
   /* the table's figure: the median rate (docs/design.md rule 1), the key above kept
    * as documented (the mean) */
   bad |= put(o, "percent_of_ceiling_median",
              num(record_percent_of(r->tok_s.n ? r->tok_s.median : NAN, in->ceiling_tok_s)));
-  bad |= put(o, "decode_by_segment", segments_json(r->seg, r->n_segments, r->cfg.kind));
+  bad |= put(o, record_key_leaf(RK_DECODE_BY_SEGMENT), segments_json(r->seg, r->n_segments, r->cfg.kind));
   /* rule 11: the rates in run order, slower at the end beyond the noise? */
   bad |= put(o, "drift", record_drift_json(&r->drift, r->drift_tested));
   bad |= put(o, "cpu_steal_share", num(in->cpu_steal_share));

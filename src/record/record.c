@@ -1,5 +1,6 @@
 /* record: the JSON Lines writer, ids, times, redaction and the identity
  * record. Contracts in record.h; key meanings in docs/records.md. */
+#include "record/keys.h"
 #include "record/record.h"
 #include "util/paths.h"
 #include "util/redact.h"
@@ -277,10 +278,10 @@ void *record_head_json(const char *kind, const char *identity, const char *time)
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "record", json_string(kind));
-  bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
-  bad |= put(o, "identity", str_or_null(identity));
-  bad |= put(o, "time", json_string(time));
+  bad |= put(o, record_key_leaf(RK_RECORD), json_string(kind));
+  bad |= put(o, record_key_leaf(RK_SCHEMA), json_integer(RECORD_SCHEMA));
+  bad |= put(o, record_key_leaf(RK_IDENTITY), str_or_null(identity));
+  bad |= put(o, record_key_leaf(RK_TIME), json_string(time));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -293,7 +294,7 @@ void *record_stats_json(const struct stats_summary *s) {
   if (!o) return NULL;
   int bad = 0;
   bad |= put(o, "n", json_integer((json_int_t)s->n));
-  bad |= put(o, "median", record_json_num(s->n ? s->median : NAN));
+  bad |= put(o, record_key_leaf(RK_RATE_TOK_S_MEDIAN), record_json_num(s->n ? s->median : NAN));
   bad |= put(o, "mean", record_json_num(s->n ? s->mean : NAN));
   bad |= put(o, "sd", record_json_num(s->n > 1 ? s->sd : NAN));
   bad |= put(o, "min", record_json_num(s->n ? s->min : NAN));
@@ -324,9 +325,9 @@ void *record_machine_json(const struct machine_info *m) {
   int bad = 0;
   for (uint32_t i = 0; i < m->n_flags && i < PROBE_MAX_FLAGS; i++)
     bad |= json_array_append_new(flags, json_string(m->flags[i])) != 0;
-  bad |= put(o, "cpu", json_string(m->cpu_model));
+  bad |= put(o, record_key_leaf(RK_MACHINE_CPU), json_string(m->cpu_model));
   bad |= put(o, "arch", json_string(m->arch));
-  bad |= put(o, "cores", json_integer(m->cpus));
+  bad |= put(o, record_key_leaf(RK_MACHINE_CORES), json_integer(m->cpus));
   bad |= put(o, "memory_bytes", json_integer((json_int_t)m->memory_bytes));
   bad |= put(o, "memory_available_bytes", json_integer((json_int_t)m->memory_available_bytes));
   bad |= put(o, "llc_bytes", m->llc_bytes ? json_integer((json_int_t)m->llc_bytes) : json_null());
@@ -356,7 +357,7 @@ void *record_thermal_json(const struct machine_thermal *t) {
       break;
     }
     bad |= put(e, "name", json_string(t->temps[i].name));
-    bad |= put(e, "celsius", record_json_num(t->temps[i].celsius));
+    bad |= put(e, record_key_leaf(RK_TEMP_CELSIUS), record_json_num(t->temps[i].celsius));
     bad |= json_array_append_new(temps, e) != 0;
   }
   for (uint32_t i = 0; i < t->n_freqs && i < PROBE_MAX_SENSORS; i++)
@@ -387,12 +388,12 @@ void *record_ceiling_json(const struct record_ceiling *c) {
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "decode_ceiling_tok_s", record_json_num(c->decode_ceiling_tok_s));
-  bad |= put(o, "prefill_ceiling_tok_s", record_json_num(c->prefill_ceiling_tok_s));
-  bad |= put(o, "read_bandwidth_bytes_s", record_json_num(c->read_bandwidth_bytes_s));
-  bad |= put(o, "bytes_per_token", part_num(c->bytes_per_token));
-  bad |= put(o, "flops_per_token", part_num(c->flops_per_token));
-  bad |= put(o, "compute_ops_s", part_num(c->compute_ops_s));
+  bad |= put(o, record_key_leaf(RK_CEILING_DECODE_TOK_S), record_json_num(c->decode_ceiling_tok_s));
+  bad |= put(o, record_key_leaf(RK_CEILING_PREFILL_TOK_S), record_json_num(c->prefill_ceiling_tok_s));
+  bad |= put(o, record_key_leaf(RK_CEILING_READ_BANDWIDTH), record_json_num(c->read_bandwidth_bytes_s));
+  bad |= put(o, record_key_leaf(RK_CEILING_BYTES_PER_TOKEN), part_num(c->bytes_per_token));
+  bad |= put(o, record_key_leaf(RK_CEILING_FLOPS_PER_TOKEN), part_num(c->flops_per_token));
+  bad |= put(o, record_key_leaf(RK_CEILING_COMPUTE_OPS), part_num(c->compute_ops_s));
   bad |= put(o, "compute_path", c->compute_path ? json_string(c->compute_path) : json_null());
   if (bad) {
     json_decref(o);
@@ -413,12 +414,12 @@ static json_t *model_json(const struct record_model *m) {
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
-  bad |= put(o, "name", str_or_null(m->name));
-  bad |= put(o, "file", str_or_null(m->file));
-  bad |= put(o, "arch", str_or_null(m->arch));
-  bad |= put(o, "type", str_or_null(m->type));
+  bad |= put(o, record_key_leaf(RK_MODEL_NAME), str_or_null(m->name));
+  bad |= put(o, record_key_leaf(RK_MODEL_FILE), str_or_null(m->file));
+  bad |= put(o, record_key_leaf(RK_MODEL_ARCH), str_or_null(m->arch));
+  bad |= put(o, record_key_leaf(RK_MODEL_TYPE), str_or_null(m->type));
   /* bytes per token is a whole number of bytes in the ceiling's arithmetic. */
-  bad |= put(o, "bytes_per_token", isfinite(m->bytes_per_token) && m->bytes_per_token >= 0
+  bad |= put(o, record_key_leaf(RK_MODEL_BYTES_PER_TOKEN), isfinite(m->bytes_per_token) && m->bytes_per_token >= 0
                                        ? json_integer((json_int_t)llround(m->bytes_per_token))
                                        : json_null());
   if (bad) {
@@ -435,7 +436,7 @@ static json_t *server_json(const struct server_info *s) {
   int bad = 0;
   bad |= put(o, "kind", str_or_null(s->kind));
   bad |= put(o, "build", str_or_null(s->build));
-  bad |= put(o, "model", str_or_null(s->model));
+  bad |= put(o, record_key_leaf(RK_MODEL), str_or_null(s->model));
   bad |= put(o, "system_info", str_or_null(s->system_info));
   bad |= put(o, "n_ctx", s->n_ctx ? json_integer(s->n_ctx) : json_null());
   bad |= put(o, "has_tokenize", json_boolean(s->has_tokenize));
@@ -468,20 +469,20 @@ void *record_identity_build(const struct record_identity_in *in,
   json_t *o = json_object();
   int bad = !o;
   if (o) {
-    bad |= put(o, "record", json_string("identity"));
-    bad |= put(o, "schema", json_integer(RECORD_SCHEMA));
+    bad |= put(o, record_key_leaf(RK_RECORD), json_string("identity"));
+    bad |= put(o, record_key_leaf(RK_SCHEMA), json_integer(RECORD_SCHEMA));
     bad |= put(o, "id", json_string(id));
-    bad |= put(o, "time", json_string(when));
+    bad |= put(o, record_key_leaf(RK_TIME), json_string(when));
     bad |= put(o, "tokmeter", str_or_null(in->tokmeter_version));
-    bad |= put(o, "command", command);
+    bad |= put(o, record_key_leaf(RK_COMMAND), command);
     command = NULL;
-    bad |= put(o, "backend", str_or_null(in->backend));
-    bad |= put(o, "target", str_or_null(target));
-    bad |= put(o, "model", model_json(in->model));
-    bad |= put(o, "server", server_json(in->server));
-    bad |= put(o, "machine", record_machine_json(in->machine));
-    bad |= put(o, "thermal_before", record_thermal_json(in->thermal_before));
-    bad |= put(o, "settings", settings);
+    bad |= put(o, record_key_leaf(RK_BACKEND), str_or_null(in->backend));
+    bad |= put(o, record_key_leaf(RK_TARGET), str_or_null(target));
+    bad |= put(o, record_key_leaf(RK_MODEL), model_json(in->model));
+    bad |= put(o, record_key_leaf(RK_SERVER), server_json(in->server));
+    bad |= put(o, record_key_leaf(RK_MACHINE), record_machine_json(in->machine));
+    bad |= put(o, record_key_leaf(RK_THERMAL_BEFORE), record_thermal_json(in->thermal_before));
+    bad |= put(o, record_key_leaf(RK_SETTINGS), settings);
     settings = NULL;
   }
   json_decref(command);

@@ -19,7 +19,7 @@
  * The HTML plots and what each mark is (docs/report.md):
  *  - decode rate over output length, one plot per configuration with a decode
  *    curve: one mark per segment of every timed run (rates.decode_by_segment /
- *    decode_by_segment) of at least METRICS_MIN_DECODE_TOKENS tokens (rule 5;
+ *    decode_by_segment) of at least RECORD_MIN_DECODE_TOKENS tokens (rule 5;
  *    older records hold shorter ones), the median per segment as a derived
  *    line;
  *  - time to first token against prompt length, one plot per TTFT group

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "record/keys.h"
 #include "report/report_internal.h"
 
 #ifndef TOKMETER_VERSION
@@ -36,7 +37,7 @@ static void thermal_text(json_t *t, char *buf, size_t n) {
     json_t *temps = json_object_get(t, "temps");
     double hottest = NAN;
     for (size_t i = 0; json_is_array(temps) && i < json_array_size(temps); i++) {
-      double c = json_path_num(json_array_get(temps, i), "celsius");
+      double c = record_num(json_array_get(temps, i), RK_TEMP_CELSIUS);
       if (isfinite(c) && !(c <= hottest)) hottest = c;
     }
     if (isfinite(hottest)) snprintf(buf, n, "hottest %.0f \xc2\xb0" "C", hottest);
@@ -55,30 +56,30 @@ static void invocations(const struct report *rep, struct sbuf *o) {
     const struct results_invocation *inv = &r->inv[i];
     json_t *id = inv->identity;
     char machine[256] = "", runs[32] = "", failed[32] = "", th[128], before[48], after[48];
-    const char *cpu = json_path_str(id, "machine.cpu");
-    long long cores = json_path_int(id, "machine.cores", -1);
+    const char *cpu = record_str(id, RK_MACHINE_CPU);
+    long long cores = record_int(id, RK_MACHINE_CORES, -1);
     if (cpu && cores > 0) snprintf(machine, sizeof machine, "%s, %lld cores", cpu, cores);
     else if (cpu) snprintf(machine, sizeof machine, "%s", cpu);
-    long long nr = json_path_int(inv->end, "runs", -1), nf = json_path_int(inv->end, "n_failed", -1);
+    long long nr = record_int(inv->end, RK_RUNS, -1), nf = record_int(inv->end, RK_N_FAILED, -1);
     if (nr >= 0) snprintf(runs, sizeof runs, "%lld", nr);
     if (nf >= 0) snprintf(failed, sizeof failed, "%lld", nf);
     thermal_text(json_object_get(id, "thermal_before"), before, sizeof before);
     if (inv->end) thermal_text(json_object_get(inv->end, "thermal_after"), after, sizeof after);
     else snprintf(after, sizeof after, "no end line (the invocation stopped early)");
     snprintf(th, sizeof th, "%s / %s", id ? before : "no identity line", after);
-    const char *model = json_path_str(id, "model.name");
-    if (!model) model = json_path_str(id, "model.file");
+    const char *model = record_str(id, RK_MODEL_NAME);
+    if (!model) model = record_str(id, RK_MODEL_FILE);
     sbuf_puts(o, "<tr>");
-    td(o, json_path_str(id, "time"), false);
+    td(o, record_str(id, RK_TIME), false);
     td(o, inv->source, false);
-    td(o, json_path_str(id, "backend"), false);
-    td(o, json_path_str(id, "target"), false);
+    td(o, record_str(id, RK_BACKEND), false);
+    td(o, record_str(id, RK_TARGET), false);
     td(o, model, false);
     td(o, machine, false);
     td(o, runs, true);
     td(o, failed, true);
     td(o, th, false);
-    td(o, json_path_str(id, "command"), false);
+    td(o, record_str(id, RK_COMMAND), false);
     sbuf_puts(o, "</tr>\n");
   }
   sbuf_puts(o, "</table>\n");

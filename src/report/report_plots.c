@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/metrics.h" /* METRICS_MIN_DECODE_TOKENS (header-only use) */
+#include "record/keys.h"
 #include "report/report_internal.h"
 #include "report/svg.h"
 #include "stats/stats.h"
@@ -95,24 +95,24 @@ struct curve_group {
 
 /* The plot a run's curve belongs to: the configuration, as the table names it. */
 static void curve_label(const struct results_invocation *inv, json_t *run, char *buf, size_t n) {
-  const char *test = json_path_str(run, "test");
-  const char *backend = json_path_str(run, "backend");
-  if (!backend && inv->identity) backend = json_path_str(inv->identity, "backend");
+  const char *test = record_str(run, RK_TEST);
+  const char *backend = record_str(run, RK_BACKEND);
+  if (!backend && inv->identity) backend = record_str(inv->identity, RK_BACKEND);
   if (test) {
-    const char *model = json_path_str(run, "model.name");
-    if (!model) model = json_path_str(run, "model.file");
-    const char *type = json_path_str(run, "model.type");
+    const char *model = record_str(run, RK_MODEL_NAME);
+    if (!model) model = record_str(run, RK_MODEL_FILE);
+    const char *type = record_str(run, RK_MODEL_TYPE);
     snprintf(buf, n, "%s | %s%s%s | %s | t%lld | d%lld", backend ? backend : "engine",
              model ? model : "?", type && (!model || !strstr(model, type)) ? " | " : "",
              type && (!model || !strstr(model, type)) ? type : "", test,
-             json_path_int(run, "threads", -1), json_path_int(run, "depth", -1));
+             record_int(run, RK_THREADS, -1), record_int(run, RK_DEPTH, -1));
   } else {
-    const char *target = json_path_str(run, "target");
-    const char *model = json_path_str(run, "model");
-    const char *workload = json_path_str(run, "workload");
+    const char *target = record_str(run, RK_TARGET);
+    const char *model = record_str(run, RK_MODEL);
+    const char *workload = record_str(run, RK_WORKLOAD);
     snprintf(buf, n, "%s | %s | %s | %s | p%lld n%lld", backend ? backend : "?",
              target ? target : "?", model ? model : "?", workload ? workload : "?",
-             json_path_int(run, "tokens.processed", -1), json_path_int(run, "max_tokens", -1));
+             record_int(run, RK_TOKENS_PROCESSED, -1), record_int(run, RK_MAX_TOKENS, -1));
     /* standard workloads vary their prompt a little from run to run: one plot each */
     if (workload && (!strcmp(workload, "classify") || !strcmp(workload, "extract") ||
                      !strcmp(workload, "generate")))
@@ -121,12 +121,12 @@ static void curve_label(const struct results_invocation *inv, json_t *run, char 
   }
 }
 
-/* Rule 5 on the curve: a segment of fewer than METRICS_MIN_DECODE_TOKENS
+/* Rule 5 on the curve: a segment of fewer than RECORD_MIN_DECODE_TOKENS
  * tokens gives no mark. Records written since hold none; older ones (8-token
  * halves of an in-process tg16, a server's 51-60) do. */
 static bool segment_long_enough(json_t *seg) {
-  double from = json_path_num(seg, "from"), to = json_path_num(seg, "to");
-  return to - from + 1 >= METRICS_MIN_DECODE_TOKENS;
+  double from = record_num(seg, RK_SEGMENT_FROM), to = record_num(seg, RK_SEGMENT_TO);
+  return to - from + 1 >= RECORD_MIN_DECODE_TOKENS;
 }
 
 static size_t curve_points(json_t *segs) {
@@ -146,8 +146,8 @@ static int section_decode_curves(const struct report *rep, struct sbuf *o, struc
     for (size_t j = 0; j < inv->n_runs; j++) {
       json_t *run = inv->runs[j];
       if (!timed_ok(run)) continue;
-      json_t *seg = json_path(run, json_path_str(run, "test") ? "decode_by_segment"
-                                                              : "rates.decode_by_segment");
+      json_t *seg = record_get(run, record_str(run, RK_TEST) ? RK_DECODE_BY_SEGMENT
+                                                             : RK_RATES_DECODE_BY_SEGMENT);
       if (!json_is_array(seg) || curve_points(seg) == 0) continue;
       char label[320];
       curve_label(inv, run, label, sizeof label);
@@ -180,15 +180,15 @@ static int section_decode_curves(const struct report *rep, struct sbuf *o, struc
       cr->x = pool_alloc(pl, ns, sizeof(double));
       cr->y = pool_alloc(pl, ns, sizeof(double));
       if (!cr->x || !cr->y) return tm_errf(err, "report: out of memory");
-      cr->index = json_path_int(run, "index", (long long)g->n_runs - 1);
+      cr->index = record_int(run, RK_INDEX, (long long)g->n_runs - 1);
       for (size_t k = 0; k < ns; k++) {
         json_t *s = json_array_get(seg, k);
         if (!segment_long_enough(s)) continue;
-        double from = json_path_num(s, "from"), to = json_path_num(s, "to");
+        double from = record_num(s, RK_SEGMENT_FROM), to = record_num(s, RK_SEGMENT_TO);
         /* x = the segment's middle output token: a segment is a span, its
          * rate belongs to the middle of it */
         cr->x[cr->n] = (from + to) / 2;
-        cr->y[cr->n] = json_path_num(s, "tok_s");
+        cr->y[cr->n] = record_num(s, RK_SEGMENT_TOK_S);
         cr->n++;
       }
     }

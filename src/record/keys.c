@@ -1,0 +1,50 @@
+/* keys: see keys.h. */
+#include "record/keys.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const paths[RK_COUNT] = {
+#define RECORD_KEY_PATH(id, path) [id] = path,
+    RECORD_KEYS(RECORD_KEY_PATH)
+#undef RECORD_KEY_PATH
+};
+
+const char *record_key(enum record_key k) { return (unsigned)k < RK_COUNT ? paths[k] : ""; }
+
+const char *record_key_leaf(enum record_key k) {
+  const char *p = record_key(k), *dot = strrchr(p, '.');
+  return dot ? dot + 1 : p;
+}
+
+json_t *record_get(const json_t *rec, enum record_key k) {
+  char part[64];
+  const char *p = record_key(k);
+  json_t *cur = (json_t *)rec;
+  while (cur && *p) {
+    const char *dot = strchr(p, '.');
+    size_t len = dot ? (size_t)(dot - p) : strlen(p);
+    if (len >= sizeof part) return NULL;
+    memcpy(part, p, len);
+    part[len] = '\0';
+    cur = json_is_object(cur) ? json_object_get(cur, part) : NULL;
+    p = dot ? dot + 1 : p + len;
+  }
+  return cur;
+}
+
+double record_num(const json_t *rec, enum record_key k) {
+  json_t *v = record_get(rec, k);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+const char *record_str(const json_t *rec, enum record_key k) {
+  return json_string_value(record_get(rec, k));
+}
+
+long long record_int(const json_t *rec, enum record_key k, long long def) {
+  json_t *v = record_get(rec, k);
+  return json_is_integer(v) ? (long long)json_integer_value(v) : def;
+}
+
+bool record_true(const json_t *rec, enum record_key k) { return json_is_true(record_get(rec, k)); }
