@@ -195,13 +195,3 @@ const struct dialect dialect_openai = {
     .on_http_error = openai_on_http_error,
     .finish = openai_finish,
 };
-
-const struct dialect *dialect_for(enum api_family f) {
-  switch (f) {
-  case API_OPENAI: return &dialect_openai;
-  case API_OLLAMA: return &dialect_ollama;
-  case API_LLAMACPP: return &dialect_llamacpp;
-  case API_AUTO: break;
-  }
-  return NULL;
-}

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "bench/report.h"
+#include "bench/server_table.h"
 #include "bench/server_bench.h"
 #include "bench/workloads.h"
 #include "cli/bench_cli.h"

@@ -1,5 +1,5 @@
-/* report: the terminal table of a server benchmark. Contract in report.h. */
-#include "bench/report.h"
+/* server_table: the terminal table of a server benchmark. Contract in server_table.h. */
+#include "bench/server_table.h"
 
 #include <math.h>
 #include <stdbool.h>

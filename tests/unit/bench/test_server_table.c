@@ -1,11 +1,11 @@
-/* Tests of the terminal table (src/bench/report.h): hand-made summaries in,
+/* Tests of the terminal table (src/bench/server_table.h): hand-made summaries in,
  * the printed figures, blanks, labels and footnotes checked. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/report.h"
+#include "bench/server_table.h"
 #include "tm_test.h"
 
 static void st(struct stats_summary *s, size_t n, double med, double sd, double mn, double mx) {

@@ -1,4 +1,4 @@
-/* report: the terminal table of a server benchmark, one row per workload,
+/* server_table: the terminal table of a server benchmark, one row per workload,
  * naming which of docs/design.md's five quantities each column is (prefill rate,
  * decode rate of one stream, fixed costs as TTFT).
  *
@@ -15,8 +15,8 @@
  * decimals as its median; ms with 1 decimal below 100, whole above.
  * Writes to a FILE * (stdout in the CLI; a memory stream in tests); never
  * fails (a write error is the stream's to report). */
-#ifndef TM_REPORT_H
-#define TM_REPORT_H
+#ifndef TM_BENCH_SERVER_TABLE_H
+#define TM_BENCH_SERVER_TABLE_H
 
 #include <stdbool.h>
 #include <stddef.h>
