@@ -461,8 +461,20 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
 
   int any_failed = 0;
   res->n_workloads = opt->n_workloads;
+  const uint64_t t0 = tm_now_ns();
   for (size_t i = 0; i < opt->n_workloads; i++) {
     if (i > 0 && opt->cooldown_s > 0) cool_down(&c, opt->workloads[i].name);
+    if (opt->step) { /* its place in the plan, and the time left at the pace so far */
+      char msg[160], left[48] = "";
+      if (i > 0) {
+        const double s_left = (double)(tm_now_ns() - t0) / 1e9 / i * (opt->n_workloads - i);
+        if (s_left < 90) snprintf(left, sizeof left, ", about %.0f s left", s_left);
+        else snprintf(left, sizeof left, ", about %.0f min left", s_left / 60);
+      }
+      snprintf(msg, sizeof msg, "[%zu/%zu%s] %s: warm-up and %u timed runs", i + 1,
+               opt->n_workloads, left, opt->workloads[i].name, opt->reps);
+      opt->step(msg, opt->ctx);
+    }
     int rc = run_workload(&c, i);
     if (rc == -2 || backend_interrupted()) {
       res->interrupted = true;

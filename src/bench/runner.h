@@ -98,6 +98,8 @@ struct runner_options {
   uint32_t seed;
   runner_sink_fn sink;
   runner_progress_fn progress;
+  runner_progress_fn step;        /* each workload as it begins: "[2/3, about 40 s
+                                     left] extract: ..."; NULL: none */
   void *ctx;
 };
 void runner_options_init(struct runner_options *o);

@@ -241,6 +241,11 @@ static void runner_progress(const char *message, void *ctx) {
   if (s->hooks.progress) s->hooks.progress(message, s->hooks.ctx);
 }
 
+static void runner_step(const char *message, void *ctx) {
+  const struct sb_state *s = ctx;
+  if (s->hooks.step) s->hooks.step(message, s->hooks.ctx);
+}
+
 /* --------------------------------------------------------------- the run --- */
 
 void sb_state_init(struct sb_state *s, const struct sb_opts *o, const struct sb_hooks *hooks) {
@@ -447,6 +452,7 @@ int sb_run(struct sb_state *s) {
   ro.total_timeout_s = o->timeout_s;
   ro.sink = sink;
   ro.progress = runner_progress;
+  ro.step = runner_step;
   ro.ctx = s;
   /* Steal over the runs: on a VM whose host runs other work on its CPUs,
    * every time taken here is stretched (and a local server's too). */

@@ -51,6 +51,7 @@ struct sb_opts {
 
 struct sb_hooks {
   void (*progress)(const char *message, void *ctx);
+  void (*step)(const char *message, void *ctx); /* each workload as it begins */
   void (*progress_done)(void *ctx);
   void (*warn)(const char *message, void *ctx);
   void (*note)(const char *message, void *ctx);

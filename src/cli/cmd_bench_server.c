@@ -205,6 +205,7 @@ static void hook_progress_done(void *ctx) {
   (void)ctx;
   cli_progress_done();
 }
+static void hook_step(const char *msg, void *ctx) { cli_progress_step(msg, ctx); }
 static void hook_warn(const char *msg, void *ctx) { cli_warn(ctx, "%s", msg); }
 static void hook_note(const char *msg, void *ctx) { cli_note(ctx, "%s", msg); }
 static void hook_summary_json(const void *record, void *ctx) {
@@ -261,7 +262,7 @@ int bench_server(const struct bench_opts *o) {
     goto out;
   }
   const struct sb_hooks hooks = {.progress = hook_progress, .progress_done = hook_progress_done,
-                                 .warn = hook_warn, .note = hook_note,
+                                 .step = hook_step, .warn = hook_warn, .note = hook_note,
                                  .summary = o->json ? hook_summary_json : NULL,
                                  .ctx = (void *)CMD};
   struct sb_state *st = calloc(1, sizeof *st);

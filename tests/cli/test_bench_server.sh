@@ -208,6 +208,10 @@ expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w g
 grep -q "^warning generate: prompt cache hit in 2 of 2 runs: left out of prefill$" "$dir/out" ||
   fail "cache hits not reported as a finding: $(cat "$dir/out")"
 grep -q "decode curve" "$dir/out" && fail "a -v detail on the short screen: $(cat "$dir/out")"
+# progress on a non-terminal stderr: one line per workload with its place in
+# the plan (none with --no-progress)
+grep -q "^bench: \[1/1\] generate: warm-up and 2 timed runs$" "$dir/err" ||
+  fail "no progress line for the workload: $(cat "$dir/err")"
 python3 - "$dir/b.jsonl" <<'PY' || fail "cached trap records (see above)"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
@@ -224,7 +228,8 @@ assert hit[0]["figures"] == {"cache_hit_runs": 2, "ok_runs": 2}, hit[0]["figures
 end = recs[-1]
 assert end["record"] == "end" and any(f["code"] == "cache_hit" for f in end["findings"]), end
 PY
-expect_exit 0 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" --api openai -w generate -r 2 --out "$dir/b.jsonl"
+expect_exit 0 "$TOKMETER" bench -v --no-progress --url "http://127.0.0.1:$PORT" --api openai -w generate -r 2 --out "$dir/b.jsonl"
+grep -q "^bench: \[" "$dir/err" && fail "--no-progress printed progress: $(cat "$dir/err")"
 grep -q "^  generate: prompt cache hit in 2 of 2 runs: excluded from prefill and TTFT$" "$dir/out" ||
   fail "-v: the line under the table: $(cat "$dir/out")"
 
