@@ -31,6 +31,7 @@
 #ifndef TM_COMPARE_H
 #define TM_COMPARE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,5 +90,13 @@ void compare_result_free(struct compare_result *r);
 const char *compare_verdict_name(enum compare_verdict v); /* "faster", ... */
 /* True for metrics where a smaller value is better ("..._ms"). */
 bool compare_lower_is_better(const char *metric);
+
+/* The --json document (compare_json.c; keys: docs/compare.md): {"a", "b" (the
+ * two paths), "confidence", "method", "resamples", "seed", "rows" (one per
+ * row of cr, with both sides' summaries, the ratio and its interval, the
+ * verdict, the prediction, drift and ceiling notes), "only_a", "only_b"}.
+ * A new object for the caller to dump and free, or NULL when out of memory. */
+json_t *compare_json(const struct compare_result *cr, const char *path_a, const char *path_b,
+                     const struct compare_opts *o);
 
 #endif

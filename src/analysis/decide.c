@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/series_file.h"
 #include "stats/stats.h"
 
 static int positive(double v) { return v > 0 && isfinite(v); }
@@ -249,4 +250,31 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
     if (which_prefill) snprintf(which_prefill, which_n, "%s", pre->key);
   }
   return 0;
+}
+
+int decide_rates_from_results(const char *path, const char *match, struct decide_inputs *in,
+                              char *which_prefill, char *which_decode, size_t which_n,
+                              enum decide_results_fault *fault, struct tm_err *err) {
+  struct results r;
+  struct series_set set;
+  bool oom;
+  if (series_file_load(path, &r, &set, &oom, err) != 0) {
+    *fault = oom ? DECIDE_FAULT_MEMORY : DECIDE_FAULT_FILE;
+    return -1;
+  }
+  /* Only the rates not given come from the file (a given one wins). */
+  bool want_pf = !(in->dev_prefill_tok_s > 0) && in->prompt_tokens > 0;
+  bool want_dc = !(in->dev_decode_tok_s > 0);
+  double pf, dc;
+  int rc = decide_rates_from_series(&set, match, in->prompt_tokens, in->output_tokens, want_pf,
+                                    want_dc, &pf, &dc, which_prefill, which_decode, which_n, err);
+  if (rc != 0) {
+    *fault = DECIDE_FAULT_RUNS;
+  } else {
+    if (want_pf) in->dev_prefill_tok_s = pf;
+    if (want_dc) in->dev_decode_tok_s = dc;
+  }
+  series_set_free(&set);
+  results_free(&r);
+  return rc;
 }

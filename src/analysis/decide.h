@@ -24,6 +24,7 @@
 #ifndef TM_DECIDE_H
 #define TM_DECIDE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -105,5 +106,30 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
                              bool want_decode, double *prefill_tok_s, double *decode_tok_s,
                              char *which_prefill, char *which_decode, size_t which_n,
                              struct tm_err *err);
+
+/* What a failed decide_rates_from_results was about: the file (err names
+ * it: unreadable, corrupt, no records), its runs (err says what they lack or
+ * lists the configurations to choose from, without the path: the list may
+ * fill err, so the caller names the file), or memory. */
+enum decide_results_fault { DECIDE_FAULT_FILE = 1, DECIDE_FAULT_RUNS, DECIDE_FAULT_MEMORY };
+
+/* --results: reads path (series_file_load) and takes from it the device
+ * rates `in` does not give: decode unless in->dev_decode_tok_s > 0, prefill
+ * unless in->dev_prefill_tok_s > 0 or in->prompt_tokens is 0, chosen by
+ * decide_rates_from_series with `match`; those taken are written to in.
+ * which_prefill / which_decode (which_n bytes each) receive the series keys
+ * used ("" for a rate not taken). 0, or -1 with err and *fault. */
+int decide_rates_from_results(const char *path, const char *match, struct decide_inputs *in,
+                              char *which_prefill, char *which_decode, size_t which_n,
+                              enum decide_results_fault *fault, struct tm_err *err);
+
+/* The --json document (decide_json.c; keys: docs/decide.md): {"inputs" (every
+ * input, with device_prefill_from / device_decode_from: the series keys the
+ * rates came from, NULL or "" -> null), "device_warm", "device_reload", "api",
+ * the energy, hardware and break-even figures, "winner"}. Unknown figures
+ * (NAN) are null. A new object for the caller to dump and free, or NULL when
+ * out of memory. */
+json_t *decide_json(const struct decide_inputs *in, const char *prefill_from,
+                    const char *decode_from, const struct decide_result *r);
 
 #endif

@@ -19,12 +19,15 @@
  * chain (read, write, its own steps) runs inside its stream; items in the same
  * wave run side by side.
  *
- * Contracts: every function is pure arithmetic on its inputs; rates must be
+ * Contracts: every function is pure arithmetic on its inputs (the --json
+ * builders at the end only arrange its results); rates must be
  * > 0 and finite; a reading that cannot be computed (prefill rate unknown while
  * there is something to read) is refused by whatif_eval, never made 0. */
 #ifndef TM_WHATIF_H
 #define TM_WHATIF_H
 
+#include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -71,6 +74,13 @@ int whatif_eval(const struct whatif_job *job, double rate_tok_s, double baseline
 /* The Amdahl floor: total_s with infinitely fast generation (prefill fixed;
  * with a prefill_ratio, reading vanishes too and only the steps remain). */
 double whatif_limit_s(const struct whatif_job *job);
+/* The most any generation rate can speed the job up against the baseline:
+ * baseline_total_s / whatif_limit_s; INFINITY when the floor is 0 (nothing
+ * but generation: no bound). */
+static inline double whatif_max_speedup(const struct whatif_job *job, double baseline_total_s) {
+  double limit = whatif_limit_s(job);
+  return limit > 0 ? baseline_total_s / limit : INFINITY;
+}
 
 /* Rates as users type them: "1000", "1M tok/s", a list "100,1k,10k", or a
  * log sweep "A..B" (A, B and every 1-2-5 value between) or "A..B:N" (N points
@@ -111,5 +121,16 @@ struct whatif_claim_out {
 };
 int whatif_claim(const struct whatif_claim_in *in, struct whatif_claim_out *out,
                  struct tm_err *err);
+
+/* The --json documents (whatif_json.c; keys: docs/whatif.md), each a new
+ * object for the caller to dump and free, or NULL when out of memory.
+ * Sweep: {"inputs", "rows", "limit_s", "max_speedup"}; base is the row at the
+ * baseline rate (whatif_eval with no baseline), rows the n_rows rates asked
+ * for. Claim: {"claim" (the figure as typed), "value", "context", "prefill",
+ * "decode", "aggregate"} from whatif_claim's input and output. */
+json_t *whatif_sweep_json(const struct whatif_job *job, const struct whatif_row *base,
+                          const struct whatif_row *rows, size_t n_rows);
+json_t *whatif_claim_json(const char *claim, const struct whatif_claim_in *in,
+                          const struct whatif_claim_out *out);
 
 #endif

@@ -3,7 +3,8 @@
  * and a verdict that ranks only when the interval excludes 1 (docs/design.md rule
  * 12); the ratio the ceilings predict when the sides differ in something the
  * ceiling models; drift inside a series (rule 11). The judging is in
- * src/analysis/compare.c; this file parses flags and prints.
+ * src/analysis/compare.c, the --json document in compare_json.c, the files
+ * are read by series_file.c; this file parses flags and prints.
  * Exit: 0 compared; 2 bad flags, unreadable / corrupt / empty files, or no
  * configuration measured on both sides.
  * Flags: every value within the range --help states; --resamples and --seed
@@ -19,36 +20,33 @@
 #include <string.h>
 
 #include "analysis/compare.h"
-#include "analysis/results.h"
-#include "analysis/series.h"
+#include "analysis/series_file.h"
 #include "cli/cli.h"
-#include "record/record.h"
 #include "util/units.h"
 
 #define CMD "compare"
 
+/* A reference; the pairing, the interval, the predictions and drift are
+ * explained in docs/compare.md. */
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: tokmeter compare [options] A.jsonl B.jsonl\n"
-          "Compares two results files configuration by configuration: A's and B's\n"
-          "medians, the ratio B/A with its confidence interval, and a verdict (faster,\n"
-          "slower, or not distinguishable when the interval includes 1). Series with\n"
-          "equal configurations pair first; the rest pair by test/threads/depth (or\n"
-          "workload) when that is unambiguous, e.g. two models or two quantizations.\n"
+          "Usage: tokmeter compare [options] A.jsonl B.jsonl\n"
+          "Per configuration and metric: A's and B's medians, the ratio B/A with its\n"
+          "confidence interval, and a verdict that ranks only when the interval\n"
+          "excludes 1. Times (ms) are faster below 1, rates (tok/s) above 1.\n"
           "\n"
           "  --confidence C     confidence of the interval, 0 < C < 1 or a percentage\n"
           "                     from 50 to 99.9 (default 0.95)\n"
           "  --method M         welch | bootstrap (default welch: Welch's t on log values)\n"
           "  --resamples N      bootstrap resamples, 100 to 10000000; with --method\n"
           "                     bootstrap only (default %d)\n"
-          "  --seed N           bootstrap seed, 0 to 9223372036854775807 (stored exactly\n"
-          "                     in --json); same seed, same interval; with --method\n"
+          "  --seed N           bootstrap seed, 0 to 9223372036854775807; with --method\n"
           "                     bootstrap only (default %llu)\n"
-          "  --json             one JSON document on stdout instead of the table (default off)\n"
+          "  --json             one JSON document on stdout (default: a table)\n"
           "  -h, --help         this text\n"
           "\n"
-          "Times (ms) are faster when B/A is below 1; rates (tok/s) when above 1.\n"
-          "See docs/compare.md.\n",
+          "Exit codes: 0 compared; 2 bad usage, an unusable file, or nothing in common.\n"
+          "Details: docs/compare.md\n",
           STATS_BOOTSTRAP_RESAMPLES, (unsigned long long)STATS_BOOTSTRAP_SEED);
 }
 
@@ -170,81 +168,16 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
   printf(".\n");
 }
 
-/* ---- JSON -------------------------------------------------------------- */
-
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-static json_t *summary_json(const struct stats_summary *s) {
-  return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)s->n, "median",
-                   num_or_null(s->median), "mean", num_or_null(s->mean), "sd", num_or_null(s->sd),
-                   "min", num_or_null(s->min), "max", num_or_null(s->max));
-}
-
-static int print_json(const struct compare_result *cr, const char *path_a, const char *path_b,
-                      const struct compare_opts *o) {
-  json_t *rows = json_array();
-  if (!rows) return -1;
-  for (size_t i = 0; i < cr->n; i++) {
-    const struct compare_row *row = &cr->rows[i];
-    json_t *ci = json_pack("{s:o,s:o,s:o,s:o}", "lo", num_or_null(row->ci_ok ? row->ci.lo : NAN),
-                           "hi", num_or_null(row->ci_ok ? row->ci.hi : NAN), "df",
-                           num_or_null(row->ci.df), "t", num_or_null(row->ci.t));
-    json_t *j = json_pack(
-        "{s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:{s:o,s:o}}", "key_a",
-        row->a->key, "key_b", row->b->key, "differs", row->differs, "metric", row->a->metric,
-        "quantity", row->a->quantity, "unit", row->a->unit, "lower_is_better",
-        row->lower_is_better, "a", summary_json(&row->sa), "b", summary_json(&row->sb), "ratio",
-        num_or_null(row->ci.ratio), "ci", ci, "verdict", compare_verdict_name(row->verdict),
-        "predicted_ratio", num_or_null(row->predicted_ratio), "predicted_from",
-        row->predicted_from[0] ? json_string(row->predicted_from) : json_null(), "drift", "a",
-        (json_t *)record_drift_json(&row->drift_a, row->drift_a_ok), "b",
-        (json_t *)record_drift_json(&row->drift_b, row->drift_b_ok));
-    char na[256], nb[256];
-    if (j && (json_object_set_new(j, "ceiling_note_a",
-                                  series_ceiling_note(row->a, na, sizeof na) ? json_string(na)
-                                                                              : json_null()) ||
-              json_object_set_new(j, "ceiling_note_b",
-                                  series_ceiling_note(row->b, nb, sizeof nb) ? json_string(nb)
-                                                                              : json_null()))) {
-      json_decref(j);
-      j = NULL;
-    }
-    if (!j || json_array_append_new(rows, j)) {
-      json_decref(rows);
-      return -1;
-    }
-  }
-  json_t *doc = json_pack("{s:s,s:s,s:f,s:s,s:I,s:I,s:o,s:I,s:I}", "a", path_a, "b", path_b,
-                          "confidence", o->confidence, "method",
-                          o->method == STATS_CI_WELCH ? "welch" : "bootstrap", "resamples",
-                          (json_int_t)(o->resamples ? o->resamples : STATS_BOOTSTRAP_RESAMPLES),
-                          "seed", (json_int_t)o->seed, "rows", rows,
-                          "only_a", (json_int_t)cr->only_a, "only_b", (json_int_t)cr->only_b);
-  if (!doc) return -1;
-  char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-  json_decref(doc);
-  if (!text) return -1;
-  printf("%s\n", text);
-  free(text);
-  return 0;
-}
-
 /* ---- main ---------------------------------------------------------------- */
 
-/* Loads one file into series; exit code (0 ok, 2 bad input) with the message printed. */
+/* Loads one side into series (series_file_load); 0, or the exit code with the
+ * message printed (1 out of memory, 2 the file's fault: also a file with no
+ * timed successful run, which has nothing to compare). */
 static int load_side(const char *path, struct results *r, struct series_set *set) {
-  struct tm_err err = {{0}};
-  const char *paths[] = {path};
-  memset(set, 0, sizeof *set);
-  if (results_load(paths, 1, r, &err)) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
-  if (r->n_inv == 0) {
-    results_free(r);
-    return cli_fail(CMD, TM_EXIT_USAGE, "no records in %s", path);
-  }
-  if (series_extract(r, set, &err)) {
-    results_free(r);
-    return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
-  }
+  struct tm_err err;
+  bool oom;
+  if (series_file_load(path, r, set, &oom, &err) != 0)
+    return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
   if (set->n == 0) {
     series_set_free(set);
     results_free(r);
@@ -341,8 +274,12 @@ int cmd_compare(int argc, char **argv) {
                   " threads and depth, or the same workload)",
                   path_a, path_b);
   } else if (json) {
-    rc = print_json(&cr, path_a, path_b, &o) ? cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory")
-                                             : TM_EXIT_OK;
+    json_t *doc = compare_json(&cr, path_a, path_b, &o);
+    char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(doc);
+    rc = text ? TM_EXIT_OK : cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+    if (text) printf("%s\n", text);
+    free(text);
   } else {
     print_table(&cr, path_a, path_b, &o);
     rc = TM_EXIT_OK;

@@ -2,8 +2,9 @@
  * (src/analysis/decide.h): seconds until the user has the first token and
  * the whole answer on each side, money per request / day / month, the
  * break-even volume, and what reloading the model for every request changes.
- * Device rates come from a results file (series.h: the median of the timed
- * runs of one configuration) or are given.
+ * Device rates come from a results file (decide_rates_from_results: the
+ * median of the timed runs of one configuration) or are given. This file
+ * parses the flags and prints; the --json document is decide_json's.
  *
  * Output: a table and plain statements on stdout, or one JSON object with
  * --json (keys: docs/decide.md). Exit codes: 0 ok; 2 bad flag or value,
@@ -20,8 +21,6 @@
 #include <string.h>
 
 #include "analysis/decide.h"
-#include "analysis/results.h"
-#include "analysis/series.h"
 #include "analysis/whatif.h"
 #include "cli/cli.h"
 #include "util/units.h"
@@ -42,71 +41,52 @@ static const char *const CMD = "decide";
  * mistake in the inputs rather than printed. */
 #define DECIDE_MAX_RESULT_S (1e6 * 365.25 * 86400)
 
+/* A reference of at most 45 lines; the formulas, the rules for --results and
+ * an example are in docs/decide.md. */
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: tokmeter decide -p N -n N (--results FILE.jsonl | --device-prefill R\n"
-          "                       --device-decode R) --api-ttft T --api-decode R [options]\n"
-          "\n"
-          "Device or API for one job: seconds until the user has the first token and the\n"
-          "complete answer on each side, money per request, day and month, the break-even\n"
-          "volume, and what changes when the model is reloaded for every request.\n"
-          "Durations: 600, 1.5s, 350ms, 10m, 2h; at most 100 years. Rates: 75, 1.2k,\n"
-          "'20 tok/s'; 0.001 to 1T tok/s. Counts: up to 1e12. An answer that would take\n"
-          "more than a million years is refused as a mistake in the inputs.\n"
-          "\n"
+          "Usage: tokmeter decide -p N -n N --api-ttft T --api-decode RATE [options]\n"
+          "         (--results FILE.jsonl | --device-prefill RATE --device-decode RATE)\n"
+          "Device or API for one job: time to the first token and to the whole answer,\n"
+          "money per request, day and month, the break-even volume, the reload case.\n"
+          "T: 600, 1.5s, 350ms, 10m, 2h, up to 100 years. RATE: tok/s, 0.001 to 1T.\n"
           "Job:\n"
           "  -p, --prompt-tokens N      prompt tokens per request, 0 to 1e12 (required)\n"
           "  -n, --output-tokens N      output tokens per request, 1 to 1e12 (required)\n"
           "  -q, --requests-per-day N   requests per day, above 0 (at least 1e-9), up to\n"
           "                             1e12 (default 1000)\n"
-          "\n"
           "Device:\n"
-          "  --results FILE.jsonl       take the device's prefill and decode rates from\n"
-          "                             tokmeter records (median of the timed runs; the\n"
-          "                             prompt / output lengths closest to -p / -n)\n"
-          "  --match TEXT               use only the configuration whose label contains TEXT\n"
-          "                             (needed when the file holds several; with\n"
-          "                             --results) (default: all)\n"
-          "  --device-prefill RATE      prefill rate, tok/s (default: from --results)\n"
-          "  --device-decode RATE       decode rate, tok/s (default: from --results)\n"
-          "                             A given rate wins over the file's: --results then\n"
-          "                             supplies only the other, and need not hold runs of\n"
-          "                             the kind given\n"
+          "  --results FILE.jsonl       the rates not given, from tokmeter records\n"
+          "                             (default: none)\n"
+          "  --match TEXT               the configuration whose label holds TEXT; with\n"
+          "                             --results (default: all)\n"
+          "  --device-prefill RATE      prefill rate (default: from --results)\n"
+          "  --device-decode RATE       decode rate (default: from --results)\n"
           "  --device-overhead T        fixed cost per request (default 0)\n"
-          "  --device-load T            model load / session warm-up (default: unknown; the\n"
-          "                             reload case is then left blank)\n"
-          "  --device-warm yes|no       the model stays loaded between requests (default\n"
-          "                             yes); no: it is reloaded for every request\n"
-          "                             (then --device-load is needed)\n"
-          "  --device-watts W           power drawn while answering, 0 to 1e6 (default:\n"
-          "                             unknown)\n"
+          "  --device-load T            model load / warm-up (default: unknown)\n"
+          "  --device-warm yes|no       the model stays loaded; no needs --device-load\n"
+          "                             (default yes)\n"
+          "  --device-watts W           power while answering, 0 to 1e6 (default: unknown)\n"
           "  --kwh-price X              money per kWh, 0 to 1e12 (default: unknown)\n"
-          "  --device-price X           hardware price, written off over the lifetime,\n"
-          "                             0 to 1e12 (default: not counted)\n"
-          "  --device-lifetime-days N   days the hardware is written off over, above 0 (at\n"
-          "                             least 1e-9), up to 36525 (100 years) (default\n"
-          "                             1095)\n"
-          "\n"
+          "  --device-price X           hardware price, 0 to 1e12 (default: not counted)\n"
+          "  --device-lifetime-days N   days it is written off over, above 0 (at least\n"
+          "                             1e-9), up to 36525 (default 1095)\n"
           "API:\n"
-          "  --api-ttft T               the API's time to first token (required); measured\n"
-          "                             by a client (tokmeter bench --url) it already holds\n"
-          "                             one round trip\n"
-          "  --api-rtt T                network round trip added to it (default 0)\n"
-          "  --api-prefill RATE         the API's prefill rate: --api-ttft is then the fixed\n"
-          "                             part and P / RATE is added (default: not used)\n"
-          "  --api-decode RATE          the API's decode rate, tok/s (required)\n"
+          "  --api-ttft T               time to first token (required)\n"
+          "  --api-rtt T                round trip added to it (default 0)\n"
+          "  --api-prefill RATE         prefill rate; --api-ttft is then the fixed part\n"
+          "                             (default: not used)\n"
+          "  --api-decode RATE          decode rate (required)\n"
           "  --price-in X               money per million input tokens, 0 to 1e12\n"
           "                             (default: unknown)\n"
           "  --price-out X              money per million output tokens, 0 to 1e12\n"
           "                             (default: unknown)\n"
-          "\n"
           "Output:\n"
           "  --currency SYM             printed before money (default $)\n"
-          "  --json                     one JSON object on stdout (keys: docs/decide.md)\n"
+          "  --json                     one JSON object on stdout (default: a table)\n"
           "  -h, --help                 this help\n"
-          "\n"
-          "A month is 30 days. Unknown figures are left blank, never 0. Exit codes: 0 ok,\n"
-          "2 bad usage or value, unreadable, corrupt or empty results file.\n");
+          "Exit codes: 0 ok; 2 bad usage or value, or an unusable results file.\n"
+          "Details: docs/decide.md\n");
 }
 
 static const char *cur = "$";
@@ -135,29 +115,6 @@ static char *fmt_rate(double v, char *buf, size_t n) {
     return buf;
   }
   return tm_fmt_rate(v, buf, n);
-}
-
-static const char *who(enum decide_winner w) {
-  switch (w) {
-    case DECIDE_DEVICE: return "device";
-    case DECIDE_API: return "api";
-    case DECIDE_TIE: return "tie";
-    default: return NULL;
-  }
-}
-
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-static json_t *jwho(enum decide_winner w) { return who(w) ? json_string(who(w)) : json_null(); }
-
-static json_t *side_json(const struct decide_side *s) {
-  json_t *o = json_object();
-  json_object_set_new(o, "first_s", jnum(s->first_s));
-  json_object_set_new(o, "complete_s", jnum(s->complete_s));
-  json_object_set_new(o, "money_per_request", jnum(s->money_per_request));
-  json_object_set_new(o, "money_per_day", jnum(s->money_per_day));
-  json_object_set_new(o, "money_per_month", jnum(s->money_per_month));
-  json_object_set_new(o, "capacity_per_day", jnum(s->capacity_per_day));
-  return o;
 }
 
 static void put_row(const char *label, const char *a, const char *b, const char *c) {
@@ -247,79 +204,10 @@ static int parse_dur(const char *s, const char *flag, double *out) {
   return 0;
 }
 
-static int rates_from_results(struct decide_cli *o) {
-  struct results r;
-  struct series_set set = {0};
-  struct tm_err err;
-  const char *paths[1] = {o->results};
-  if (results_load(paths, 1, &r, &err) != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
-  int rc = 0;
-  if (r.n_inv == 0) {
-    rc = cli_fail(CMD, TM_EXIT_USAGE, "no records in %s", o->results);
-    goto done;
-  }
-  if (series_extract(&r, &set, &err) != 0) {
-    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
-    goto done;
-  }
-  /* Only the rates not given come from the file (a given one wins). */
-  bool want_pf = !(o->in.dev_prefill_tok_s > 0) && o->in.prompt_tokens > 0;
-  bool want_dc = !(o->in.dev_decode_tok_s > 0);
-  double pf, dc;
-  if (decide_rates_from_series(&set, o->match, o->in.prompt_tokens, o->in.output_tokens, want_pf,
-                               want_dc, &pf, &dc, o->which_prefill, o->which_decode,
-                               sizeof o->which_prefill, &err) != 0) {
-    rc = cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", o->results, err.msg);
-    goto done;
-  }
-  if (want_pf) o->in.dev_prefill_tok_s = pf;
-  if (want_dc) o->in.dev_decode_tok_s = dc;
-done:
-  series_set_free(&set);
-  results_free(&r);
-  return rc;
-}
-
-static int print_json(const struct decide_cli *o, const struct decide_result *r) {
-  const struct decide_inputs *in = &o->in;
-  json_t *root = json_object(), *j = json_object();
-  json_object_set_new(j, "prompt_tokens", json_real(in->prompt_tokens));
-  json_object_set_new(j, "output_tokens", json_real(in->output_tokens));
-  json_object_set_new(j, "requests_per_day", json_real(in->requests_per_day));
-  json_object_set_new(j, "device_prefill_tok_s", jnum(in->dev_prefill_tok_s));
-  json_object_set_new(j, "device_decode_tok_s", jnum(in->dev_decode_tok_s));
-  json_object_set_new(j, "device_prefill_from", o->which_prefill[0] ? json_string(o->which_prefill) : json_null());
-  json_object_set_new(j, "device_decode_from", o->which_decode[0] ? json_string(o->which_decode) : json_null());
-  json_object_set_new(j, "device_overhead_s", jnum(in->dev_overhead_s));
-  json_object_set_new(j, "device_load_s", jnum(in->dev_load_s));
-  json_object_set_new(j, "device_stays_warm", json_boolean(in->dev_stays_warm));
-  json_object_set_new(j, "device_watts", jnum(in->dev_watts));
-  json_object_set_new(j, "kwh_price", jnum(in->kwh_price));
-  json_object_set_new(j, "device_price", jnum(in->dev_hw_price));
-  json_object_set_new(j, "device_lifetime_days", jnum(in->dev_lifetime_days));
-  json_object_set_new(j, "api_rtt_s", jnum(in->api_rtt_s));
-  json_object_set_new(j, "api_ttft_s", jnum(in->api_ttft_s));
-  json_object_set_new(j, "api_prefill_tok_s", jnum(in->api_prefill_tok_s));
-  json_object_set_new(j, "api_decode_tok_s", jnum(in->api_decode_tok_s));
-  json_object_set_new(j, "price_in_per_million", jnum(in->price_in_per_m));
-  json_object_set_new(j, "price_out_per_million", jnum(in->price_out_per_m));
-  json_object_set_new(root, "inputs", j);
-  json_object_set_new(root, "device_warm", side_json(&r->warm));
-  json_object_set_new(root, "device_reload", side_json(&r->reload));
-  json_object_set_new(root, "api", side_json(&r->api));
-  json_object_set_new(root, "device_energy_per_request", jnum(r->dev_energy_per_request));
-  json_object_set_new(root, "device_hardware_per_day", jnum(r->dev_hw_per_day));
-  json_object_set_new(root, "breakeven_requests_per_day", jnum(r->breakeven_per_day));
-  json_object_set_new(root, "cheaper_below_breakeven", jwho(r->breakeven_below));
-  json_object_set_new(root, "breakeven_requests_per_day_reload", jnum(r->breakeven_reload_per_day));
-  json_object_set_new(root, "cheaper_below_breakeven_reload", jwho(r->breakeven_reload_below));
-  json_object_set_new(root, "winner",
-                      json_pack("{s:o,s:o,s:o,s:o,s:o}", "first_token", jwho(r->first_winner),
-                                "complete", jwho(r->complete_winner), "cost", jwho(r->cost_winner),
-                                "first_token_reload", jwho(r->reload_first_winner),
-                                "complete_reload", jwho(r->reload_complete_winner)));
-  char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-  json_decref(root);
+/* Dumps the --json document (NULL: out of memory) on stdout; the exit code. */
+static int print_json(json_t *doc) {
+  char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+  json_decref(doc);
   if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
   puts(s);
   free(s);
@@ -517,8 +405,15 @@ int cmd_decide(int argc, char **argv) {
                                 "FILE.jsonl");
   if (o.results && (!(in->dev_decode_tok_s > 0) ||
                     (in->prompt_tokens > 0 && !(in->dev_prefill_tok_s > 0)))) {
-    int rc = rates_from_results(&o);
-    if (rc != 0) return rc;
+    enum decide_results_fault fault;
+    struct tm_err ferr;
+    if (decide_rates_from_results(o.results, o.match, in, o.which_prefill, o.which_decode,
+                                  sizeof o.which_prefill, &fault, &ferr) != 0) {
+      if (fault == DECIDE_FAULT_RUNS)
+        return cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", o.results, ferr.msg);
+      return cli_fail(CMD, fault == DECIDE_FAULT_MEMORY ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s",
+                      ferr.msg);
+    }
   }
   if (!(in->dev_decode_tok_s > 0) || (in->prompt_tokens > 0 && !(in->dev_prefill_tok_s > 0)))
     return cli_usage_error(CMD, "device rates unknown: give --results FILE.jsonl or "
@@ -533,7 +428,7 @@ int cmd_decide(int argc, char **argv) {
     if (waits[i].s > DECIDE_MAX_RESULT_S) /* NAN (unknown) passes */
       return cli_usage_error(CMD, "the complete answer %s would take more than a million years: "
                                   "check the token counts, rates and durations", waits[i].side);
-  if (o.json) return print_json(&o, &r);
+  if (o.json) return print_json(decide_json(in, o.which_prefill, o.which_decode, &r));
   print_table(&o, &r);
   return TM_EXIT_OK;
 }

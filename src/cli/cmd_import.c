@@ -11,7 +11,6 @@
  * untouched. Exit codes: 0 ok; 1 the results file cannot be written; 2 bad
  * flag, a results file that is not one, unreadable / corrupt / empty input,
  * model file that cannot be analysed. */
-#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -26,78 +25,34 @@
 #include "machine/probe.h"
 #include "model/analysis.h"
 #include "record/record.h"
+#include "util/input.h"
 #include "util/units.h"
 
 static const char *const CMD = "import";
 #define MAX_INPUT_BYTES (256u << 20) /* llama-bench output is kilobytes */
 
+/* A reference; what becomes what, the ceilings and the errors are in
+ * docs/import.md. */
 static void usage(void) {
   printf("Usage: tokmeter import [options] FILE...\n"
-         "\n"
-         "Reads llama.cpp's llama-bench output (-o json or -o jsonl; '-' = stdin) and\n"
-         "appends it as tokmeter records (backend \"llama-bench\"): one run per sample,\n"
-         "one summary per test, so 'tokmeter report' and 'tokmeter compare' treat the\n"
-         "runs like 'tokmeter bench' ones. Combined pp+tg tests are skipped (their rate\n"
-         "blends prefill and decode). Each FILE is one invocation.\n"
+         "Appends llama.cpp's llama-bench output (-o json or -o jsonl; '-' = stdin) to\n"
+         "a results file as tokmeter records, one invocation per FILE, so 'report' and\n"
+         "'compare' treat the runs like 'tokmeter bench' ones.\n"
          "\n"
          "Options:\n"
-         "  -o, --out FILE        results file to append to; '-' = stdout (the table\n"
-         "                        then goes to stderr) (default: tokmeter-results.jsonl);\n"
-         "                        an existing file must be a tokmeter results file (a\n"
-         "                        model, a text file or a cut last line is refused)\n"
-         "  -m, --gguf FILE       the model file the runs used: adds ceilings (decode:\n"
-         "                        bandwidth / bytes per token; prefill: compute / FLOPs\n"
-         "                        per token) (default: none, ceilings blank)\n"
-         "      --bandwidth RATE  memory read bandwidth of the machine the runs were\n"
-         "                        made on, e.g. 28.6GB/s (default: this machine's cached\n"
-         "                        probe at the run's thread count)\n"
-         "      --compute RATE    compute rate for the prefill ceiling, e.g. 1.2TOPS\n"
-         "                        (default: this machine's cached probe, int8 path for\n"
-         "                        a quantized model where the CPU has one)\n"
-         "      --no-probe        never use the cached probe (default: use it when the\n"
-         "                        runs are CPU runs and a figure is not given)\n"
-         "  -h, --help            show this help and exit\n");
-}
-
-static char *read_input(const char *path, size_t *len, char *why, size_t why_n) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  if (!f) {
-    snprintf(why, why_n, "cannot read %s: %s", path, strerror(errno));
-    return NULL;
-  }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-    if (n == cap) {
-      if (cap >= MAX_INPUT_BYTES) {
-        snprintf(why, why_n, "%s is larger than %u MiB: not llama-bench output", path,
-                 MAX_INPUT_BYTES >> 20);
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      char *g = realloc(buf, cap * 2);
-      if (!g) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = g;
-      cap *= 2;
-    }
-  }
-  if (!buf && !why[0]) snprintf(why, why_n, "out of memory reading %s", path);
-  if (buf && ferror(f)) {
-    snprintf(why, why_n, "cannot read %s: %s", path, strerror(errno));
-    free(buf);
-    buf = NULL;
-  }
-  if (f != stdin) fclose(f);
-  *len = n;
-  return buf;
+         "  -o, --out FILE        results file to append to; '-' = stdout, the table\n"
+         "                        then on stderr (default: tokmeter-results.jsonl)\n"
+         "  -m, --gguf FILE       the model file the runs used: adds ceilings\n"
+         "                        (default: none, ceilings blank)\n"
+         "      --bandwidth RATE  read bandwidth of the machine the runs were made on,\n"
+         "                        e.g. 28.6GB/s (default: this machine's cached probe)\n"
+         "      --compute RATE    compute rate for the prefill ceilings, e.g. 1.2TOPS\n"
+         "                        (default: this machine's cached probe)\n"
+         "      --no-probe        never use the cached probe (default: use it for CPU\n"
+         "                        runs when a figure is not given)\n"
+         "  -h, --help            show this help and exit\n"
+         "Exit codes: 0 ok, 1 the results file cannot be written, 2 bad usage or input.\n"
+         "Details: docs/import.md\n");
 }
 
 static int analyse_gguf(const char *path, struct model_cost *cost) {
@@ -245,11 +200,10 @@ int cmd_import(int argc, char **argv) {
   size_t done = 0;
   for (; done < n_in && rc == TM_EXIT_OK; done++) {
     const char *path = argv[optind + (int)done];
-    char why[600] = "";
     size_t len = 0;
-    char *text = read_input(path, &len, why, sizeof why);
+    char *text = tm_read_input(path, MAX_INPUT_BYTES, "llama-bench output", &len, &err);
     if (!text) {
-      rc = cli_fail(CMD, TM_EXIT_USAGE, "%s", why);
+      rc = cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
       break;
     }
     io.source = path;

@@ -1,7 +1,8 @@
 /* cmd_probe: `tokmeter probe`, measure this machine (read and copy bandwidth,
  * f32 and int8 compute at 1..N threads) and show its identity; the result is
- * saved in the per-machine cache that `ceiling` and `bench` read. `--cached`
- * shows the stored result without measuring. */
+ * saved in the per-machine cache that `ceiling` and `bench` read, unless that
+ * holds a fuller one (machine/probe_keep.h). `--cached` shows the stored
+ * result without measuring. This file parses the flags and prints. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -11,31 +12,29 @@
 
 #include "cli/cli.h"
 #include "machine/probe.h"
+#include "machine/probe_keep.h"
 #include "util/units.h"
 
+/* A reference; the method, the cache rules and the --json keys are in
+ * docs/probe.md. */
 static void usage(void) {
   printf("Usage: tokmeter probe [options]\n"
-         "\n"
-         "Measures this machine: memory read and copy bandwidth and compute rate\n"
-         "(f32 FMA; int8 dot products where the CPU has them; int8 matrix tiles, AMX,\n"
-         "where the CPU and OS give them) at 1..N threads, plus\n"
-         "CPU model, cores, feature flags, memory and temperatures. The result is\n"
-         "cached per machine for 'tokmeter ceiling' and 'tokmeter bench', unless the\n"
-         "cache holds a fuller one (a full probe where this one is --quick, or more\n"
-         "thread counts): that one is kept, and a line says so. Read passes\n"
-         "take turns at three software prefetch distances and keep the best; a cache\n"
-         "measured with another read loop is not reused.\n"
+         "Measures this machine: memory read and copy bandwidth, f32 and int8 compute\n"
+         "(int8 matrix tiles, AMX, where the CPU and OS give them) at 1..N threads,\n"
+         "with its identity and temperatures, and caches the result for 'tokmeter\n"
+         "ceiling' and 'tokmeter bench' (unless the cache holds a fuller one).\n"
          "\n"
          "Options:\n"
          "  -t, --threads N  measure at 1..N threads, N at most the online CPUs\n"
          "                   (default: online CPUs)\n"
          "      --quick      small buffer, short passes: a smoke test, not a\n"
          "                   measurement (default: off; also TOKMETER_PROBE_QUICK=1)\n"
-         "      --cached     show the cached result instead of measuring; exit 1 when\n"
-         "                   there is none (default: off, measure afresh)\n"
-         "      --json       print the result as one JSON object on stdout (default:\n"
-         "                   a table); copy figures count bytes read + written\n"
-         "  -h, --help       show this help and exit\n");
+         "      --cached     show the cached result instead of measuring\n"
+         "                   (default: off, measure afresh)\n"
+         "      --json       one JSON object on stdout (default: a table)\n"
+         "  -h, --help       show this help and exit\n"
+         "Exit codes: 0 ok, 1 the probe failed or --cached found none, 2 bad usage.\n"
+         "Details: docs/probe.md\n");
 }
 
 static double gb(double v) { return v / 1e9; }
@@ -116,25 +115,21 @@ static void print_human(const struct machine_probe *p) {
   if (probe_busy_warning(p, warn, sizeof warn)) cli_warn("probe", "%s", warn);
 }
 
-/* Caches p, unless the cache holds a fuller probe (probe_replaces_cached: a
- * full one where p is quick, or more thread counts of the same kind): that
- * one is kept, for `ceiling` and `bench`, and a line says so. Replacing it
- * made the next `ceiling` probe the machine again. */
+/* Caches p unless the cache holds a fuller probe (probe_keep.h), which then
+ * stays for `ceiling` and `bench`: a line says so, or says why p could not
+ * be cached. */
 static void save_unless_narrower(const struct machine_probe *p) {
-  struct machine_probe *old = malloc(sizeof *old);
+  struct probe_kept old;
   struct tm_err err = {{0}};
-  if (old && probe_load_cached(old, &err) == 1 && !probe_replaces_cached(p, old)) {
+  int r = probe_save_unless_fuller(p, &old, &err);
+  if (r == 1)
     cli_warn("probe", "not cached: the cached probe (%s, %s, 1..%u threads) is fuller than "
              "this one (%s, 1..%u threads) and stays for 'ceiling' and 'bench'; 'tokmeter probe' "
-             "(every thread count, not --quick) replaces it", old->measured_at,
-             old->quick ? "quick" : "full", old->max_threads, p->quick ? "quick" : "full",
+             "(every thread count, not --quick) replaces it", old.measured_at,
+             old.quick ? "quick" : "full", old.max_threads, p->quick ? "quick" : "full",
              p->max_threads);
-    free(old);
-    return;
-  }
-  free(old);
-  memset(&err, 0, sizeof err);
-  if (probe_save_cached(p, &err) != 0) cli_warn("probe", "result not cached: %s", err.msg);
+  else if (r != 0)
+    cli_warn("probe", "result not cached: %s", err.msg);
 }
 
 int cmd_probe(int argc, char **argv) {

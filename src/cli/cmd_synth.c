@@ -1,7 +1,8 @@
 /* cmd_synth: `tokmeter synth` - write a random-weight GGUF model of a real shape
  * (a preset or flags) at a llama.cpp file type. Library work is in
- * src/synth/synth.h; this file parses flags, picks the output path, shows
- * progress and prints the summary line.
+ * src/synth/synth.h, the shape from preset and flags in synth_shape.h; this
+ * file parses flags, picks the output path, shows progress and prints the
+ * summary line.
  * Exit codes: 0 written; 2 bad flag, unknown preset/type/arch, inconsistent
  * shape, a row length the type cannot hold, --vocab-from without a tokenizer, or
  * an existing output file without --force, an output path that exists and is not
@@ -18,64 +19,82 @@
 #include "model/plan.h"
 #include "model/shape.h"
 #include "synth/synth.h"
+#include "synth/synth_shape.h"
 #include "util/units.h"
 
 static const char *const CMD = "synth";
 
+/* Prints words (separated by single spaces) from column `indent` on, wrapped
+ * so that no line passes column 80. The first line continues the current one,
+ * at column `col`. */
+static void put_wrapped(FILE *out, const char *words, int col, int indent) {
+  for (const char *p = words; *p;) {
+    const char *sp = strchr(p, ' ');
+    int len = sp ? (int)(sp - p) : (int)strlen(p);
+    if (col > indent && col + 1 + len > 80) {
+      fprintf(out, "\n%*s", indent, "");
+      col = indent;
+    } else if (col > indent) {
+      fputc(' ', out);
+      col++;
+    }
+    fprintf(out, "%.*s", len, p);
+    col += len;
+    p += len;
+    while (*p == ' ') p++;
+  }
+  fputc('\n', out);
+}
+
+/* A reference of at most 45 lines; what the file holds and how the defaults
+ * are chosen is in docs/synth.md. */
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: tokmeter synth [--preset NAME] [shape flags] [--type T] [-o FILE] [options]\n"
-          "\n"
+          "Usage: tokmeter synth [--preset NAME] [shape flags] [--type T] [-o FILE]\n"
           "Writes a random-weight GGUF model that llama.cpp can load and run, with the\n"
           "tensor types llama-quantize would choose for the file type.\n"
-          "\n"
           "Model:\n"
-          "  --preset NAME      start from a named shape (see --list-presets); shape\n"
-          "                     flags override its fields. Default: none (give the shape)\n"
-          "  --list-presets     print the presets and exit\n"
-          "  --type T           file type: %s\n"
-          "                     (default Q8_0)\n"
-          "  --vocab-from FILE  copy every tokenizer.* key of FILE (a GGUF) and use its\n"
-          "                     vocabulary size; not with --vocab (default: tokenizer\n"
-          "                     \"none\" + vocab_size)\n"
+          "  --preset NAME      a named shape; shape flags override its fields\n"
+          "                     (default: none, give the shape)\n"
+          "  --list-presets     print the presets and exit\n");
+  put_wrapped(out, model_ftype_names(), fprintf(out, "  --type T           file type (default Q8_0):"),
+              21);
+  fprintf(out,
+          "  --vocab-from FILE  copy FILE's tokenizer.* keys and vocabulary size; not\n"
+          "                     with --vocab (default: tokenizer \"none\" + --vocab)\n"
           "  --seed N           weights seed; same seed, same bytes (default %u)\n"
           "  --name S           general.name (default \"tokmeter-synth-<preset or arch>\")\n"
-          "\n"
           "Shape (without --preset: --arch, --layers, --n-embd, --heads, --n-ff, --vocab\n"
-          "are required; qwen3moe also --experts, --experts-used, --expert-n-ff):\n"
+          "are required; qwen3moe needs the three expert flags instead of --n-ff):\n"
           "  --arch A           llama, qwen2, qwen3, qwen3moe\n"
           "  --layers N         block count\n"
           "  --n-embd N         embedding length\n"
           "  --heads N          attention heads\n"
-          "  --kv-heads N       KV heads (default: the preset's if they divide --heads, else --heads)\n"
+          "  --kv-heads N       KV heads (default: the preset's if they divide --heads,\n"
+          "                     else --heads)\n"
           "  --head-dim N       head dimension, even (default: the preset's, else\n"
-          "                     n-embd / heads, which must then divide exactly)\n"
+          "                     n-embd / heads, which must divide exactly)\n"
           "  --n-ff N           feed-forward length\n"
-          "  --vocab N          vocabulary size (rows of token_embd); not with --vocab-from\n"
+          "  --vocab N          vocabulary size; not with --vocab-from\n"
           "  --experts N        experts (qwen3moe)\n"
           "  --experts-used N   experts per token (qwen3moe)\n"
           "  --expert-n-ff N    expert feed-forward length (qwen3moe)\n"
           "  --tied, --untied   output head shares token_embd or not; one of them\n"
           "                     (default: the preset's; tied without one)\n"
-          "  --rope-base X      rope.freq_base, 1 to 1e12 (default: the preset's; without\n"
-          "                     one 10000 for llama, 1e6 otherwise)\n"
+          "  --rope-base X      rope.freq_base, 1 to 1e12 (default: the preset's;\n"
+          "                     without one 10000 for llama, 1e6 otherwise)\n"
           "  --rms-eps X        RMSNorm epsilon, 1e-12 to 1 (default: the preset's;\n"
           "                     without one 1e-5 for llama, 1e-6 otherwise)\n"
           "  --ctx N            context_length (default: the preset's, e.g. 40960 for\n"
           "                     qwen3-0.6b; 4096 without one)\n"
-          "\n"
           "Output:\n"
           "  -o, --output FILE  where to write (default ./<preset or arch>-<TYPE>.gguf)\n"
-          "  --force            replace an existing regular file (default: refuse, exit 2);\n"
-          "                     a directory, device, FIFO, socket or symbolic link at FILE\n"
-          "                     is never replaced (exit 2, --force or not)\n"
-          "  --threads N        worker threads (default: all CPUs); the output does not\n"
-          "                     depend on it\n"
+          "  --force            replace an existing regular file (default: refuse)\n"
+          "  --threads N        worker threads (default: all CPUs); same bytes at any N\n"
           "  -h, --help         this help\n"
-          "\n"
-          "The file is written to FILE.tmp.<pid> and renamed when complete. Prints one\n"
-          "line: path, architecture, parameters, size, tensor types, seconds, MB/s.\n",
-          model_ftype_names(), SYNTH_DEFAULT_SEED);
+          "Exit codes: 0 written, 1 I/O or runtime failure, 2 bad usage, shape or path.\n"
+          "Details: docs/synth.md\n",
+          SYNTH_DEFAULT_SEED);
 }
 
 enum {
@@ -83,15 +102,6 @@ enum {
   OPT_LAYERS, OPT_EMBD, OPT_HEADS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_FF, OPT_VOCAB, OPT_EXPERTS,
   OPT_EXPERTS_USED, OPT_EXPERT_FF, OPT_TIED, OPT_UNTIED, OPT_ROPE, OPT_EPS, OPT_CTX, OPT_FORCE,
   OPT_THREADS,
-};
-
-/* Shape fields given on the command line (0 / unset = not given). */
-struct shape_flags {
-  const char *arch;
-  uint32_t layers, embd, heads, kv_heads, head_dim, ff, vocab, experts, experts_used, expert_ff,
-      ctx;
-  int tied; /* -1 unset */
-  double rope, eps;
 };
 
 struct progress_state {
@@ -135,63 +145,6 @@ static void list_presets(void) {
   for (size_t i = 0; i < n; i++) printf("%-14s %s\n", p[i].name, p[i].description);
 }
 
-/* Builds the shape from the preset (if any) and the flags. Returns 0 or an exit code. */
-static int build_shape(const struct model_preset *preset, const struct shape_flags *f,
-                       struct model_shape *s) {
-  if (preset) {
-    *s = preset->shape;
-  } else {
-    memset(s, 0, sizeof *s);
-    const char *missing = !f->arch ? "--arch" : !f->layers ? "--layers" : !f->embd ? "--n-embd"
-                        : !f->heads ? "--heads" : !f->vocab ? "--vocab" : NULL;
-    if (!missing && !f->ff && !(f->arch && strcmp(f->arch, "qwen3moe") == 0)) missing = "--n-ff";
-    if (missing) return cli_usage_error(CMD, "give --preset NAME or the shape (%s is missing)", missing);
-    s->tied = true;
-    s->n_ctx_train = 4096;
-  }
-  if (f->arch) {
-    if (strlen(f->arch) >= sizeof s->arch)
-      return cli_usage_error(CMD, "unknown architecture '%s' (llama, qwen2, qwen3, qwen3moe)", f->arch);
-    snprintf(s->arch, sizeof s->arch, "%s", f->arch);
-  }
-  bool llama = strcmp(s->arch, "llama") == 0;
-  if (!preset) {
-    s->rope_base = llama ? 10000.0f : 1e6f;
-    s->rms_eps = llama ? 1e-5f : 1e-6f;
-  }
-  if (f->layers) s->n_layer = f->layers;
-  if (f->embd) s->n_embd = f->embd;
-  if (f->heads) s->n_head = f->heads;
-  /* KV heads: given, else a preset's own when they still divide the heads, else
-   * the heads (plain multi-head). head_dim: given, else a preset's own, else
-   * n_embd / heads. */
-  if (f->kv_heads)
-    s->n_head_kv = f->kv_heads;
-  else if (!preset || (s->n_head_kv && s->n_head % s->n_head_kv != 0))
-    s->n_head_kv = s->n_head;
-  if (f->head_dim) {
-    s->head_dim = f->head_dim;
-  } else if (!preset) {
-    /* The default must be exact: 64 / 3 heads is not a head of 21. */
-    if (s->n_head && s->n_embd % s->n_head)
-      return cli_usage_error(CMD, "--n-embd %u is not a multiple of --heads %u: give "
-                             "--head-dim, or heads that divide n_embd", s->n_embd, s->n_head);
-    s->head_dim = s->n_head ? s->n_embd / s->n_head : 0;
-  }
-  if (f->ff) s->n_ff = f->ff;
-  if (f->vocab) s->n_vocab = f->vocab;
-  if (f->experts) s->n_expert = f->experts;
-  if (f->experts_used) s->n_expert_used = f->experts_used;
-  if (f->expert_ff) s->n_ff_exp = f->expert_ff;
-  if (f->tied >= 0) s->tied = f->tied;
-  if (f->rope > 0) s->rope_base = (float)f->rope;
-  if (f->eps > 0) s->rms_eps = (float)f->eps;
-  if (f->ctx) s->n_ctx_train = f->ctx;
-  struct tm_err err;
-  if (model_shape_validate(s, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
-  return 0;
-}
-
 int cmd_synth(int argc, char **argv) {
   static const struct option longopts[] = {
       {"preset", required_argument, NULL, OPT_PRESET},
@@ -222,7 +175,7 @@ int cmd_synth(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  struct shape_flags f = {.tied = -1};
+  struct synth_shape_flags f = {.tied = -1};
   const char *preset_name = NULL, *type_name = "Q8_0", *out_path = NULL, *vocab_from = NULL,
              *name = NULL;
   uint64_t seed = SYNTH_DEFAULT_SEED;
@@ -310,8 +263,8 @@ int cmd_synth(int argc, char **argv) {
 
   struct synth_options opt;
   synth_options_init(&opt);
-  int rc = build_shape(preset, &f, &opt.shape);
-  if (rc) return rc;
+  if (synth_shape_build(preset, &f, &opt.shape, &err) != 0)
+    return cli_usage_error(CMD, "%s", err.msg);
   opt.ftype = ftype;
   opt.seed = seed;
   opt.n_threads = threads;
@@ -328,7 +281,7 @@ int cmd_synth(int argc, char **argv) {
 
   struct progress_state ps = {-1};
   struct synth_result res;
-  rc = synth_write(&opt, out_path, on_progress, &ps, &res, &err);
+  int rc = synth_write(&opt, out_path, on_progress, &ps, &res, &err);
   cli_progress_done();
   if (rc != 0)
     return cli_fail(CMD, res.err_kind == SYNTH_ERR_INPUT ? TM_EXIT_USAGE : TM_EXIT_RUNTIME, "%s",

@@ -3,10 +3,12 @@
  * prompts and waits on fixed serial steps; and `--claim FIGURE`: one
  * published number read as each of docs/design.md's quantities.
  *
+ * This file parses the flags and prints; the arithmetic is whatif.c's, the
+ * --json documents whatif_json.c's and the --html page report/whatif_html.c's.
  * Output: a table on stdout (durations via tm_fmt_duration), or one JSON object
- * with --json (keys: docs/whatif.md); --html FILE writes a page with the plot
- * (the report module's svg layer). Exit codes: 0 ok; 2 bad flag or value; 1 the
- * HTML file could not be written.
+ * with --json (keys: docs/whatif.md); --html FILE also writes a page with the
+ * plot. Exit codes: 0 ok; 2 bad flag or value; 1 the HTML file could not be
+ * written.
  *
  * Bounds: every value is checked against the ranges --help states (WHATIF_MAX_*
  * below) so the arithmetic stays exact (counts below 2^53) and finite, and no
@@ -21,8 +23,7 @@
 
 #include "analysis/whatif.h"
 #include "cli/cli.h"
-#include "report/sbuf.h"
-#include "report/svg.h"
+#include "report/whatif_html.h"
 #include "util/units.h"
 
 static const char *const CMD = "whatif";
@@ -41,71 +42,48 @@ static const char *const CMD = "whatif";
  * years is refused as a mistake in the inputs rather than printed. */
 #define WHATIF_MAX_RESULT_S (1e6 * 365.25 * 86400)
 
+/* A reference of at most 45 lines; the method, the formulas and the
+ * examples are in docs/whatif.md. */
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: tokmeter whatif --gen-tokens N --rate RATES [options]\n"
-          "       tokmeter whatif --claim FIGURE [options]\n"
-          "\n"
-          "Amdahl for token jobs: a job of ITEMS pieces, each reading some prompt tokens\n"
-          "(prefill) and writing some tokens (decode), plus fixed serial steps (a test\n"
-          "run, a human review). Prints, per generation rate, the time of each phase, the\n"
-          "end-to-end time, the speedup against a baseline rate, and the share of the\n"
-          "wait that is fixed steps: the part a faster generator cannot remove.\n"
-          "\n"
+          "Usage: tokmeter whatif --gen-tokens N --rate RATES [job options]\n"
+          "       tokmeter whatif --claim FIGURE [claim options]\n"
+          "Amdahl for token jobs: per generation rate, the time of each phase, the\n"
+          "speedup against a baseline and the share of the wait in fixed steps.\n"
           "Job:\n"
-          "  -g, --gen-tokens N       tokens written per item, 0 to 1T (required without\n"
-          "                           --claim)\n"
+          "  -g, --gen-tokens N       tokens written per item, 0 to 1T (required)\n"
           "  --read-tokens N          prompt tokens read per item, 0 to 1T (default 0)\n"
-          "  --items N                pieces of work in the job, 1 to 1T (default 1)\n"
-          "  -c, --concurrency N      items run side by side, one stream each, 1 to 1M;\n"
-          "                           the rate is per stream and assumed to hold at N\n"
-          "                           streams (default 1)\n"
+          "  --items N                items in the job, 1 to 1T (default 1)\n"
+          "  -c, --concurrency N      items side by side, one stream each, 1 to 1M\n"
+          "                           (default 1)\n"
           "  --step NAME=DURATION[/item|/job]\n"
           "                           a fixed serial step, repeatable (at most %d), each\n"
-          "                           at most 100 years: 'review=600' (once per job,\n"
-          "                           seconds), 'test=30s/item' (once per item);\n"
-          "                           units ms, s, m, h, d (default: none)\n"
-          "\n"
-          "Rates:\n"
-          "  -r, --rate RATES         generation (decode) rate of one stream, tok/s: a value\n"
-          "                           (75, 1M), a list (100,1k,10k), a log sweep A..B (A, B\n"
-          "                           and the 1-2-5 values between: 100..1M) or A..B:N (N\n"
-          "                           log-spaced points); at most %d rates (required\n"
-          "                           without --claim)\n"
-          "  --prefill-rate RATE      prompt reading rate, tok/s, kept fixed across the\n"
-          "                           sweep (required when --read-tokens > 0, unless\n"
-          "                           --prefill-ratio; not both)\n"
-          "  --prefill-ratio X        prefill = X times the generation rate, so reading\n"
-          "                           speeds up too; 0.001 to 1M (default: off)\n"
-          "  --baseline RATE          the rate speedups are against (default: the lowest\n"
-          "                           rate given)\n"
-          "  Every rate (--rate, --prefill-rate, --baseline, --claim) is 0.001 to 1T tok/s.\n"
-          "\n"
-          "Claim (--claim): a figure read as context size, prefill rate, single-stream\n"
-          "decode rate and aggregate over N streams, with what each would mean:\n"
-          "  --claim FIGURE           e.g. '1M tok/s', '250k'\n"
-          "  --claim-prompt N         prompt used for the consequences, 1 to 1T\n"
+          "                           up to 100 years: review=600, test=30s/item\n"
+          "                           (default: none)\n"
+          "Rates (each 0.001 to 1T tok/s):\n"
+          "  -r, --rate RATES         one stream's decode rate: 75, a list 100,1k,10k,\n"
+          "                           a sweep A..B or A..B:N; at most %d (required)\n"
+          "  --prefill-rate RATE      prompt reading rate, fixed across the sweep\n"
+          "                           (default: none; needed when --read-tokens > 0)\n"
+          "  --prefill-ratio X        prefill = X x the rate, 0.001 to 1M (default: off)\n"
+          "  --baseline RATE          the rate speedups are against (default: the lowest)\n"
+          "Claim:\n"
+          "  --claim FIGURE           one figure read four ways, e.g. '1M tok/s'\n"
+          "  --claim-prompt N         prompt for the consequences, 1 to 1T\n"
           "                           (default 100000)\n"
-          "  --claim-answer N         answer used for the consequences, 1 to 1T\n"
-          "                           (default 1000)\n"
-          "  --streams LIST           stream counts for the aggregate reading, each 1 to\n"
-          "                           1M, at most %d (default 1,100,10000)\n"
-          "  --bytes-per-token BYTES  bytes a model reads per generated token (e.g. 4GB),\n"
-          "                           up to 1PB: the memory bandwidth a single stream\n"
-          "                           would need (default: not shown)\n"
-          "  --prefill-rate RATE      also: how long filling the context takes (default:\n"
-          "                           not shown)\n"
-          "\n"
+          "  --claim-answer N         answer for the consequences, 1 to 1T (default 1000)\n"
+          "  --streams LIST           stream counts, each 1 to 1M, at most %d\n"
+          "                           (default 1,100,10000)\n"
+          "  --bytes-per-token BYTES  bytes read per token, up to 1PB, e.g. 4GB\n"
+          "                           (default: bandwidth not shown)\n"
+          "  --prefill-rate RATE      also: the time to fill the context (default: none)\n"
           "Output:\n"
-          "  --json                   one JSON object on stdout (keys: docs/whatif.md)\n"
+          "  --json                   one JSON object on stdout (default: a table)\n"
           "  --html FILE              also write an HTML page with the plot (default: none)\n"
           "  -h, --help               this help\n"
-          "\n"
-          "Counts take k, M, G, T (1T = 10^12). The job flags (-g, --read-tokens, --items,\n"
-          "-c, --step, --rate, --prefill-ratio, --baseline, --html) and the claim flags\n"
-          "(--claim-prompt, --claim-answer, --streams, --bytes-per-token) do not mix.\n"
-          "A result above a million years is refused as a mistake in the inputs.\n"
-          "Exit codes: 0 ok, 1 the HTML file could not be written, 2 bad usage or value.\n",
+          "Counts take k, M, G, T. Job flags and claim flags do not mix.\n"
+          "Exit codes: 0 ok, 1 the HTML file could not be written, 2 bad usage or value.\n"
+          "Details: docs/whatif.md\n",
           WHATIF_MAX_STEPS, WHATIF_MAX_RATES, WHATIF_MAX_RATES);
 }
 
@@ -137,8 +115,6 @@ static int check_result(double seconds, const char *what, double rate) {
   return cli_usage_error(CMD, "%s at %s tok/s would take more than a million years: check the "
                               "counts and rates", what, fmt_tok_s(rate, r, sizeof r));
 }
-
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 struct whatif_opts {
   struct whatif_job job;
@@ -201,6 +177,17 @@ static int parse_streams(const char *s, struct whatif_opts *o) {
   return 0;
 }
 
+/* Dumps a --json document (NULL: a builder ran out of memory) on stdout and
+ * frees it; the exit code. */
+static int print_json(json_t *doc) {
+  char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+  json_decref(doc);
+  if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  puts(s);
+  free(s);
+  return TM_EXIT_OK;
+}
+
 /* ------------------------------------------------------------------ claim */
 
 static int run_claim(const struct whatif_opts *o) {
@@ -225,34 +212,7 @@ static int run_claim(const struct whatif_opts *o) {
       return TM_EXIT_USAGE;
   char v[32], a[32], b[32], d[32];
   fmt_tok_s(in.value, v, sizeof v);
-  if (o->json) {
-    json_t *root = json_object(), *at = json_array();
-    json_object_set_new(root, "claim", json_string(o->claim));
-    json_object_set_new(root, "value", json_real(in.value));
-    json_object_set_new(root, "context", json_pack("{s:f,s:f,s:f,s:o,s:o}", "tokens",
-                                                   c.context_tokens, "prompt_tokens",
-                                                   in.prompt_tokens, "prompts", c.context_prompts,
-                                                   "prefill_tok_s", num_or_null(in.prefill_tok_s),
-                                                   "fill_s", num_or_null(c.context_fill_s)));
-    json_object_set_new(root, "prefill", json_pack("{s:f,s:f}", "prompt_tokens", in.prompt_tokens,
-                                                   "prompt_s", c.prefill_prompt_s));
-    json_object_set_new(root, "decode",
-                        json_pack("{s:f,s:f,s:f,s:o,s:o}", "answer_tokens", in.answer_tokens,
-                                  "answer_s", c.decode_answer_s, "token_s", c.decode_token_s,
-                                  "bytes_per_token", num_or_null(in.bytes_per_token),
-                                  "bandwidth_bytes_s", num_or_null(c.decode_bandwidth_bytes_s)));
-    for (size_t i = 0; i < c.n_at; i++)
-      json_array_append_new(at, json_pack("{s:f,s:f,s:f}", "streams", c.at[i].streams,
-                                          "per_stream_tok_s", c.at[i].per_stream_tok_s,
-                                          "answer_s", c.at[i].answer_s));
-    json_object_set_new(root, "aggregate", at);
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    json_decref(root);
-    if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-    puts(s);
-    free(s);
-    return TM_EXIT_OK;
-  }
+  if (o->json) return print_json(whatif_claim_json(o->claim, &in, &c));
   char pt[32], at_[32];
   fmt_tok_s(in.prompt_tokens, pt, sizeof pt);
   fmt_tok_s(in.answer_tokens, at_, sizeof at_);
@@ -294,77 +254,6 @@ static int run_claim(const struct whatif_opts *o) {
   return TM_EXIT_OK;
 }
 
-/* ------------------------------------------------------------------- html */
-
-static int write_html(const struct whatif_opts *o, const struct whatif_row *rows, size_t n) {
-  double *x = malloc(n * sizeof *x), *tot = malloc(n * sizeof *tot),
-         *gen = malloc(n * sizeof *gen), *fix = malloc(n * sizeof *fix),
-         *rd = malloc(n * sizeof *rd);
-  int rc = TM_EXIT_OK;
-  struct sbuf b;
-  sbuf_init(&b);
-  if (!x || !tot || !gen || !fix || !rd) {
-    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-    goto done;
-  }
-  bool any_read = false;
-  for (size_t i = 0; i < n; i++) {
-    x[i] = rows[i].rate_tok_s;
-    tot[i] = rows[i].total_s;
-    gen[i] = rows[i].generate_s;
-    fix[i] = rows[i].item_steps_s + rows[i].job_steps_s;
-    rd[i] = rows[i].read_s;
-    any_read |= rows[i].read_s > 0;
-  }
-  struct svg_series ser[4] = {
-      {.name = "end-to-end", .x = x, .y = tot, .n = n, .line = true, .shape = SVG_CIRCLE,
-       .color = 0},
-      {.name = "generate (decode)", .x = x, .y = gen, .n = n, .line = true, .shape = SVG_SQUARE,
-       .color = 1},
-      {.name = "fixed steps", .x = x, .y = fix, .n = n, .line = true, .shape = SVG_TRIANGLE,
-       .color = 2, .dashed = true},
-      {.name = "read (prefill)", .x = x, .y = rd, .n = n, .line = true, .shape = SVG_DIAMOND,
-       .color = 3},
-  };
-  double limit = whatif_limit_s(&o->job);
-  struct svg_refline ref = {.vertical = false, .value = limit,
-                            .label = "floor: infinitely fast generation"};
-  struct svg_chart ch = {.kind = SVG_XY, .id = "whatif-time", .title = "Job time against generation rate",
-                         .x_label = "generation rate, one stream", .x_unit = "tok/s",
-                         .y_label = "time", .y_unit = "s", .x_log = n > 1, .y_zero = true,
-                         .series = ser, .n_series = any_read ? 4 : 3, .refs = &ref,
-                         .n_refs = 1};
-  struct tm_err err;
-  sbuf_puts(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tokmeter whatif"
-                "</title><style>body{font-family:sans-serif;margin:2em}</style></head><body>\n"
-                "<h1>tokmeter whatif</h1>\n<p>");
-  char d[32], e[32];
-  sbuf_printf(&b, "%.0f items, %.0f tokens written and %.0f read per item, %.0f stream(s); "
-                  "fixed steps total %s; floor %s.",
-              o->job.items, o->job.gen_tokens, o->job.read_tokens, o->job.concurrency,
-              tm_fmt_duration(rows[0].item_steps_s + rows[0].job_steps_s, d, sizeof d),
-              tm_fmt_duration(limit, e, sizeof e));
-  sbuf_puts(&b, "</p>\n");
-  if (svg_render(&ch, &b, &err) != 0) {
-    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "plot: %s", err.msg);
-    goto done;
-  }
-  sbuf_puts(&b, "\n</body></html>\n");
-  if (!sbuf_ok(&b)) {
-    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-    goto done;
-  }
-  FILE *f = fopen(o->html, "w");
-  if (!f || fputs(sbuf_str(&b), f) == EOF || fclose(f) != 0) {
-    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "cannot write %s", o->html);
-    goto done;
-  }
-done:
-  sbuf_free(&b);
-  free(x), free(tot), free(gen), free(fix), free(rd);
-  return rc;
-}
-
 /* -------------------------------------------------------------- the sweep */
 
 /* o->n_rates >= 1: cmd_whatif runs the sweep only after a --rate that parsed, and
@@ -381,57 +270,10 @@ static int run_sweep(struct whatif_opts *o) {
       return cli_usage_error(CMD, "%s", err.msg);
     if (check_result(rows[i].total_s, "the job", o->rates[i])) return TM_EXIT_USAGE;
   }
-  double limit = whatif_limit_s(&o->job);
-  double max_speedup = limit > 0 ? base.total_s / limit : INFINITY;
-  if (o->html) {
-    int rc = write_html(o, rows, o->n_rates);
-    if (rc != TM_EXIT_OK) return rc;
-  }
-  if (o->json) {
-    json_t *root = json_object(), *in = json_object(), *steps = json_array(),
-           *arr = json_array();
-    json_object_set_new(in, "gen_tokens", json_real(o->job.gen_tokens));
-    json_object_set_new(in, "read_tokens", json_real(o->job.read_tokens));
-    json_object_set_new(in, "items", json_real(o->job.items));
-    json_object_set_new(in, "concurrency", json_real(o->job.concurrency));
-    json_object_set_new(in, "prefill_tok_s", num_or_null(o->job.prefill_tok_s));
-    json_object_set_new(in, "prefill_ratio",
-                        o->job.prefill_ratio > 0 ? json_real(o->job.prefill_ratio) : json_null());
-    json_object_set_new(in, "baseline_tok_s", json_real(b));
-    for (size_t i = 0; i < o->job.n_steps; i++)
-      json_array_append_new(steps, json_pack("{s:s,s:f,s:s}", "name", o->steps[i].name,
-                                             "seconds", o->steps[i].seconds, "per",
-                                             o->steps[i].per_item ? "item" : "job"));
-    json_object_set_new(in, "steps", steps);
-    json_object_set_new(root, "inputs", in);
-    for (size_t i = 0; i < o->n_rates; i++) {
-      const struct whatif_row *r = &rows[i];
-      json_t *row = json_object();
-      json_object_set_new(row, "rate_tok_s", json_real(r->rate_tok_s));
-      json_object_set_new(row, "aggregate_tok_s", json_real(r->aggregate_tok_s));
-      json_object_set_new(row, "prefill_tok_s", num_or_null(r->prefill_tok_s));
-      json_object_set_new(row, "waves", json_real(r->waves));
-      json_object_set_new(row, "read_s", json_real(r->read_s));
-      json_object_set_new(row, "generate_s", json_real(r->generate_s));
-      json_object_set_new(row, "item_steps_s", json_real(r->item_steps_s));
-      json_object_set_new(row, "job_steps_s", json_real(r->job_steps_s));
-      json_object_set_new(row, "total_s", json_real(r->total_s));
-      json_object_set_new(row, "speedup", num_or_null(r->speedup));
-      json_object_set_new(row, "fixed_share", num_or_null(r->fixed_share));
-      json_object_set_new(row, "generate_share", num_or_null(r->generate_share));
-      json_array_append_new(arr, row);
-    }
-    json_object_set_new(root, "rows", arr);
-    json_object_set_new(root, "limit_s", json_real(limit));
-    json_object_set_new(root, "max_speedup", num_or_null(max_speedup));
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    json_decref(root);
-    if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-    puts(s);
-    free(s);
-    return TM_EXIT_OK;
-  }
-
+  if (o->html && whatif_html_write(o->html, &o->job, rows, o->n_rates, &err) != 0)
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
+  if (o->json) return print_json(whatif_sweep_json(&o->job, &base, rows, o->n_rates));
+  double limit = whatif_limit_s(&o->job), max_speedup = whatif_max_speedup(&o->job, base.total_s);
   char a[32], c[32], d[32];
   printf("job: %.0f item%s, each reads %.0f and writes %.0f tokens; %.0f stream%s side by side "
          "(%.0f wave%s)\n",
