@@ -7,6 +7,47 @@
 #include <string.h>
 
 #include "gguf/ggml_types.h"
+#include "machine/probe.h"
+
+int ceiling_machine_from_probe(const struct machine_probe *p, uint32_t threads,
+                               double quantized_fraction, uint32_t prompt_tokens,
+                               struct ceiling_machine *m, struct tm_err *err) {
+  if (threads && (threads > p->max_threads || threads > PROBE_MAX_THREADS)) {
+    tm_errf(err, "-t %u: the probe measured 1..%u threads", threads, p->max_threads);
+    return -2;
+  }
+  m->probed = true;
+  m->quick = p->quick;
+  if (threads) {
+    m->bandwidth = p->read_bw_bytes_s[threads];
+    m->bw_threads = threads;
+  } else {
+    m->bandwidth = probe_best_read_bw(p, &m->bw_threads);
+  }
+  if (!(m->compute > 0)) {
+    uint32_t ti = threads, tf = threads;
+    const double i8 = threads ? p->int8_ops[threads] : probe_best_int8(p, &ti);
+    const double f32 = threads ? p->f32_flops[threads] : probe_best_f32(p, &tf);
+    m->rates.int8_ops = i8;
+    m->rates.f32_flops = f32;
+    const char *path = ceiling_compute_path(quantized_fraction, &m->rates, prompt_tokens);
+    if (path && !strcmp(path, "int8")) {
+      m->compute = i8;
+      m->compute_threads = ti;
+      snprintf(m->compute_path, sizeof m->compute_path, "int8 (%s)", p->int8_path);
+      m->tile_compute = threads ? p->int8_tile_ops[threads] : probe_best_int8_tile(p, NULL);
+      snprintf(m->tile_path, sizeof m->tile_path, "%s", p->int8_tile_path);
+    } else if (path) {
+      m->compute = f32;
+      m->compute_threads = tf;
+      snprintf(m->compute_path, sizeof m->compute_path, "f32 (%s)", p->f32_path);
+    }
+  }
+  m->rates.read_bw_bytes_s = m->bandwidth;
+  if (!(m->memory_bytes > 0)) m->memory_bytes = (double)p->info.memory_bytes;
+  if (!(m->bandwidth > 0)) return tm_errf(err, "the probe has no bandwidth");
+  return 0;
+}
 
 int ceiling_report_make(const struct ceiling_query *q, const struct ceiling_machine *m,
                         struct ceiling_report *r, struct tm_err *err) {

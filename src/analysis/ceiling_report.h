@@ -66,6 +66,19 @@ struct ceiling_report {
   char prefill_verdict_missing[160]; /* --measured-prefill with no ceiling: why; "" */
 };
 
+/* The machine side from a probe: at exactly `threads` threads (0: each
+ * figure's best over the thread counts, and the count it came from), the
+ * compute on the path model/ceiling.h chooses for a model with this share of
+ * quantized bytes and a prompt of prompt_tokens (unless m->compute was
+ * given: kept), the tiles' rate where the probe has them, memory from the
+ * probe unless given. m's given figures (compute, memory) are set by the
+ * caller first. 0; -2 with err when the probe did not measure `threads`
+ * (the user's value); -1 with err when it has no bandwidth. */
+struct machine_probe;
+int ceiling_machine_from_probe(const struct machine_probe *p, uint32_t threads,
+                               double quantized_fraction, uint32_t prompt_tokens,
+                               struct ceiling_machine *m, struct tm_err *err);
+
 /* The figures; 0, or -1 with err when a result is not a finite number
  * (inputs far outside any real model or machine), naming the inputs. */
 int ceiling_report_make(const struct ceiling_query *q, const struct ceiling_machine *m,

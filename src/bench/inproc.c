@@ -603,22 +603,13 @@ static int check_memory(const struct eb_state *s, const struct model_cost *costs
 
 /* The default pair's costs from their plans, before anything is written. */
 static int default_costs(struct model_cost *costs, uint64_t *bytes) {
-  const struct model_preset *pr = model_preset_find(DEFAULT_PRESET);
   const int types[] = {MODEL_FTYPE_Q4_0, MODEL_FTYPE_Q8_0};
   struct tm_err err;
   for (size_t i = 0; i < 2; i++) {
-    struct model_plan plan;
-    struct model_desc d;
-    struct model_analyze_options aopt = {.kv_type = GGML_TYPE_F16};
-    if (!pr || model_plan_make(&pr->shape, types[i], &plan, &err) != 0) return -1;
-    int rc = model_desc_from_plan(&plan, &d, &err);
-    if (rc == 0) {
-      rc = model_analyze(&d, &aopt, &costs[i], &err);
-      model_desc_free(&d);
-    }
-    bytes[i] = model_plan_data_bytes(&plan);
-    model_plan_free(&plan);
-    if (rc) return -1;
+    if (model_cost_from_preset(DEFAULT_PRESET, model_ftype_name(types[i]), GGML_TYPE_F16,
+                               &costs[i], NULL, 0, &err) != 0)
+      return -1;
+    bytes[i] = costs[i].bytes_total; /* the tensors' data: the file less its header */
   }
   return 0;
 }

@@ -238,11 +238,19 @@ static void sink(const struct runner_event *ev, void *vctx) {
 /* The runner gives progress and sink one context, the state. */
 static void runner_progress(const char *message, void *ctx) {
   const struct sb_state *s = ctx;
-  if (s->hooks.progress) s->hooks.progress(message, s->hooks.ctx);
+  if (!s->hooks.progress) return;
+  /* each request's line names the workload's place in the plan too */
+  char line[1200];
+  snprintf(line, sizeof line, "%s%s%s", s->place, s->place[0] ? " " : "", message);
+  s->hooks.progress(line, s->hooks.ctx);
 }
 
+/* "[2/3, about 40 s left] extract: ...": the place is kept for the lines of
+ * that workload's requests. */
 static void runner_step(const char *message, void *ctx) {
-  const struct sb_state *s = ctx;
+  struct sb_state *s = ctx;
+  const char *end = message[0] == '[' ? strchr(message, ']') : NULL;
+  if (end) snprintf(s->place, sizeof s->place, "%.*s", (int)(end - message + 1), message);
   if (s->hooks.step) s->hooks.step(message, s->hooks.ctx);
 }
 

@@ -87,6 +87,7 @@ struct sb_state {
   struct record_ceiling ceilings[RUNNER_MAX_WORKLOADS];
   double steal_share;    /* over the runs, 0..1; NAN unknown */
   int run_rc;            /* runner_run's */
+  char place[64];        /* the running workload's place in the plan, "[2/3]" */
   /* Findings: per workload (config.workload set; also in its summary
    * record) and of the invocation (in the end record). */
   struct bench_findings findings;

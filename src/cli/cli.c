@@ -4,6 +4,8 @@
 #include "util/err.h"
 #include "util/units.h"
 
+#include <jansson.h>
+#include <stdlib.h>
 #include <ctype.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -141,4 +143,14 @@ void cli_print_report_hint(const char *path) {
     putchar('\'');
   }
   fputs(" --html report.html (a table, and a page of plots)\n", stdout);
+}
+
+int cli_print_json(const char *cmd, void *doc) {
+  char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+                : NULL;
+  json_decref(doc);
+  if (!s) return cli_fail(cmd, TM_EXIT_RUNTIME, "out of memory");
+  printf("%s\n", s);
+  free(s);
+  return TM_EXIT_OK;
 }

@@ -59,6 +59,11 @@ void cli_progress_step(const char *message, void *ctx);
  * way, but step lines always (1) or never (0). */
 void cli_progress_force(int on);
 
+/* Prints a --json document (a json_t *, reference stolen) on stdout, indented,
+ * reals to 10 significant digits (JSON_REAL_PRECISION), keys in insertion
+ * order; NULL (a builder out of memory) fails. Returns the exit code. */
+int cli_print_json(const char *cmd, void *doc);
+
 int cmd_bench(int argc, char **argv);
 int cmd_ceiling(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

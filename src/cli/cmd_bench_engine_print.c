@@ -146,6 +146,20 @@ static void print_memory(const struct eb_model *m) {
          (uint64_t)mem->total <= mem->limit ? "within" : "ABOVE", f);
 }
 
+/* label, then per thread count 1..n "38.6 GB/s (1 thread, probe's buffer
+ * 35.7)", or with ratio "(1 thread, 1.8x the probe's buffer)"; no newline. */
+static void print_readings(const char *label, const double *bw, const double *ref, uint32_t n,
+                           bool ratio) {
+  char a[32];
+  printf("%s", label);
+  for (uint32_t t = 1; t <= n; t++) {
+    printf(" %s (%u thread%s, ", tm_fmt_bandwidth(bw[t], a, sizeof a), t, t == 1 ? "" : "s");
+    if (ratio) printf("%.1fx the probe's buffer)", bw[t] / ref[t]);
+    else printf("probe's buffer %.1f)", ref[t] / 1e9);
+    if (t < n) printf(",");
+  }
+}
+
 static void print_model_head(const struct eb_state *s, size_t mi) {
   const struct eb_model *m = &s->models[mi];
   char a[32], b[32], type[96];
@@ -175,38 +189,27 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
            m->info.max_batch, m->info.max_batch_asked);
   print_memory(m);
   if (m->copied) {
-    printf("mapped pages read in place (the probe's loop over this file's pages):");
-    for (uint32_t t = 1; t <= m->mapped_bw_threads; t++)
-      printf(" %s (%u thread%s, probe's buffer %.1f)%s",
-             tm_fmt_bandwidth(m->mapped_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
-             m->mapped_ref_bw[t] / 1e9, t < m->mapped_bw_threads ? "," : "");
+    print_readings("mapped pages read in place (the probe's loop over this file's pages):",
+                   m->mapped_read_bw, m->mapped_ref_bw, m->mapped_bw_threads, false);
     printf("\n  more than 5%% below fresh memory, so the main job runs this model from an "
            "anonymous copy, as --hugepages does\n");
   }
   if (m->copy_bw_threads) {
-    printf("an anonymous copy of them read in place:");
-    for (uint32_t t = 1; t <= m->copy_bw_threads; t++)
-      printf(" %s (%u thread%s, probe's buffer %.1f)%s",
-             tm_fmt_bandwidth(m->copy_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
-             m->copy_ref_bw[t] / 1e9, t < m->copy_bw_threads ? "," : "");
+    print_readings("an anonymous copy of them read in place:", m->copy_read_bw, m->copy_ref_bw,
+                   m->copy_bw_threads, false);
     printf("\n  slower than the mapping, so the main job runs this model memory-mapped after "
            "all\n");
   }
   if (m->weights_bw_threads) {
-    printf("weights read in place (the probe's loop over %s):",
-           m->info.hugepages ? "the copy" : "this file's pages");
-    for (uint32_t t = 1; t <= m->weights_bw_threads; t++)
-      printf(" %s (%u thread%s, probe's buffer %.1f)%s",
-             tm_fmt_bandwidth(m->weights_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
-             m->weights_ref_bw[t] / 1e9, t < m->weights_bw_threads ? "," : "");
+    print_readings(m->info.hugepages ? "weights read in place (the probe's loop over the copy):"
+                                     : "weights read in place (the probe's loop over this "
+                                       "file's pages):",
+                   m->weights_read_bw, m->weights_ref_bw, m->weights_bw_threads, false);
     printf("\n");
   }
   if (m->fits_caches) {
-    printf("the weights fit in the caches: a fresh buffer of their size read");
-    for (uint32_t t = 1; t <= m->fit_bw_threads; t++)
-      printf(" %s (%u thread%s, %.1fx the probe's buffer)%s",
-             tm_fmt_bandwidth(m->fit_read_bw[t], a, sizeof a), t, t == 1 ? "" : "s",
-             m->fit_read_bw[t] / m->weights_ref_bw[t], t < m->fit_bw_threads ? "," : "");
+    print_readings("the weights fit in the caches: a fresh buffer of their size read",
+                   m->fit_read_bw, m->weights_ref_bw, m->fit_bw_threads, true);
     printf("\n  so decode reads them from the caches, and its ceiling below is the caches' read "
            "rate, not memory's\n");
   }

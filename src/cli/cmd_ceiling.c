@@ -263,41 +263,14 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
 static int load_model(const struct ceiling_opts *o, struct model_cost *cost, char *type_name,
                       size_t tn) {
   struct tm_err err = {{0}};
-  struct model_desc d;
-  struct model_analyze_options ao = {o->kv_type};
   if (o->file) {
     struct model_file_facts facts;
     if (model_cost_from_file(o->file, o->kv_type, cost, &facts, &err) != 0)
       return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
     snprintf(type_name, tn, "%s", facts.file_type);
   } else {
-    const struct model_preset *p = model_preset_find(o->preset);
-    if (!p) {
-      size_t np;
-      const struct model_preset *all = model_presets(&np);
-      char list[1024] = "";
-      for (size_t i = 0; i < np; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                 all[i].name);
-      return cli_fail(CMD, TM_EXIT_USAGE, "unknown preset '%s'; accepted: %s", o->preset, list);
-    }
-    const char *t = o->type ? o->type : "Q4_K_M";
-    int ftype = model_ftype_from_name(t);
-    if (ftype < 0)
-      return cli_fail(CMD, TM_EXIT_USAGE, "unknown type '%s'; accepted: %s", t,
-                      model_ftype_names());
-    snprintf(type_name, tn, "%s", model_ftype_name(ftype));
-    struct model_plan plan;
-    if (model_plan_make(&p->shape, ftype, &plan, &err) != 0)
-      return cli_fail(CMD, TM_EXIT_USAGE, "preset %s at %s: %s", o->preset, t, err.msg);
-    int r = model_desc_from_plan(&plan, &d, &err);
-    model_plan_free(&plan);
-    if (r != 0) return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
-  }
-  if (!o->file) {
-    int r = model_analyze(&d, &ao, cost, &err);
-    model_desc_free(&d);
-    if (r != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+    const int rc = model_cost_from_preset(o->preset, o->type, o->kv_type, cost, type_name, tn, &err);
+    if (rc != 0) return cli_fail(CMD, rc == -2 ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
   }
   if (cost->bytes_total == 0) return cli_fail(CMD, TM_EXIT_USAGE, "the model has no tensor data");
   return 0;
@@ -333,44 +306,12 @@ static int machine_rates_get(const struct ceiling_opts *o, double quantized_frac
   if (err.msg[0]) cli_warn(CMD, "%s", err.msg); /* e.g. a corrupt cache was replaced */
   char warn[400];
   if (probe_busy_warning(p, warn, sizeof warn)) cli_warn(CMD, "%s", warn);
-  m->probed = true;
-  m->quick = p->quick;
-  if (o->threads && (o->threads > p->max_threads || o->threads > PROBE_MAX_THREADS)) {
-    uint32_t mt = p->max_threads;
-    free(p);
-    return cli_fail(CMD, TM_EXIT_USAGE, "-t %u: the probe measured 1..%u threads", o->threads,
-                    mt);
-  }
-  if (o->threads) {
-    m->bandwidth = p->read_bw_bytes_s[o->threads];
-    m->bw_threads = o->threads;
-  } else {
-    m->bandwidth = probe_best_read_bw(p, &m->bw_threads);
-  }
-  if (!(o->compute > 0)) {
-    uint32_t ti = 0, tf = 0;
-    double i8 = o->threads ? p->int8_ops[o->threads] : probe_best_int8(p, &ti);
-    double f32 = o->threads ? p->f32_flops[o->threads] : probe_best_f32(p, &tf);
-    if (o->threads) ti = tf = o->threads;
-    m->rates.int8_ops = i8;
-    m->rates.f32_flops = f32;
-    const char *path = ceiling_compute_path(quantized_fraction, &m->rates, o->prompt_tokens);
-    if (path && !strcmp(path, "int8")) {
-      m->compute = i8;
-      m->compute_threads = ti;
-      snprintf(m->compute_path, sizeof m->compute_path, "int8 (%s)", p->int8_path);
-      m->tile_compute = o->threads ? p->int8_tile_ops[o->threads] : probe_best_int8_tile(p, NULL);
-      snprintf(m->tile_path, sizeof m->tile_path, "%s", p->int8_tile_path);
-    } else if (path) {
-      m->compute = f32;
-      m->compute_threads = tf;
-      snprintf(m->compute_path, sizeof m->compute_path, "f32 (%s)", p->f32_path);
-    }
-  }
-  m->rates.read_bw_bytes_s = m->bandwidth;
-  if (!(m->memory_bytes > 0)) m->memory_bytes = (double)p->info.memory_bytes;
+  memset(&err, 0, sizeof err);
+  const int rc = ceiling_machine_from_probe(p, o->threads, quantized_fraction, o->prompt_tokens,
+                                            m, &err);
   free(p);
-  if (!(m->bandwidth > 0)) return cli_fail(CMD, TM_EXIT_RUNTIME, "the probe has no bandwidth");
+  if (rc != 0)
+    return cli_fail(CMD, rc == -2 ? TM_EXIT_USAGE : TM_EXIT_RUNTIME, "%s", err.msg);
   return 0;
 }
 
@@ -440,14 +381,7 @@ int cmd_ceiling(int argc, char **argv) {
   const uint64_t fits = r.fits;
 
   if (o.json) {
-    json_t *j = ceiling_report_json(&q, &m, &r);
-    char *txt = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
-                  : NULL;
-    json_decref(j);
-    if (!txt) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-    printf("%s\n", txt);
-    free(txt);
-    return TM_EXIT_OK;
+    return cli_print_json(CMD, ceiling_report_json(&q, &m, &r));
   }
 
   /* Human output. */

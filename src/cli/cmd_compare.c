@@ -274,12 +274,7 @@ int cmd_compare(int argc, char **argv) {
                   " threads and depth, or the same workload)",
                   path_a, path_b);
   } else if (json) {
-    json_t *doc = compare_json(&cr, path_a, path_b, &o);
-    char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
-    json_decref(doc);
-    rc = text ? TM_EXIT_OK : cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-    if (text) printf("%s\n", text);
-    free(text);
+    rc = cli_print_json(CMD, compare_json(&cr, path_a, path_b, &o));
   } else {
     print_table(&cr, path_a, path_b, &o);
     rc = TM_EXIT_OK;

@@ -204,16 +204,6 @@ static int parse_dur(const char *s, const char *flag, double *out) {
   return 0;
 }
 
-/* Dumps the --json document (NULL: out of memory) on stdout; the exit code. */
-static int print_json(json_t *doc) {
-  char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
-  json_decref(doc);
-  if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-  puts(s);
-  free(s);
-  return TM_EXIT_OK;
-}
-
 static void print_table(const struct decide_cli *o, const struct decide_result *r) {
   const struct decide_inputs *in = &o->in;
   char a[48], b[48], c[48], d[48];
@@ -428,7 +418,7 @@ int cmd_decide(int argc, char **argv) {
     if (waits[i].s > DECIDE_MAX_RESULT_S) /* NAN (unknown) passes */
       return cli_usage_error(CMD, "the complete answer %s would take more than a million years: "
                                   "check the token counts, rates and durations", waits[i].side);
-  if (o.json) return print_json(decide_json(in, o.which_prefill, o.which_decode, &r));
+  if (o.json) return cli_print_json(CMD, decide_json(in, o.which_prefill, o.which_decode, &r));
   print_table(&o, &r);
   return TM_EXIT_OK;
 }

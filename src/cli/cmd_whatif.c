@@ -177,17 +177,6 @@ static int parse_streams(const char *s, struct whatif_opts *o) {
   return 0;
 }
 
-/* Dumps a --json document (NULL: a builder ran out of memory) on stdout and
- * frees it; the exit code. */
-static int print_json(json_t *doc) {
-  char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
-  json_decref(doc);
-  if (!s) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-  puts(s);
-  free(s);
-  return TM_EXIT_OK;
-}
-
 /* ------------------------------------------------------------------ claim */
 
 static int run_claim(const struct whatif_opts *o) {
@@ -212,7 +201,7 @@ static int run_claim(const struct whatif_opts *o) {
       return TM_EXIT_USAGE;
   char v[32], a[32], b[32], d[32];
   fmt_tok_s(in.value, v, sizeof v);
-  if (o->json) return print_json(whatif_claim_json(o->claim, &in, &c));
+  if (o->json) return cli_print_json(CMD, whatif_claim_json(o->claim, &in, &c));
   char pt[32], at_[32];
   fmt_tok_s(in.prompt_tokens, pt, sizeof pt);
   fmt_tok_s(in.answer_tokens, at_, sizeof at_);
@@ -272,7 +261,7 @@ static int run_sweep(struct whatif_opts *o) {
   }
   if (o->html && whatif_html_write(o->html, &o->job, rows, o->n_rates, &err) != 0)
     return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
-  if (o->json) return print_json(whatif_sweep_json(&o->job, &base, rows, o->n_rates));
+  if (o->json) return cli_print_json(CMD, whatif_sweep_json(&o->job, &base, rows, o->n_rates));
   double limit = whatif_limit_s(&o->job), max_speedup = whatif_max_speedup(&o->job, base.total_s);
   char a[32], c[32], d[32];
   printf("job: %.0f item%s, each reads %.0f and writes %.0f tokens; %.0f stream%s side by side "

@@ -169,6 +169,14 @@ struct model_file_facts {
  * facts may be NULL. */
 int model_cost_from_file(const char *path, uint32_t kv_type, struct model_cost *cost,
                          struct model_file_facts *facts, struct tm_err *err);
+/* A preset at a file type (NULL: Q4_K_M) -> model cost, with the tensor
+ * types llama-quantize chooses, no file written; type_name gets the type's
+ * name. 0; -1 with err for the user's input ("unknown preset 'X'; accepted:
+ * ...", "unknown type 'T'; accepted: ...", a shape the type cannot make);
+ * -2 with err when the plan cannot be analysed (a bug, not the input). */
+int model_cost_from_preset(const char *preset, const char *type, uint32_t kv_type,
+                           struct model_cost *cost, char *type_name, size_t tn,
+                           struct tm_err *err);
 
 /* KV cache bytes held at context depth `depth` (= bytes of KV read to generate
  * the next token). Sliding-window layers count min(depth, window). */

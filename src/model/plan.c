@@ -31,6 +31,8 @@
 #include <strings.h>
 
 #include "gguf/ggml_types.h"
+#include "model/analysis.h"
+#include "model/shape.h"
 
 static const struct {
   const char *name;
@@ -301,4 +303,34 @@ uint64_t model_plan_data_bytes(const struct model_plan *plan) {
     total += n / type_block(t->type) * type_block_bytes(t->type);
   }
   return total;
+}
+
+int model_cost_from_preset(const char *preset, const char *type, uint32_t kv_type,
+                           struct model_cost *cost, char *type_name, size_t tn,
+                           struct tm_err *err) {
+  const struct model_preset *p = model_preset_find(preset);
+  if (!p) {
+    size_t np;
+    const struct model_preset *all = model_presets(&np);
+    char list[1024] = "";
+    for (size_t i = 0; i < np; i++)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+               all[i].name);
+    return tm_errf(err, "unknown preset '%s'; accepted: %s", preset, list);
+  }
+  const char *t = type ? type : "Q4_K_M";
+  const int ftype = model_ftype_from_name(t);
+  if (ftype < 0) return tm_errf(err, "unknown type '%s'; accepted: %s", t, model_ftype_names());
+  if (type_name) snprintf(type_name, tn, "%s", model_ftype_name(ftype));
+  struct model_plan plan;
+  if (model_plan_make(&p->shape, ftype, &plan, err) != 0)
+    return tm_err_prefix(err, "preset %s at %s", preset, t);
+  struct model_desc d;
+  int rc = model_desc_from_plan(&plan, &d, err);
+  model_plan_free(&plan);
+  if (rc != 0) return -2;
+  struct model_analyze_options ao = {.kv_type = kv_type};
+  rc = model_analyze(&d, &ao, cost, err);
+  model_desc_free(&d);
+  return rc != 0 ? -1 : 0;
 }
