@@ -24,15 +24,14 @@ const char *compare_verdict_name(enum compare_verdict v) {
   }
 }
 
-bool compare_lower_is_better(const char *metric) {
-  size_t n = strlen(metric);
-  return n >= 3 && !strcmp(metric + n - 3, "_ms");
+bool compare_lower_is_better(enum record_metric metric) {
+  return record_metric_lower_is_better(metric);
 }
 
 /* Same place in a sweep: what stays fixed when only the model, its type, the
  * server or the machine changes. */
 static bool same_position(const struct series *a, const struct series *b) {
-  if (strcmp(a->metric, b->metric)) return false;
+  if (a->metric != b->metric) return false;
   bool a_inproc = a->threads >= 0, b_inproc = b->threads >= 0;
   if (a_inproc != b_inproc) return false;
   if (a_inproc)
@@ -65,8 +64,10 @@ static bool rel_differs(double x, double y, double tol) {
 static double predict(const struct compare_row *row, char *from, size_t n) {
   const struct series *a = row->a, *b = row->b;
   from[0] = '\0';
-  const char *m = a->metric;
-  bool decode = !strncmp(m, "decode_", 7), prefill = !strncmp(m, "prefill_", 8);
+  const enum record_metric m = a->metric;
+  const bool decode = m == METRIC_DECODE_TOK_S || m == METRIC_DECODE_MS ||
+                      m == METRIC_DECODE_TOK_S_CLIENT;
+  const bool prefill = m == METRIC_PREFILL_TOK_S || m == METRIC_PREFILL_MS;
   if (!decode && !prefill) return NAN; /* TTFT and others: fixed costs not modelled */
   double per_a = decode ? a->bytes_per_token : a->flops_per_token;
   double per_b = decode ? b->bytes_per_token : b->flops_per_token;
@@ -154,7 +155,7 @@ int compare_series(const struct series_set *a, const struct series_set *b,
     partner[i] = -1;
     for (size_t j = 0; j < b->n; j++)
       if (!b_used[j] && !strcmp(a->s[i].key, b->s[j].key) &&
-          !strcmp(a->s[i].metric, b->s[j].metric)) {
+          a->s[i].metric == b->s[j].metric) {
         partner[i] = (long)j;
         b_used[j] = 1;
         break;

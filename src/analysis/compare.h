@@ -89,7 +89,7 @@ void compare_result_free(struct compare_result *r);
 
 const char *compare_verdict_name(enum compare_verdict v); /* "faster", ... */
 /* True for metrics where a smaller value is better ("..._ms"). */
-bool compare_lower_is_better(const char *metric);
+bool compare_lower_is_better(enum record_metric metric);
 
 /* The --json document (compare_json.c; keys: docs/compare.md): {"a", "b" (the
  * two paths), "confidence", "method", "resamples", "seed", "rows" (one per

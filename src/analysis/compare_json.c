@@ -29,7 +29,7 @@ static json_t *row_json(const struct compare_row *row) {
                          record_json_num(row->ci.df), "t", record_json_num(row->ci.t));
   json_t *j = json_pack(
       "{s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:{s:o,s:o}}", "key_a",
-      row->a->key, "key_b", row->b->key, "differs", row->differs, "metric", row->a->metric,
+      row->a->key, "key_b", row->b->key, "differs", row->differs, "metric", record_metric_name(row->a->metric),
       "quantity", row->a->quantity, "unit", row->a->unit, "lower_is_better",
       row->lower_is_better, "a", summary_json(&row->sa), "b", summary_json(&row->sb), "ratio",
       record_json_num(row->ci.ratio), "ci", ci, "verdict", compare_verdict_name(row->verdict),

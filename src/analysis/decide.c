@@ -156,14 +156,14 @@ static double median_of(const struct series *s) { return stats_percentile(s->val
 /* The series of `metric` in group `g` whose length (prompt or gen) is closest to
  * want; NULL when none has a finite median. */
 static const struct series *closest(const struct series_set *set,
-                                    const char *g, const char *metric, int use_prompt,
+                                    const char *g, enum record_metric metric, int use_prompt,
                                     double want) {
   const struct series *best = NULL;
   double best_d = INFINITY;
   char k[400];
   for (size_t i = 0; i < set->n; i++) {
     const struct series *s = &set->s[i];
-    if (strcmp(s->metric, metric) != 0) continue;
+    if (s->metric != metric) continue;
     group_key(s, k, sizeof k);
     if (strcmp(k, g) != 0 || !isfinite(median_of(s))) continue;
     int len = use_prompt ? s->prompt_tokens : s->gen_tokens;
@@ -180,8 +180,8 @@ static const struct series *closest(const struct series_set *set,
 /* Whether configuration g holds a finite series of every wanted metric. */
 static bool group_has(const struct series_set *set, const char *g, bool want_prefill,
                       bool want_decode) {
-  return (!want_prefill || closest(set, g, "prefill_tok_s", 1, 1)) &&
-         (!want_decode || closest(set, g, "decode_tok_s", 0, 1));
+  return (!want_prefill || closest(set, g, METRIC_PREFILL_TOK_S, 1, 1)) &&
+         (!want_decode || closest(set, g, METRIC_DECODE_TOK_S, 0, 1));
 }
 
 int decide_rates_from_series(const struct series_set *set, const char *match,
@@ -201,8 +201,8 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
   bool any_prefill = false, any_decode = false;
   for (size_t i = 0; i < set->n; i++) {
     const struct series *s = &set->s[i];
-    bool is_pf = strcmp(s->metric, "prefill_tok_s") == 0;
-    bool is_dc = strcmp(s->metric, "decode_tok_s") == 0;
+    bool is_pf = s->metric == METRIC_PREFILL_TOK_S;
+    bool is_dc = s->metric == METRIC_DECODE_TOK_S;
     if ((!is_pf && !is_dc) || !isfinite(median_of(s))) continue;
     /* --match applies to the configuration as listed to the user (the key
      * without the test), so any text of a listed configuration selects it. */
@@ -240,12 +240,12 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
                    ng, more ? "+" : "", list);
   }
   if (want_decode) {
-    const struct series *dec = closest(set, groups[0], "decode_tok_s", 0, output_tokens);
+    const struct series *dec = closest(set, groups[0], METRIC_DECODE_TOK_S, 0, output_tokens);
     *decode_tok_s = median_of(dec);
     if (which_decode) snprintf(which_decode, which_n, "%s", dec->key);
   }
   if (want_prefill) {
-    const struct series *pre = closest(set, groups[0], "prefill_tok_s", 1, prompt_tokens);
+    const struct series *pre = closest(set, groups[0], METRIC_PREFILL_TOK_S, 1, prompt_tokens);
     *prefill_tok_s = median_of(pre);
     if (which_prefill) snprintf(which_prefill, which_n, "%s", pre->key);
   }

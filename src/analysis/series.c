@@ -62,26 +62,26 @@ static void set_key(struct series *p, const char *fmt, ...) {
   va_end(ap);
 }
 
-static struct series *find_mut(struct series_set *set, const char *key, const char *metric) {
+static struct series *find_mut(struct series_set *set, const char *key,
+                               enum record_metric metric) {
   for (size_t i = 0; i < set->n; i++)
-    if (!strcmp(set->s[i].key, key) && !strcmp(set->s[i].metric, metric)) return &set->s[i];
+    if (!strcmp(set->s[i].key, key) && set->s[i].metric == metric) return &set->s[i];
   return NULL;
 }
 
 const struct series *series_find(const struct series_set *set, const char *key,
-                                 const char *metric) {
-  if (!set || !key || !metric) return NULL;
+                                 enum record_metric metric) {
+  if (!set || !key) return NULL;
   return find_mut((struct series_set *)set, key, metric);
 }
 
 /* The series for (proto->key, metric), created from proto when new; its index
  * in *idx. NULL when out of memory. */
 static struct series *get_series(struct builder *b, const struct series *proto,
-                                 const char *metric, const char *quantity, const char *unit,
-                                 size_t *idx) {
+                                 enum record_metric metric, size_t *idx) {
   struct series_set *set = b->set;
   for (size_t i = 0; i < set->n; i++)
-    if (!strcmp(set->s[i].key, proto->key) && !strcmp(set->s[i].metric, metric)) {
+    if (!strcmp(set->s[i].key, proto->key) && set->s[i].metric == metric) {
       *idx = i;
       return &set->s[i];
     }
@@ -105,9 +105,9 @@ static struct series *get_series(struct builder *b, const struct series *proto,
   *s = *proto;
   s->values = NULL;
   s->n = 0;
-  copy_str(s->metric, sizeof s->metric, metric);
-  copy_str(s->quantity, sizeof s->quantity, quantity);
-  copy_str(s->unit, sizeof s->unit, unit);
+  s->metric = metric;
+  copy_str(s->quantity, sizeof s->quantity, record_metric_quantity(metric));
+  copy_str(s->unit, sizeof s->unit, record_metric_unit(metric));
   s->ceiling_n = 0;
   s->ceiling_min = s->ceiling_max = NAN;
   s->ceiling_machines_differ = s->ceiling_models_differ = false;
@@ -162,12 +162,11 @@ static void add_ceiling(struct builder *b, size_t idx, const struct series *prot
 
 /* Adds one value (skipped when not finite: a blank is not a zero) and the
  * run's ceiling to the series' means. */
-static int add_value(struct builder *b, const struct series *proto, const char *metric,
-                     const char *quantity, const char *unit, double v, double ceiling,
-                     double prompt_tokens) {
+static int add_value(struct builder *b, const struct series *proto, enum record_metric metric,
+                     double v, double ceiling, double prompt_tokens) {
   if (!isfinite(v)) return 0;
   size_t idx;
-  struct series *s = get_series(b, proto, metric, quantity, unit, &idx);
+  struct series *s = get_series(b, proto, metric, &idx);
   if (!s) return -1;
   if (push_double(&s->values, &s->n, v)) return -1;
   add_ceiling(b, idx, proto, ceiling);
@@ -195,7 +194,7 @@ int series_ceiling_note(const struct series *s, char *buf, size_t n) {
   if (s->ceiling_machines_differ) NOTE("the runs come from different machines");
   if (s->ceiling_models_differ)
     NOTE("the runs' models differ (%s per token)",
-         strncmp(s->metric, "prefill", 7) ? "bytes" : "FLOPs");
+         s->metric == METRIC_PREFILL_TOK_S ? "FLOPs" : "bytes");
   if (s->ceiling_n < s->n) NOTE("%zu of %zu runs carry a ceiling", s->ceiling_n, s->n);
 #undef NOTE
   return buf[0] != 0;
@@ -267,12 +266,12 @@ static int engine_run(struct builder *b, const struct results_invocation *inv, j
   p.compute_ops_s = record_num(run, RK_CEILING_COMPUTE_OPS);
   double rate = record_num(run, RK_RATE_TOK_S), ms = record_num(run, RK_MS);
   if (kind == 'p') {
-    if (add_value(b, &p, "prefill_tok_s", "PF", "tok/s", rate, ceiling, NAN)) return -1;
-    if (add_value(b, &p, "prefill_ms", "FX", "ms", ms, NAN, NAN)) return -1;
+    if (add_value(b, &p, METRIC_PREFILL_TOK_S, rate, ceiling, NAN)) return -1;
+    if (add_value(b, &p, METRIC_PREFILL_MS, ms, NAN, NAN)) return -1;
   } else {
     if (len < RECORD_MIN_DECODE_TOKENS) rate = NAN; /* rule 5: blank, not a number */
-    if (add_value(b, &p, "decode_tok_s", "DC", "tok/s", rate, ceiling, NAN)) return -1;
-    if (add_value(b, &p, "decode_ms", "FX", "ms", ms, NAN, NAN)) return -1;
+    if (add_value(b, &p, METRIC_DECODE_TOK_S, rate, ceiling, NAN)) return -1;
+    if (add_value(b, &p, METRIC_DECODE_MS, ms, NAN, NAN)) return -1;
   }
   return 0;
 }
@@ -323,25 +322,25 @@ static int server_run(struct builder *b, const struct results_invocation *inv, j
   bool excluded = json_is_true(excl);
   if (cold) {
     if (!excluded &&
-        add_value(b, &p, "cold_ttft_ms", "FX", "ms", record_num(run, RK_CLIENT_TTFT_MS), NAN,
+        add_value(b, &p, METRIC_COLD_TTFT_MS, record_num(run, RK_CLIENT_TTFT_MS), NAN,
                   processed))
       return -1;
     return 0;
   }
   if (!excluded) {
-    if (add_value(b, &p, "ttft_ms", "FX", "ms", record_num(run, RK_CLIENT_TTFT_MS), NAN,
+    if (add_value(b, &p, METRIC_TTFT_MS, record_num(run, RK_CLIENT_TTFT_MS), NAN,
                   processed))
       return -1;
-    if (add_value(b, &p, "prefill_tok_s", "PF", "tok/s",
+    if (add_value(b, &p, METRIC_PREFILL_TOK_S,
                   record_num(run, RK_RATES_PREFILL_HEADLINE),
                   record_num(run, RK_CEILING_PREFILL_TOK_S), processed))
       return -1;
   }
-  if (add_value(b, &p, "decode_tok_s", "DC", "tok/s",
+  if (add_value(b, &p, METRIC_DECODE_TOK_S,
                 record_num(run, RK_RATES_DECODE_HEADLINE),
                 record_num(run, RK_CEILING_DECODE_TOK_S), processed))
     return -1;
-  if (add_value(b, &p, "decode_tok_s_client", "DC", "tok/s",
+  if (add_value(b, &p, METRIC_DECODE_TOK_S_CLIENT,
                 record_num(run, RK_RATES_DECODE_CLIENT),
                 record_num(run, RK_CEILING_DECODE_TOK_S), processed))
     return -1;

@@ -28,12 +28,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "record/keys.h"
 #include "analysis/results.h"
 
 /* One of docs/design.md's five quantities: "CC", "PF", "DC", "AT", "FX". */
 struct series {
   char key[320];          /* configuration key (above), without the metric */
-  char metric[32];        /* "prefill_tok_s", "decode_tok_s", "ttft_ms", ... */
+  enum record_metric metric; /* record/keys.h: prefill_tok_s, decode_tok_s, ttft_ms, ... */
   char quantity[4];       /* "PF", "DC", "FX" */
   char unit[12];          /* "tok/s", "ms" */
   /* configuration parts, "" / -1 when not applicable */
@@ -92,6 +93,6 @@ int series_ceiling_note(const struct series *s, char *buf, size_t n);
 
 /* The series with this key and metric, or NULL. */
 const struct series *series_find(const struct series_set *set, const char *key,
-                                 const char *metric);
+                                 enum record_metric metric);
 
 #endif

@@ -94,7 +94,7 @@ static void print_drift(const char *side, const struct compare_row *row,
   printf("    drift: %s %s gets slower over its %zu runs (fitted %+.1f%% from first to last,"
          " beyond the noise): thermal throttling or background load; compare after a"
          " cool-down\n",
-         side, row->a->metric, d->n, 100 * d->change);
+         side, record_metric_name(row->a->metric), d->n, 100 * d->change);
 }
 
 static void print_table(const struct compare_result *cr, const char *path_a, const char *path_b,
@@ -130,7 +130,7 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
     else
       pd[0] = '\0';
     printf("  ");
-    cell(row->a->metric, 20);
+    cell(record_metric_name(row->a->metric), 20);
     cell(row->a->quantity, 3);
     cell(ca, 18);
     cell(cb, 18);

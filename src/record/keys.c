@@ -48,3 +48,30 @@ long long record_int(const json_t *rec, enum record_key k, long long def) {
 }
 
 bool record_true(const json_t *rec, enum record_key k) { return json_is_true(record_get(rec, k)); }
+
+struct metric_row {
+  const char *name, *quantity, *unit;
+};
+static const struct metric_row metrics[METRIC_COUNT] = {
+#define RECORD_METRIC_ROW(id, name, quantity, unit) [id] = {name, quantity, unit},
+    RECORD_METRICS(RECORD_METRIC_ROW)
+#undef RECORD_METRIC_ROW
+};
+
+static const struct metric_row *metric_row(enum record_metric m) {
+  static const struct metric_row none = {"", "", ""};
+  return (unsigned)m < METRIC_COUNT ? &metrics[m] : &none;
+}
+
+const char *record_metric_name(enum record_metric m) { return metric_row(m)->name; }
+const char *record_metric_quantity(enum record_metric m) { return metric_row(m)->quantity; }
+const char *record_metric_unit(enum record_metric m) { return metric_row(m)->unit; }
+bool record_metric_lower_is_better(enum record_metric m) {
+  return strcmp(metric_row(m)->unit, "ms") == 0;
+}
+
+enum record_metric record_metric_from_name(const char *name) {
+  for (int m = 0; name && m < METRIC_COUNT; m++)
+    if (strcmp(metrics[m].name, name) == 0) return (enum record_metric)m;
+  return METRIC_COUNT;
+}

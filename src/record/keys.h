@@ -121,6 +121,33 @@ enum record_key {
   RK_COUNT
 };
 
+/* The metrics a series of runs holds (analysis/series.h), one table: name
+ * (as report's CSV and compare's JSON print it), quantity (docs/design.md:
+ * PF prefill rate, DC decode rate, FX fixed costs) and unit. A metric in ms
+ * is better lower, one in tok/s higher. X(id, name, quantity, unit) */
+#define RECORD_METRICS(X)                                             \
+  X(METRIC_PREFILL_TOK_S, "prefill_tok_s", "PF", "tok/s")             \
+  X(METRIC_PREFILL_MS, "prefill_ms", "FX", "ms")                      \
+  X(METRIC_DECODE_TOK_S, "decode_tok_s", "DC", "tok/s")               \
+  X(METRIC_DECODE_MS, "decode_ms", "FX", "ms")                        \
+  X(METRIC_DECODE_TOK_S_CLIENT, "decode_tok_s_client", "DC", "tok/s") \
+  X(METRIC_TTFT_MS, "ttft_ms", "FX", "ms")                            \
+  X(METRIC_COLD_TTFT_MS, "cold_ttft_ms", "FX", "ms")
+
+enum record_metric {
+#define RECORD_METRIC_ENUM(id, name, quantity, unit) id,
+  RECORD_METRICS(RECORD_METRIC_ENUM)
+#undef RECORD_METRIC_ENUM
+  METRIC_COUNT
+};
+
+const char *record_metric_name(enum record_metric m);     /* "decode_tok_s" */
+const char *record_metric_quantity(enum record_metric m); /* "DC" */
+const char *record_metric_unit(enum record_metric m);     /* "tok/s" */
+bool record_metric_lower_is_better(enum record_metric m); /* a time */
+/* The metric of that name; METRIC_COUNT when none. */
+enum record_metric record_metric_from_name(const char *name);
+
 /* The dotted path from the record's root ("ceiling.bytes_per_token"). */
 const char *record_key(enum record_key k);
 /* Its last part ("bytes_per_token"): the key a writer sets in the object

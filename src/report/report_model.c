@@ -155,11 +155,15 @@ int report_build(const struct results *r, struct report *rep, struct tm_err *err
     }
     if (s->prompt_tokens >= 0 && row->prompt_tokens < 0) row->prompt_tokens = s->prompt_tokens;
     if (s->gen_tokens >= 0 && row->gen_tokens < 0) row->gen_tokens = s->gen_tokens;
-    if (!strcmp(s->metric, "prefill_tok_s")) row->prefill = s;
-    else if (!strcmp(s->metric, "decode_tok_s")) row->decode = s;
-    else if (!strcmp(s->metric, "decode_tok_s_client")) row->decode_client = s;
-    else if (!strcmp(s->metric, "ttft_ms") || !strcmp(s->metric, "prefill_ms")) row->ttft = s;
-    else if (!strcmp(s->metric, "cold_ttft_ms")) row->cold_ttft = s;
+    switch (s->metric) {
+    case METRIC_PREFILL_TOK_S: row->prefill = s; break;
+    case METRIC_DECODE_TOK_S: row->decode = s; break;
+    case METRIC_DECODE_TOK_S_CLIENT: row->decode_client = s; break;
+    case METRIC_TTFT_MS:
+    case METRIC_PREFILL_MS: row->ttft = s; break;
+    case METRIC_COLD_TTFT_MS: row->cold_ttft = s; break;
+    default: break;
+    }
   }
   for (size_t i = 0; i < rep->n_rows; i++) {
     const struct report_row *row = &rep->rows[i];

@@ -315,8 +315,8 @@ static int section_ttft(const struct report *rep, struct sbuf *o, struct pool *p
 /* ---------------------------------------------------- rates against threads */
 
 static int section_threads(const struct report *rep, struct sbuf *o, struct pool *pl,
-                           const char *metric, struct tm_err *err) {
-  bool prefill = !strcmp(metric, "prefill_tok_s");
+                           enum record_metric metric, struct tm_err *err) {
+  bool prefill = metric == METRIC_PREFILL_TOK_S;
   sbuf_printf(o, "<h3 id=\"plot-threads-%s\">%s against threads</h3>\n",
               prefill ? "prefill" : "decode", prefill ? "PF prefill rate" : "DC decode rate");
   const struct series_set *set = &rep->set;
@@ -328,7 +328,7 @@ static int section_threads(const struct report *rep, struct sbuf *o, struct pool
   for (size_t i = 0; i < set->n; i++) {
     const struct series *s = &set->s[i];
     gof[i] = (size_t)-1;
-    if (strcmp(s->metric, metric) || s->threads < 0 || s->n == 0) continue;
+    if (s->metric != metric || s->threads < 0 || s->n == 0) continue;
     char label[320];
     bool type_in_model = s->type[0] && strstr(s->model, s->type);
     snprintf(label, sizeof label, "%s d%d, %s%s%s", s->test, s->depth, s->model,
@@ -398,7 +398,7 @@ static int section_ceiling(const struct report *rep, struct sbuf *o, struct pool
   size_t nb = 0;
   for (size_t i = 0; i < set->n; i++) {
     const struct series *s = &set->s[i];
-    bool pf = !strcmp(s->metric, "prefill_tok_s"), dc = !strcmp(s->metric, "decode_tok_s");
+    bool pf = s->metric == METRIC_PREFILL_TOK_S, dc = s->metric == METRIC_DECODE_TOK_S;
     double p = report_series_percent(s);
     if ((!pf && !dc) || !isfinite(p)) continue;
     char note[8];
@@ -433,8 +433,8 @@ int report_plots_html(const struct report *rep, struct sbuf *o, struct tm_err *e
   struct pool pl = {0};
   int rc = section_decode_curves(rep, o, &pl, err);
   if (!rc) rc = section_ttft(rep, o, &pl, err);
-  if (!rc) rc = section_threads(rep, o, &pl, "prefill_tok_s", err);
-  if (!rc) rc = section_threads(rep, o, &pl, "decode_tok_s", err);
+  if (!rc) rc = section_threads(rep, o, &pl, METRIC_PREFILL_TOK_S, err);
+  if (!rc) rc = section_threads(rep, o, &pl, METRIC_DECODE_TOK_S, err);
   if (!rc) rc = section_ceiling(rep, o, &pl, err);
   if (!rc) {
     sbuf_puts(o, "<h3 id=\"plot-aggregate\">AT aggregate against per-stream rate</h3>\n"

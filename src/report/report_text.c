@@ -222,7 +222,7 @@ int report_write_csv(const struct report *rep, struct sbuf *o, struct tm_err *er
     csv_int(o, s->depth);
     csv_int(o, s->prompt_tokens);
     csv_int(o, s->gen_tokens);
-    const char *text2[] = {s->metric, s->quantity, s->unit};
+    const char *text2[] = {record_metric_name(s->metric), s->quantity, s->unit};
     for (size_t k = 0; k < 3; k++) {
       sbuf_puts(o, ",");
       sbuf_put_csv(o, text2[k]);

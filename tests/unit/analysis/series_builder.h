@@ -1,6 +1,6 @@
 /* series_builder: one series as src/analysis/series.c reads it from records,
  * for the analysis tests (compare, decide): the fields they read, the
- * quantity and unit from the metric's name, every ceiling part unknown (NAN)
+ * quantity and unit from the metric's table (record/keys.h), every ceiling part unknown (NAN)
  * unless a test sets it. Test-only header. */
 #ifndef TM_TEST_SERIES_BUILDER_H
 #define TM_TEST_SERIES_BUILDER_H
@@ -19,12 +19,10 @@ struct series_spec {
 static inline struct series series_make(struct series_spec p, const double *values, size_t n) {
   struct series s;
   memset(&s, 0, sizeof s);
-  const bool ms = strstr(p.metric, "_ms") != NULL;
-  const bool prefill = strncmp(p.metric, "prefill", 7) == 0;
   snprintf(s.key, sizeof s.key, "%s", p.key);
-  snprintf(s.metric, sizeof s.metric, "%s", p.metric);
-  snprintf(s.quantity, sizeof s.quantity, "%s", ms ? "FX" : prefill ? "PF" : "DC");
-  snprintf(s.unit, sizeof s.unit, "%s", ms ? "ms" : "tok/s");
+  s.metric = record_metric_from_name(p.metric); /* METRIC_COUNT for a name of none */
+  snprintf(s.quantity, sizeof s.quantity, "%s", record_metric_quantity(s.metric));
+  snprintf(s.unit, sizeof s.unit, "%s", record_metric_unit(s.metric));
   snprintf(s.backend, sizeof s.backend, "%s", p.backend);
   snprintf(s.target, sizeof s.target, "%s", p.target);
   snprintf(s.model, sizeof s.model, "%s", p.model);

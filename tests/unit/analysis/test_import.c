@@ -123,9 +123,9 @@ static void test_fixture_json(void) {
     struct series_set set;
     CHECK_EQ_INT(series_extract(&r, &set, &err), 0);
     const struct series *pp =
-        series_find(&set, "llama-bench | qwen3 0.6B Q4_0 | pp64 | t2 | d0", "prefill_tok_s");
+        series_find(&set, "llama-bench | qwen3 0.6B Q4_0 | pp64 | t2 | d0", METRIC_PREFILL_TOK_S);
     const struct series *tg =
-        series_find(&set, "llama-bench | qwen3 0.6B Q4_0 | tg32 | t2 | d0", "decode_tok_s");
+        series_find(&set, "llama-bench | qwen3 0.6B Q4_0 | tg32 | t2 | d0", METRIC_DECODE_TOK_S);
     CHECK(pp != NULL);
     CHECK(tg != NULL);
     if (pp) {

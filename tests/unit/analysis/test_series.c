@@ -60,7 +60,7 @@ static void test_engine_series(void) {
   }
   CHECK_EQ_INT(set.n, 4); /* decode_tok_s, decode_ms, prefill_tok_s, prefill_ms */
   const char *key = "engine | m.gguf | Q8_0 | tg32 | t2 | d0";
-  const struct series *s = series_find(&set, key, "decode_tok_s");
+  const struct series *s = series_find(&set, key, METRIC_DECODE_TOK_S);
   CHECK(s != NULL);
   if (s) {
     /* warm-up (35.5) out; the second invocation's run joins, in file order */
@@ -85,15 +85,15 @@ static void test_engine_series(void) {
     CHECK(isnan(s->flops_per_token));
     CHECK_STR(s->identity, "A1");
   }
-  const struct series *ms = series_find(&set, key, "decode_ms");
+  const struct series *ms = series_find(&set, key, METRIC_DECODE_MS);
   CHECK(ms && ms->n == 3 && ms->values[0] == 800 && !strcmp(ms->quantity, "FX") &&
         !strcmp(ms->unit, "ms") && isnan(ms->ceiling));
   const struct series *pf =
-      series_find(&set, "engine | m.gguf | Q8_0 | pp16 | t2 | d0", "prefill_tok_s");
+      series_find(&set, "engine | m.gguf | Q8_0 | pp16 | t2 | d0", METRIC_PREFILL_TOK_S);
   CHECK(pf && pf->n == 1 && pf->values[0] == 160 && pf->prompt_tokens == 16 &&
         !strcmp(pf->quantity, "PF"));
-  CHECK(series_find(&set, key, "prefill_tok_s") == NULL);
-  CHECK(series_find(&set, "nope", "decode_tok_s") == NULL);
+  CHECK(series_find(&set, key, METRIC_PREFILL_TOK_S) == NULL);
+  CHECK(series_find(&set, "nope", METRIC_DECODE_TOK_S) == NULL);
   series_set_free(&set);
   results_free(&r);
 }
@@ -114,13 +114,13 @@ static void test_few_tokens_blank(void) {
     CHECK(0);
     return;
   }
-  CHECK(series_find(&set, "engine | m.gguf | Q8_0 | tg16 | t2 | d0", "decode_tok_s") == NULL);
-  CHECK(series_find(&set, "engine | m.gguf | Q8_0 | tg23 | t2 | d0", "decode_tok_s") == NULL);
+  CHECK(series_find(&set, "engine | m.gguf | Q8_0 | tg16 | t2 | d0", METRIC_DECODE_TOK_S) == NULL);
+  CHECK(series_find(&set, "engine | m.gguf | Q8_0 | tg23 | t2 | d0", METRIC_DECODE_TOK_S) == NULL);
   const struct series *ms =
-      series_find(&set, "engine | m.gguf | Q8_0 | tg16 | t2 | d0", "decode_ms");
+      series_find(&set, "engine | m.gguf | Q8_0 | tg16 | t2 | d0", METRIC_DECODE_MS);
   CHECK(ms && ms->n == 1 && ms->values[0] == 100);
   const struct series *dc =
-      series_find(&set, "engine | m.gguf | Q8_0 | tg24 | t2 | d0", "decode_tok_s");
+      series_find(&set, "engine | m.gguf | Q8_0 | tg24 | t2 | d0", METRIC_DECODE_TOK_S);
   CHECK(dc && dc->n == 1 && dc->values[0] == 240);
   series_set_free(&set);
   results_free(&r);
@@ -191,7 +191,7 @@ static void test_server_series(void) {
     return;
   }
   const char *key = "llamacpp | http://h:1 | qwen3 | generate";
-  const struct series *t = series_find(&set, key, "ttft_ms");
+  const struct series *t = series_find(&set, key, METRIC_TTFT_MS);
   CHECK(t && t->n == 2 && t->values[0] == 190 && t->values[1] == 195);
   if (t) {
     CHECK_STR(t->quantity, "FX");
@@ -200,20 +200,20 @@ static void test_server_series(void) {
     CHECK_EQ_INT(t->threads, -1);
     CHECK_STR(t->type, "Q4_K");
   }
-  const struct series *pf = series_find(&set, key, "prefill_tok_s");
+  const struct series *pf = series_find(&set, key, METRIC_PREFILL_TOK_S);
   CHECK(pf && pf->n == 2 && pf->values[0] == 356 && pf->ceiling == 900);
-  const struct series *dc = series_find(&set, key, "decode_tok_s");
+  const struct series *dc = series_find(&set, key, METRIC_DECODE_TOK_S);
   CHECK(dc && dc->n == 3 && dc->values[2] == 32 && dc->ceiling == 80);
   if (dc) {
     CHECK_NEAR(dc->bytes_per_token, 250000000, 0);
     CHECK_NEAR(dc->read_bandwidth_bytes_s, 2e10, 0);
   }
-  const struct series *dcc = series_find(&set, key, "decode_tok_s_client");
+  const struct series *dcc = series_find(&set, key, METRIC_DECODE_TOK_S_CLIENT);
   CHECK(dcc && dcc->n == 2 && dcc->values[0] == 29 && dcc->values[1] == 31); /* null skipped */
-  const struct series *cold = series_find(&set, key, "cold_ttft_ms");
+  const struct series *cold = series_find(&set, key, METRIC_COLD_TTFT_MS);
   CHECK(cold && cold->n == 1 && cold->values[0] == 900);
   const struct series *cu =
-      series_find(&set, "llamacpp | http://h:1 | qwen3 | custom | p50 n400", "ttft_ms");
+      series_find(&set, "llamacpp | http://h:1 | qwen3 | custom | p50 n400", METRIC_TTFT_MS);
   CHECK(cu && cu->n == 1 && cu->values[0] == 100);
   series_set_free(&set);
   results_free(&r);
@@ -256,7 +256,7 @@ static void test_ceiling_over_all_runs(void) {
       CHECK_MSG(0, "%s", err.msg);
       return;
     }
-    const struct series *s = series_find(&set, key, "decode_tok_s");
+    const struct series *s = series_find(&set, key, METRIC_DECODE_TOK_S);
     CHECK(s && s->n == 4);
     if (s) {
       CHECK_NEAR(s->ceiling, 86, 1e-9); /* (76 + 76 + 96 + 96) / 4, in either order */
@@ -271,7 +271,7 @@ static void test_ceiling_over_all_runs(void) {
       CHECK_STR(note, "the runs' ceilings spread 26% (76.0 to 96.0 tok/s)");
     }
     /* the time metric carries the parts too (compare predicts times) */
-    const struct series *ms = series_find(&set, key, "decode_ms");
+    const struct series *ms = series_find(&set, key, METRIC_DECODE_MS);
     CHECK(ms && isnan(ms->ceiling) && fabs(ms->read_bandwidth_bytes_s - 8.6e9) < 1);
     series_set_free(&set);
     results_free(&r);
@@ -284,7 +284,7 @@ static void test_ceiling_over_all_runs(void) {
     CHECK(0);
     return;
   }
-  const struct series *s = series_find(&set, key, "decode_tok_s");
+  const struct series *s = series_find(&set, key, METRIC_DECODE_TOK_S);
   char note[200] = "x";
   CHECK(s && series_ceiling_note(s, note, sizeof note) == 0 && note[0] == 0);
   CHECK(s && fabs(s->ceiling - 77.5) < 1e-9);
@@ -302,7 +302,7 @@ static void test_ceiling_over_all_runs(void) {
     CHECK(0);
     return;
   }
-  s = series_find(&set, key, "decode_tok_s");
+  s = series_find(&set, key, METRIC_DECODE_TOK_S);
   CHECK(s && s->n == 4 && s->ceiling_n == 3);
   CHECK(s && s->ceiling_machines_differ && s->ceiling_models_differ);
   CHECK(s && series_ceiling_note(s, note, sizeof note) == 1);
@@ -320,7 +320,7 @@ static void test_empty(void) {
     return;
   }
   CHECK_EQ_INT(set.n, 0);
-  CHECK(series_find(&set, "x", "y") == NULL);
+  CHECK(series_find(&set, "x", METRIC_DECODE_TOK_S) == NULL);
   series_set_free(&set);
   series_set_free(&set); /* idempotent */
   results_free(&r);

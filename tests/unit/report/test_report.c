@@ -217,7 +217,7 @@ static struct series decode_series(double *v, size_t n) {
   struct series s;
   memset(&s, 0, sizeof s);
   snprintf(s.key, sizeof s.key, "engine | m | tg16 | t1 | d0");
-  snprintf(s.metric, sizeof s.metric, "decode_tok_s");
+  s.metric = METRIC_DECODE_TOK_S;
   snprintf(s.quantity, sizeof s.quantity, "DC");
   snprintf(s.unit, sizeof s.unit, "tok/s");
   s.values = v;
