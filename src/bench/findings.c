@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/keys.h"
+
 const char *bench_severity_name(enum bench_severity s) {
   switch (s) {
   case BENCH_PROBLEM: return "problem";
@@ -115,9 +117,11 @@ json_t *bench_finding_json(const struct bench_finding *f) {
   if (!figs) return NULL;
   for (size_t i = 0; i < f->n_figures; i++)
     json_object_set_new(figs, f->figures[i].name, num_or_null(f->figures[i].value));
-  return json_pack("{s:s, s:s, s:o*, s:o, s:s, s:s}", "code", f->code, "severity",
-                   bench_severity_name(f->severity), "config", config_json(&f->config),
-                   "figures", figs, "brief", f->brief, "text", f->text);
+  return json_pack("{s:s, s:s, s:o*, s:o, s:s, s:s}", record_key(RK_FINDING_CODE), f->code,
+                   record_key(RK_FINDING_SEVERITY), bench_severity_name(f->severity),
+                   record_key(RK_FINDING_CONFIG), config_json(&f->config),
+                   record_key(RK_FINDING_FIGURES), figs, record_key(RK_FINDING_BRIEF), f->brief,
+                   record_key(RK_FINDING_TEXT), f->text);
 }
 
 json_t *bench_findings_json(const struct bench_findings *l) {

@@ -112,7 +112,14 @@
   X(RK_SEGMENT_TO, "to")                                              \
   X(RK_SEGMENT_TOK_S, "tok_s")                                        \
   /* inside an entry of a thermal reading's temps list */             \
-  X(RK_TEMP_CELSIUS, "celsius")
+  X(RK_TEMP_CELSIUS, "celsius")                                       \
+  /* inside an entry of a findings list (bench/findings.h) */         \
+  X(RK_FINDING_CODE, "code")                                          \
+  X(RK_FINDING_SEVERITY, "severity")                                  \
+  X(RK_FINDING_CONFIG, "config")                                      \
+  X(RK_FINDING_FIGURES, "figures")                                    \
+  X(RK_FINDING_BRIEF, "brief")                                        \
+  X(RK_FINDING_TEXT, "text")
 
 enum record_key {
 #define RECORD_KEY_ENUM(id, path) id,

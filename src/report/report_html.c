@@ -85,6 +85,43 @@ static void invocations(const struct report *rep, struct sbuf *o) {
   sbuf_puts(o, "</table>\n");
 }
 
+/* Each invocation's findings as its end record carries them (docs/records.md
+ * "Findings"): the same list the terminal showed, every one here, the most
+ * severe first. Nothing when no invocation has any (records before findings
+ * existed, or a run that stopped early). */
+static void findings(const struct report *rep, struct sbuf *o) {
+  const struct results *r = rep->results;
+  static const char *const order[] = {"problem", "warning", "info"};
+  bool any = false;
+  for (size_t i = 0; i < r->n_inv; i++) {
+    json_t *list = record_get(r->inv[i].end, RK_FINDINGS);
+    if (!json_array_size(list)) continue;
+    if (!any) sbuf_puts(o, "<h2 id=\"findings\">Findings</h2>\n");
+    any = true;
+    sbuf_puts(o, "<h3>");
+    sbuf_put_xml(o, record_str(r->inv[i].identity, RK_TIME) ? record_str(r->inv[i].identity,
+                                                                         RK_TIME)
+                                                            : r->inv[i].source);
+    sbuf_puts(o, ": <code>");
+    sbuf_put_xml(o, record_str(r->inv[i].identity, RK_COMMAND) ? record_str(r->inv[i].identity,
+                                                                            RK_COMMAND)
+                                                               : "");
+    sbuf_puts(o, "</code></h3>\n<table><tr><th>severity</th><th>code</th><th>finding</th></tr>\n");
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+      for (size_t j = 0; j < json_array_size(list); j++) {
+        json_t *f = json_array_get(list, j);
+        const char *sev = record_str(f, RK_FINDING_SEVERITY);
+        if (!sev || strcmp(sev, order[k])) continue;
+        sbuf_puts(o, "<tr>");
+        td(o, sev, false);
+        td(o, record_str(f, RK_FINDING_CODE), false);
+        td(o, record_str(f, RK_FINDING_TEXT), false);
+        sbuf_puts(o, "</tr>\n");
+      }
+    sbuf_puts(o, "</table>\n");
+  }
+}
+
 static void result_tables(const struct report *rep, struct sbuf *o) {
   size_t idx[REPORT_MAX_COLUMNS], nc = report_columns_used(rep, idx);
   char b[REPORT_CELL];
@@ -150,6 +187,7 @@ int report_write_html(const struct report *rep, const char *title, struct sbuf *
   result_tables(rep, o);
   sbuf_puts(o, "<h2 id=\"plots\">Plots</h2>\n");
   if (report_plots_html(rep, o, err) < 0) return -1;
+  findings(rep, o);
   invocations(rep, o);
   sbuf_puts(o, "</body>\n</html>\n");
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");

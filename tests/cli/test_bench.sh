@@ -190,6 +190,18 @@ n_findings=$(grep -cE "^(problem|warning|info) +[^ ]" "$dir/out" || true)
 grep -q "read between the decode's repetitions" "$dir/out" && fail "a -v detail on the short screen"
 [ "$(grep -c "^bench: \[[0-9]*/[0-9]*" "$dir/err")" -ge 4 ] ||
   fail "no progress line per configuration on a non-terminal stderr: $(cat "$dir/err")"
+# the HTML report renders the same findings, from the end record
+expect_exit 0 "$TOKMETER" report "$dir/short.jsonl" --html "$dir/short.html"
+python3 - "$dir/short.jsonl" "$dir/short.html" <<'PY' || fail "the report's findings (see above)"
+import html, json, sys
+end = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert end["record"] == "end" and end["findings"], end
+page = open(sys.argv[2]).read()
+assert '<h2 id="findings">Findings</h2>' in page
+for f in end["findings"]:
+    assert "<td>%s</td>" % f["code"] in page, f["code"]
+    assert html.escape(f["text"], quote=True).replace("&#x27;", "&#39;") in page, f["text"]
+PY
 expect_exit 0 "$TOKMETER" bench "${RATED[@]}" -t 1 --no-progress --out "$dir/short.jsonl"
 grep -q "^bench: \[" "$dir/err" && fail "--no-progress printed progress: $(cat "$dir/err")"
 
