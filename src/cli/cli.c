@@ -154,3 +154,19 @@ int cli_print_json(const char *cmd, void *doc) {
   free(s);
   return TM_EXIT_OK;
 }
+
+int cli_parse_number(const char *cmd, const char *s, const char *flag, bool whole, double min,
+                     double max, double *out) {
+  struct tm_err err;
+  if (tm_parse_number(s, flag, whole, min, max, out, &err) != 0)
+    return cli_usage_error(cmd, "%s", err.msg);
+  return 0;
+}
+
+int cli_parse_above_zero(const char *cmd, const char *s, const char *flag, double lowest,
+                         double max, double *out) {
+  struct tm_err err;
+  if (tm_parse_above_zero(s, flag, lowest, max, out, &err) != 0)
+    return cli_usage_error(cmd, "%s", err.msg);
+  return 0;
+}

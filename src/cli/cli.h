@@ -64,6 +64,13 @@ void cli_progress_force(int on);
  * order; NULL (a builder out of memory) fails. Returns the exit code. */
 int cli_print_json(const char *cmd, void *doc);
 
+/* tm_parse_number / tm_parse_above_zero (util/units.h) for flag: 0 and *out
+ * set, or their message as a usage error (returns 2). */
+int cli_parse_number(const char *cmd, const char *s, const char *flag, bool whole, double min,
+                     double max, double *out);
+int cli_parse_above_zero(const char *cmd, const char *s, const char *flag, double lowest,
+                         double max, double *out);
+
 int cmd_bench(int argc, char **argv);
 int cmd_ceiling(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -4,7 +4,8 @@
  * 12); the ratio the ceilings predict when the sides differ in something the
  * ceiling models; drift inside a series (rule 11). The judging is in
  * src/analysis/compare.c, the --json document in compare_json.c, the files
- * are read by series_file.c; this file parses flags and prints.
+ * are read (and refused when they leave nothing to compare) by
+ * compare_files.c; this file parses flags and prints.
  * Exit: 0 compared; 2 bad flags, unreadable / corrupt / empty files, or no
  * configuration measured on both sides.
  * Flags: every value within the range --help states; --resamples and --seed
@@ -12,7 +13,6 @@
  * that changes nothing must not look as if it had). */
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
-#include "analysis/series_file.h"
+#include "analysis/compare_files.h"
 #include "cli/cli.h"
 #include "util/units.h"
 
@@ -170,22 +170,6 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
 
 /* ---- main ---------------------------------------------------------------- */
 
-/* Loads one side into series (series_file_load); 0, or the exit code with the
- * message printed (1 out of memory, 2 the file's fault: also a file with no
- * timed successful run, which has nothing to compare). */
-static int load_side(const char *path, struct results *r, struct series_set *set) {
-  struct tm_err err;
-  bool oom;
-  if (series_file_load(path, r, set, &oom, &err) != 0)
-    return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
-  if (set->n == 0) {
-    series_set_free(set);
-    results_free(r);
-    return cli_fail(CMD, TM_EXIT_USAGE, "no timed successful runs in %s", path);
-  }
-  return 0;
-}
-
 enum { O_CONF = 256, O_METHOD, O_RESAMPLES, O_SEED, O_JSON };
 
 int cmd_compare(int argc, char **argv) {
@@ -254,35 +238,14 @@ int cmd_compare(int argc, char **argv) {
   if (argc - optind != 2)
     return cli_usage_error(CMD, "give exactly two results files (A then B), got %d", argc - optind);
   const char *path_a = argv[optind], *path_b = argv[optind + 1];
-  struct results ra, rb;
-  struct series_set sa, sb;
-  int rc = load_side(path_a, &ra, &sa);
-  if (rc) return rc;
-  rc = load_side(path_b, &rb, &sb);
-  if (rc) {
-    series_set_free(&sa);
-    results_free(&ra);
-    return rc;
-  }
-  struct compare_result cr;
+  struct compare_files cf;
   struct tm_err err = {{0}};
-  if (compare_series(&sa, &sb, &o, &cr, &err)) {
-    rc = cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
-  } else if (cr.n == 0) {
-    rc = cli_fail(CMD, TM_EXIT_USAGE,
-                  "nothing to compare: no configuration of %s matches one of %s (same test,"
-                  " threads and depth, or the same workload)",
-                  path_a, path_b);
-  } else if (json) {
-    rc = cli_print_json(CMD, compare_json(&cr, path_a, path_b, &o));
-  } else {
-    print_table(&cr, path_a, path_b, &o);
-    rc = TM_EXIT_OK;
-  }
-  compare_result_free(&cr);
-  series_set_free(&sa);
-  series_set_free(&sb);
-  results_free(&ra);
-  results_free(&rb);
+  bool oom;
+  if (compare_files_load(path_a, path_b, &o, &cf, &oom, &err) != 0)
+    return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
+  int rc = TM_EXIT_OK;
+  if (json) rc = cli_print_json(CMD, compare_json(&cf.cr, path_a, path_b, &o));
+  else print_table(&cf.cr, path_a, path_b, &o);
+  compare_files_free(&cf);
   return rc;
 }

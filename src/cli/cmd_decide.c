@@ -14,10 +14,8 @@
  * below), so token counts stay exact, sums stay finite and no cell prints a
  * figure nobody could mean (an answer of 10^20 tokens, a 10^17-year TTFT). */
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/decide.h"
@@ -161,39 +159,6 @@ struct decide_cli {
   char which_prefill[320], which_decode[320];
 };
 
-/* "1e12", "1e-9", not printf's "1e+12" / "1e-09". */
-static void fmt_limit(double v, char *buf, size_t n) {
-  int e = (int)floor(log10(v));
-  if ((v >= 1e6 || v < 1e-3) && v == pow(10, e)) snprintf(buf, n, "1e%d", e);
-  else snprintf(buf, n, "%g", v);
-}
-
-/* A number in [min, max] (whole: no fraction). above_zero: the flag's --help
- * says "above 0" and min is only a floor against overflow (1e-9): 0 or less
- * is "not a number above 0", a positive value under min "below the limit". */
-static int parse_num(const char *s, const char *flag, double *out, bool whole, double min,
-                     bool above_zero, double max) {
-  char *end;
-  char lim[32];
-  double v = strtod(s, &end);
-  bool number = end != s && !*end && isfinite(v) && (!whole || v == floor(v));
-  if (above_zero && (!number || !(v > 0)))
-    return cli_usage_error(CMD, "%s: '%s' is not a number above 0", flag, s);
-  if (above_zero && v < min) {
-    fmt_limit(min, lim, sizeof lim);
-    return cli_usage_error(CMD, "%s: '%s' is below the limit of %s", flag, s, lim);
-  }
-  if (!number || v < min)
-    return cli_usage_error(CMD, "%s: '%s' is not a %snumber >= %g", flag, s,
-                           whole ? "whole " : "", min);
-  if (v > max) {
-    fmt_limit(max, lim, sizeof lim);
-    return cli_usage_error(CMD, "%s: '%s' is above the limit of %s", flag, s, lim);
-  }
-  *out = v;
-  return 0;
-}
-
 static int parse_dur(const char *s, const char *flag, double *out) {
   struct tm_err err;
   double v;
@@ -331,16 +296,18 @@ int cmd_decide(int argc, char **argv) {
   while (!bad && (c = getopt_long(argc, argv, ":p:n:q:h", longopts, NULL)) != -1) {
     switch (c) {
       case 'p':
-        bad = parse_num(optarg, "--prompt-tokens", &in->prompt_tokens, true, 0, false, DECIDE_MAX_COUNT);
+        bad = cli_parse_number(CMD, optarg, "--prompt-tokens", true, 0, DECIDE_MAX_COUNT,
+                               &in->prompt_tokens);
         o.have_p = true;
         break;
       case 'n':
-        bad = parse_num(optarg, "--output-tokens", &in->output_tokens, true, 1, false, DECIDE_MAX_COUNT);
+        bad = cli_parse_number(CMD, optarg, "--output-tokens", true, 1, DECIDE_MAX_COUNT,
+                               &in->output_tokens);
         o.have_n = true;
         break;
       case 'q':
-        bad = parse_num(optarg, "--requests-per-day", &in->requests_per_day, false, 1e-9, true,
-                        DECIDE_MAX_COUNT);
+        bad = cli_parse_above_zero(CMD, optarg, "--requests-per-day", 1e-9, DECIDE_MAX_COUNT,
+                                   &in->requests_per_day);
         break;
       case O_RESULTS: o.results = optarg; break;
       case O_MATCH: o.match = optarg; break;
@@ -354,27 +321,32 @@ int cmd_decide(int argc, char **argv) {
         else bad = cli_usage_error(CMD, "--device-warm: '%s' is neither yes nor no", optarg);
         break;
       case O_WATTS:
-        bad = parse_num(optarg, "--device-watts", &in->dev_watts, false, 0, false, DECIDE_MAX_WATTS);
+        bad = cli_parse_number(CMD, optarg, "--device-watts", false, 0, DECIDE_MAX_WATTS,
+                               &in->dev_watts);
         break;
       case O_KWH:
-        bad = parse_num(optarg, "--kwh-price", &in->kwh_price, false, 0, false, DECIDE_MAX_PRICE);
+        bad = cli_parse_number(CMD, optarg, "--kwh-price", false, 0, DECIDE_MAX_PRICE,
+                               &in->kwh_price);
         break;
       case O_DPRICE:
-        bad = parse_num(optarg, "--device-price", &in->dev_hw_price, false, 0, false, DECIDE_MAX_PRICE);
+        bad = cli_parse_number(CMD, optarg, "--device-price", false, 0, DECIDE_MAX_PRICE,
+                               &in->dev_hw_price);
         break;
       case O_DLIFE:
-        bad = parse_num(optarg, "--device-lifetime-days", &in->dev_lifetime_days, false, 1e-9, true,
-                        DECIDE_MAX_LIFETIME_DAYS);
+        bad = cli_parse_above_zero(CMD, optarg, "--device-lifetime-days", 1e-9,
+                                   DECIDE_MAX_LIFETIME_DAYS, &in->dev_lifetime_days);
         break;
       case O_ATTFT: bad = parse_dur(optarg, "--api-ttft", &in->api_ttft_s); o.have_ttft = true; break;
       case O_ARTT: bad = parse_dur(optarg, "--api-rtt", &in->api_rtt_s); break;
       case O_APRE: bad = cli_parse_rate(CMD, optarg, "--api-prefill", &in->api_prefill_tok_s); break;
       case O_ADEC: bad = cli_parse_rate(CMD, optarg, "--api-decode", &in->api_decode_tok_s); o.have_api_decode = true; break;
       case O_PIN:
-        bad = parse_num(optarg, "--price-in", &in->price_in_per_m, false, 0, false, DECIDE_MAX_PRICE);
+        bad = cli_parse_number(CMD, optarg, "--price-in", false, 0, DECIDE_MAX_PRICE,
+                               &in->price_in_per_m);
         break;
       case O_POUT:
-        bad = parse_num(optarg, "--price-out", &in->price_out_per_m, false, 0, false, DECIDE_MAX_PRICE);
+        bad = cli_parse_number(CMD, optarg, "--price-out", false, 0, DECIDE_MAX_PRICE,
+                               &in->price_out_per_m);
         break;
       case O_CUR: cur = optarg; break;
       case O_JSON: o.json = true; break;

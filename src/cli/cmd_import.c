@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "analysis/import_llamabench.h"
+#include "analysis/import_probe.h"
 #include "cli/cli.h"
 #include "gguf/ggml_types.h"
 #include "gguf/gguf.h"
@@ -53,13 +54,6 @@ static void usage(void) {
          "  -h, --help            show this help and exit\n"
          "Exit codes: 0 ok, 1 the results file cannot be written, 2 bad usage or input.\n"
          "Details: docs/import.md\n");
-}
-
-static int analyse_gguf(const char *path, struct model_cost *cost) {
-  struct tm_err err = {{0}};
-  if (model_cost_from_file(path, GGML_TYPE_F16, cost, NULL, &err) != 0)
-    return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
-  return 0;
 }
 
 /* The summaries of one import as a table (quantity named per row). */
@@ -172,24 +166,14 @@ int cmd_import(int argc, char **argv) {
   }
   io.command = command;
   if (gguf) {
-    int rc = analyse_gguf(gguf, &cost);
-    if (rc) return rc;
+    if (model_cost_from_file(gguf, GGML_TYPE_F16, &cost, NULL, &err) != 0)
+      return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
     io.cost = &cost;
     io.model_file = gguf;
     if (!no_probe && (!isfinite(bw) || !isfinite(compute))) {
-      struct tm_err perr = {{0}};
-      int r = probe_load_cached(&probe, &perr);
-      if (r == 1 && probe.quick && !probe_quick_from_env()) {
-        cli_warn(CMD, "the cached probe is a quick one (not memory bandwidth): not used; run "
-                      "'tokmeter probe' or give --bandwidth");
-      } else if (r == 1) {
-        io.probe = &probe;
-      } else if (r == 0) {
-        cli_warn(CMD, "no cached probe of this machine: ceilings without a given figure stay "
-                      "blank (run 'tokmeter probe', or give --bandwidth / --compute)");
-      } else {
-        cli_warn(CMD, "%s: not used", perr.msg);
-      }
+      struct tm_err why;
+      if (import_cached_probe(&probe, &why) == 0) io.probe = &probe;
+      else cli_warn(CMD, "%s", why.msg);
     }
   }
 

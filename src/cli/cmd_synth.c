@@ -10,7 +10,6 @@
  * replaced), --vocab with --vocab-from; 1 I/O or other runtime failure. */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,26 +118,6 @@ static void on_progress(uint64_t done, uint64_t total, void *ctx) {
   cli_progress(msg, (void *)CMD);
 }
 
-/* A finite number in [min, max]. The shape stores these as float, so the
- * ranges (--help) also keep them far inside float's range: "inf" or 1e39
- * would be written as an infinite rope base. */
-static int parse_double_in(const char *s, const char *what, double min, double max,
-                           const char *range, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (!*s || *end || errno || !isfinite(v) || !(v > 0)) {
-    cli_usage_error(CMD, "%s: '%s' is not a positive number", what, s);
-    return -1;
-  }
-  if (v < min || v > max) {
-    cli_usage_error(CMD, "%s: '%s' is outside %s", what, s, range);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 static void list_presets(void) {
   size_t n;
   const struct model_preset *p = model_presets(&n);
@@ -215,11 +194,15 @@ int cmd_synth(int argc, char **argv) {
       seed = v;
       break;
     }
+    /* The shape stores these as float: the ranges (--help) keep them far
+     * inside float's, so "inf" or 1e39 is never written as a rope base. */
     case OPT_ROPE:
-      if (parse_double_in(optarg, "--rope-base", 1, 1e12, "1 to 1e12", &f.rope)) return TM_EXIT_USAGE;
+      if (tm_parse_positive_in(optarg, "--rope-base", 1, 1e12, "1 to 1e12", &f.rope, &err))
+        return cli_usage_error(CMD, "%s", err.msg);
       break;
     case OPT_EPS:
-      if (parse_double_in(optarg, "--rms-eps", 1e-12, 1, "1e-12 to 1", &f.eps)) return TM_EXIT_USAGE;
+      if (tm_parse_positive_in(optarg, "--rms-eps", 1e-12, 1, "1e-12 to 1", &f.eps, &err))
+        return cli_usage_error(CMD, "%s", err.msg);
       break;
     case OPT_LAYERS: u = &f.layers; what = "--layers"; break;
     case OPT_EMBD: u = &f.embd; what = "--n-embd"; break;

@@ -15,7 +15,6 @@
  * table cell is a number nobody can read; a flag the chosen mode does not use
  * (a --claim flag in a sweep, or the reverse) is an error, never ignored. */
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,26 +129,6 @@ struct whatif_opts {
   bool json;
 };
 
-/* A whole number from (allow_zero ? 0 : 1) to max; "1M" and "250k" are read. */
-static int parse_count(const char *s, const char *flag, double *out, bool allow_zero,
-                       double max) {
-  struct tm_err err;
-  double v;
-  char mx[32];
-  tm_fmt_count(max, mx, sizeof mx);
-  if (tm_parse_tokens(s, &v, &err) != 0 || v != floor(v) || (!allow_zero && v < 1))
-    return cli_usage_error(CMD, "%s: '%s' is not a %s whole number", flag, s,
-                           allow_zero ? "non-negative" : "positive");
-  if (!(v <= max))
-    return cli_usage_error(CMD, "%s: '%s' is above the limit of %s", flag, s, mx);
-  *out = v;
-  return 0;
-}
-
-static int check_rate(double v, const char *flag, const char *s) {
-  return cli_check_rate(CMD, v, flag, s);
-}
-
 /* A comma list with an empty element ("1,,2", ",1", "1,") is a typo, not a
  * shorter list: refused, naming the flag. */
 static int check_list(const char *s, const char *flag) {
@@ -161,6 +140,7 @@ static int check_list(const char *s, const char *flag) {
 
 static int parse_streams(const char *s, struct whatif_opts *o) {
   char buf[256];
+  struct tm_err err;
   if (strlen(s) >= sizeof buf) return cli_usage_error(CMD, "--streams: too long");
   if (check_list(s, "--streams") != 0) return TM_EXIT_USAGE;
   strcpy(buf, s);
@@ -169,8 +149,8 @@ static int parse_streams(const char *s, struct whatif_opts *o) {
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (o->n_streams == WHATIF_MAX_RATES)
       return cli_usage_error(CMD, "--streams: at most %d values", WHATIF_MAX_RATES);
-    if (parse_count(t, "--streams", &o->streams[o->n_streams], false, WHATIF_MAX_STREAMS) != 0)
-      return TM_EXIT_USAGE;
+    if (tm_parse_count(t, "--streams", false, WHATIF_MAX_STREAMS, &o->streams[o->n_streams], &err))
+      return cli_usage_error(CMD, "%s", err.msg);
     o->n_streams++;
   }
   if (o->n_streams == 0) return cli_usage_error(CMD, "--streams: empty list");
@@ -189,7 +169,7 @@ static int run_claim(const struct whatif_opts *o) {
                                .n_streams = o->n_streams};
   if (tm_parse_tokens(o->claim, &in.value, &err) != 0)
     return cli_usage_error(CMD, "--claim: %s", err.msg);
-  if (check_rate(in.value, "--claim", o->claim) != 0) return TM_EXIT_USAGE;
+  if (cli_check_rate(CMD, in.value, "--claim", o->claim) != 0) return TM_EXIT_USAGE;
   struct whatif_claim_out c;
   if (whatif_claim(&in, &c, &err) != 0) return cli_usage_error(CMD, "%s", err.msg);
   if (check_result(c.prefill_prompt_s, "the prompt", in.value) ||
@@ -358,25 +338,25 @@ int cmd_whatif(int argc, char **argv) {
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":g:c:r:h", longopts, NULL)) != -1) {
+    int bad = 0; /* -1: a count refused, err says why */
     switch (c) {
       case 'g':
-        if (parse_count(optarg, "--gen-tokens", &o.job.gen_tokens, true, WHATIF_MAX_COUNT))
-          return TM_EXIT_USAGE;
+        bad = tm_parse_count(optarg, "--gen-tokens", true, WHATIF_MAX_COUNT, &o.job.gen_tokens,
+                             &err);
         o.have_gen = true;
         break;
       case O_READ:
-        if (parse_count(optarg, "--read-tokens", &o.job.read_tokens, true, WHATIF_MAX_COUNT))
-          return TM_EXIT_USAGE;
+        bad = tm_parse_count(optarg, "--read-tokens", true, WHATIF_MAX_COUNT, &o.job.read_tokens,
+                             &err);
         if (!job_flag) job_flag = "--read-tokens";
         break;
       case O_ITEMS:
-        if (parse_count(optarg, "--items", &o.job.items, false, WHATIF_MAX_COUNT))
-          return TM_EXIT_USAGE;
+        bad = tm_parse_count(optarg, "--items", false, WHATIF_MAX_COUNT, &o.job.items, &err);
         if (!job_flag) job_flag = "--items";
         break;
       case 'c':
-        if (parse_count(optarg, "--concurrency", &o.job.concurrency, false, WHATIF_MAX_STREAMS))
-          return TM_EXIT_USAGE;
+        bad = tm_parse_count(optarg, "--concurrency", false, WHATIF_MAX_STREAMS, &o.job.concurrency,
+                             &err);
         if (!job_flag) job_flag = "--concurrency";
         break;
       case O_STEP: {
@@ -398,7 +378,7 @@ int cmd_whatif(int argc, char **argv) {
         if (whatif_parse_rates(optarg, o.rates, WHATIF_MAX_RATES, &o.n_rates, &err) != 0)
           return cli_usage_error(CMD, "--rate: %s", err.msg);
         for (size_t i = 0; i < o.n_rates; i++)
-          if (check_rate(o.rates[i], "--rate", optarg) != 0) return TM_EXIT_USAGE;
+          if (cli_check_rate(CMD, o.rates[i], "--rate", optarg) != 0) return TM_EXIT_USAGE;
         have_rate = true;
         break;
       case O_PREFILL:
@@ -421,13 +401,13 @@ int cmd_whatif(int argc, char **argv) {
         break;
       case O_CLAIM: o.claim = optarg; break;
       case O_CPROMPT:
-        if (parse_count(optarg, "--claim-prompt", &o.claim_prompt, false, WHATIF_MAX_COUNT))
-          return TM_EXIT_USAGE;
+        bad = tm_parse_count(optarg, "--claim-prompt", false, WHATIF_MAX_COUNT, &o.claim_prompt,
+                             &err);
         if (!claim_flag) claim_flag = "--claim-prompt";
         break;
       case O_CANSWER:
-        if (parse_count(optarg, "--claim-answer", &o.claim_answer, false, WHATIF_MAX_COUNT))
-          return TM_EXIT_USAGE;
+        bad = tm_parse_count(optarg, "--claim-answer", false, WHATIF_MAX_COUNT, &o.claim_answer,
+                             &err);
         if (!claim_flag) claim_flag = "--claim-answer";
         break;
       case O_STREAMS:
@@ -449,6 +429,7 @@ int cmd_whatif(int argc, char **argv) {
       case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
       default: return cli_bad_option(CMD, argv[optind - 1], longopts);
     }
+    if (bad) return cli_usage_error(CMD, "%s", err.msg);
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
   if (have_prefill_rate && o.job.prefill_ratio > 0)

@@ -129,6 +129,79 @@ int tm_parse_u32_list(const char *s, const char *what, uint32_t *out, size_t max
   return 0;
 }
 
+int tm_parse_count(const char *s, const char *what, bool allow_zero, double max, double *out,
+                   struct tm_err *err) {
+  double v;
+  if (tm_parse_tokens(s, &v, err) != 0 || v != floor(v) || (!allow_zero && v < 1))
+    return tm_errf(err, "%s: '%s' is not a %s whole number", what, s ? s : "",
+                   allow_zero ? "non-negative" : "positive");
+  if (!(v <= max)) {
+    char mx[32];
+    return tm_errf(err, "%s: '%s' is above the limit of %s", what, s,
+                   tm_fmt_count(max, mx, sizeof mx));
+  }
+  *out = v;
+  return 0;
+}
+
+/* A limit as --help writes it: "1e12", "1e-9" (not printf's "1e+12" /
+ * "1e-09"), else %g ("36525"). */
+static const char *fmt_limit(double v, char *buf, size_t n) {
+  int e = (int)floor(log10(v));
+  if ((v >= 1e6 || v < 1e-3) && v == pow(10, e)) snprintf(buf, n, "1e%d", e);
+  else snprintf(buf, n, "%g", v);
+  return buf;
+}
+
+/* strtod over all of s, to a finite value: 0, or -1 (no message). */
+static int read_plain(const char *s, double *v) {
+  char *end;
+  if (!s) return -1;
+  *v = strtod(s, &end);
+  return end != s && !*end && isfinite(*v) ? 0 : -1;
+}
+
+int tm_parse_number(const char *s, const char *what, bool whole, double min, double max,
+                    double *out, struct tm_err *err) {
+  double v;
+  char lim[32];
+  if (read_plain(s, &v) != 0 || (whole && v != floor(v)) || v < min)
+    return tm_errf(err, "%s: '%s' is not a %snumber >= %g", what, s ? s : "",
+                   whole ? "whole " : "", min);
+  if (v > max)
+    return tm_errf(err, "%s: '%s' is above the limit of %s", what, s,
+                   fmt_limit(max, lim, sizeof lim));
+  *out = v;
+  return 0;
+}
+
+int tm_parse_above_zero(const char *s, const char *what, double lowest, double max, double *out,
+                        struct tm_err *err) {
+  double v;
+  char lim[32];
+  if (read_plain(s, &v) != 0 || !(v > 0))
+    return tm_errf(err, "%s: '%s' is not a number above 0", what, s ? s : "");
+  if (v < lowest)
+    return tm_errf(err, "%s: '%s' is below the limit of %s", what, s,
+                   fmt_limit(lowest, lim, sizeof lim));
+  if (v > max)
+    return tm_errf(err, "%s: '%s' is above the limit of %s", what, s,
+                   fmt_limit(max, lim, sizeof lim));
+  *out = v;
+  return 0;
+}
+
+int tm_parse_positive_in(const char *s, const char *what, double min, double max,
+                         const char *range, double *out, struct tm_err *err) {
+  double v;
+  errno = 0;
+  if (read_plain(s, &v) != 0 || errno || !(v > 0))
+    return tm_errf(err, "%s: '%s' is not a positive number", what, s ? s : "");
+  if (v < min || v > max) return tm_errf(err, "%s: '%s' is outside %s", what, s, range);
+  *out = v;
+  return 0;
+}
+
 static char *fmt_scaled(double v, const char *const *units, double step, const char *suffix,
                         char *buf, size_t n) {
   int i = 0;

@@ -8,6 +8,7 @@
 #ifndef TM_UNITS_H
 #define TM_UNITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,35 @@ int tm_list_check(const char *s, const char *what, struct tm_err *err);
 /* "1,2,4" -> up to max values, each a positive integer (tm_list_check first). */
 int tm_parse_u32_list(const char *s, const char *what, uint32_t *out, size_t max, size_t *n,
                       struct tm_err *err);
+
+/* Flag values in a range. Each reads all of s, sets *out only on success and
+ * fails with a message that starts "what: 's' ", the way a command names the
+ * flag in its usage error. */
+
+/* A whole count in tm_parse_tokens' forms ("250k", "1M"), from 0 (allow_zero)
+ * or 1 up to max: "what: '1.5' is not a positive whole number" (or
+ * "non-negative"), "what: '2T' is above the limit of 1T" (max as
+ * tm_fmt_count prints it). */
+int tm_parse_count(const char *s, const char *what, bool allow_zero, double max, double *out,
+                   struct tm_err *err);
+/* A plain number (strtod's forms, no unit), finite, whole if asked, in
+ * [min, max]: "what: 'x' is not a whole number >= 1" ("whole " only when
+ * whole; min as %g), "what: '2e12' is above the limit of 1e12" (a limit that
+ * is a power of ten from 1e6 up or below 0.001 as "1e12" / "1e-9", any other
+ * as %g: "36525"). */
+int tm_parse_number(const char *s, const char *what, bool whole, double min, double max,
+                    double *out, struct tm_err *err);
+/* A plain number above 0, where lowest (e.g. 1e-9) only guards the arithmetic:
+ * "what: '0' is not a number above 0", "what: '1e-12' is below the limit of
+ * 1e-9", "what: '1e13' is above the limit of 1e12" (limits printed as by
+ * tm_parse_number). */
+int tm_parse_above_zero(const char *s, const char *what, double lowest, double max, double *out,
+                        struct tm_err *err);
+/* A plain number above 0 in [min, max] (strtod's forms; an underflow such as
+ * 1e-400 is refused too): "what: 'x' is not a positive number", "what: '0.5'
+ * is outside RANGE", range being how --help states it ("1 to 1e12"). */
+int tm_parse_positive_in(const char *s, const char *what, double min, double max,
+                         const char *range, double *out, struct tm_err *err);
 
 /* Printing. Each writes into buf (n bytes) and returns buf. */
 char *tm_fmt_bytes(double bytes, char *buf, size_t n);          /* "358.4 MiB" */
