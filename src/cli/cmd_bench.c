@@ -79,36 +79,6 @@ static int parse_seconds(const char *s, const char *what, double *out) {
   return 0;
 }
 
-/* "0,128,512": a list of integers 0..1,000,000 (0 allowed: -p 0 skips pp). */
-static int parse_list0(const char *s, const char *what, uint32_t *out, size_t *n) {
-  *n = 0;
-  const char *p = s;
-  for (;;) {
-    char *end;
-    if (*p < '0' || *p > '9')
-      return cli_usage_error(CMD, "%s: '%s' is not a list of numbers, e.g. 128,512", what, s);
-    unsigned long v = strtoul(p, &end, 10);
-    if (v > 1000000)
-      return cli_usage_error(CMD, "%s: %lu is too large (at most 1000000)", what, v);
-    if (*n == BENCH_MAX_LIST)
-      return cli_usage_error(CMD, "%s: at most %d values", what, BENCH_MAX_LIST);
-    out[(*n)++] = (uint32_t)v;
-    if (*end == 0) return 0;
-    if (*end != ',')
-      return cli_usage_error(CMD, "%s: '%s' is not a list of numbers, e.g. 128,512", what, s);
-    p = end + 1;
-  }
-}
-
-/* A value listed twice would be measured twice and shown as one row: the
- * lists are sets. 0 or a usage error. */
-static int check_unique(const uint32_t *v, size_t n, const char *what) {
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < i; j++)
-      if (v[i] == v[j]) return cli_usage_error(CMD, "%s: %u is listed twice", what, v[i]);
-  return 0;
-}
-
 static int parse_args(int argc, char **argv, struct bench_opts *o) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_PFILE, O_ALLOW, O_COLD, O_LIST,
          O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT, O_COOLDOWN,
@@ -146,25 +116,20 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       case 'm': o->gguf = optarg; break;
       case 't':
         if (tm_parse_u32_list(optarg, "--threads", o->threads, BENCH_MAX_LIST, &o->n_threads,
-                              &err) != 0)
+                              &err) != 0 ||
+            tm_check_distinct(o->threads, o->n_threads, "--threads", &err) != 0)
           return cli_usage_error(CMD, "%s", err.msg);
-        if (check_unique(o->threads, o->n_threads, "--threads")) return TM_EXIT_USAGE;
         break;
       case 'p':
-        if (parse_list0(optarg, "--prompt-tokens", o->prompt_tokens, &o->n_prompt_tokens) ||
-            check_unique(o->prompt_tokens, o->n_prompt_tokens, "--prompt-tokens"))
-          return TM_EXIT_USAGE;
-        break;
       case 'n':
-        if (parse_list0(optarg, "--max-tokens", o->max_tokens, &o->n_max_tokens) ||
-            check_unique(o->max_tokens, o->n_max_tokens, "--max-tokens"))
-          return TM_EXIT_USAGE;
+      case 'd': {
+        const char *flag = c == 'p' ? "--prompt-tokens" : c == 'n' ? "--max-tokens" : "--depth";
+        uint32_t *v = c == 'p' ? o->prompt_tokens : c == 'n' ? o->max_tokens : o->depth;
+        size_t *n = c == 'p' ? &o->n_prompt_tokens : c == 'n' ? &o->n_max_tokens : &o->n_depth;
+        if (tm_parse_u32_set0(optarg, flag, 1000000, v, BENCH_MAX_LIST, n, &err) != 0)
+          return cli_usage_error(CMD, "%s", err.msg);
         break;
-      case 'd':
-        if (parse_list0(optarg, "--depth", o->depth, &o->n_depth) ||
-            check_unique(o->depth, o->n_depth, "--depth"))
-          return TM_EXIT_USAGE;
-        break;
+      }
       case 'w': o->workloads = optarg; break;
       case 'r':
         if (tm_parse_u32(optarg, "--reps", &o->reps, &err) != 0 || o->reps > 1000)

@@ -39,18 +39,6 @@ static const char *rate_pm(const struct stats_summary *t, char *buf, size_t n) {
 #define NOTE_MARK "(a)"
 static void print_few_tokens_note(void) { printf(NOTE_MARK " " METRICS_FEW_TOKENS_NOTE "\n"); }
 
-/* The table's rate cell: "122.4 +- 3.1 tok/s", "- (a)" when blank by rule 5
- * (the footnote is printed under the table), "-" when there is none. */
-static const char *rate_cell(const struct eb_row *r, char *buf, size_t n) {
-  if (eb_blank_by_rule(r)) snprintf(buf, n, "- " NOTE_MARK);
-  else if (!r->tok_s.n) snprintf(buf, n, "-");
-  else {
-    rate_pm(&r->tok_s, buf, n);
-    strncat(buf, " tok/s", n - strlen(buf) - 1);
-  }
-  return buf;
-}
-
 static const char *pct(double p, char *buf, size_t n) {
   if (isfinite(p)) snprintf(buf, n, "%.0f%%", p);
   else snprintf(buf, n, "-");
@@ -215,35 +203,44 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
   }
 }
 
+/* Prefill and decode side by side, one row per thread count, for one -p,
+ * one -n and one -d: rate +- sd, ceiling, % (the screen's table, and -v's). */
+static void print_pair_table(const struct eb_state *s, size_t mi, uint32_t p, uint32_t n,
+                             uint32_t d) {
+  const struct eb_opts *o = s->o;
+  char h1[32] = "", h2[32] = "";
+  if (p) snprintf(h1, sizeof h1, "pp%u tok/s", p);
+  if (n) snprintf(h2, sizeof h2, "tg%u tok/s", n);
+  printf("threads  %-16s %8s %5s    %-16s %8s %5s\n", h1, "ceiling", "%", h2, "ceiling", "%");
+  bool few = false;
+  for (size_t ti = 0; ti < o->n_threads; ti++) {
+    const uint32_t t = o->threads[ti];
+    const struct eb_row *pp = p ? eb_find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
+    const struct eb_row *tg = n ? eb_find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
+    char x1[48] = "", x2[16] = "", x3[8] = "", y1[48] = "", y2[16] = "", y3[8] = "";
+    if (pp) {
+      rate_pm(&pp->tok_s, x1, sizeof x1);
+      ceil_str(pp->ceiling_tok_s, x2, sizeof x2);
+      pct(pp->percent, x3, sizeof x3);
+    }
+    if (tg) {
+      if (eb_blank_by_rule(tg)) snprintf(y1, sizeof y1, "- " NOTE_MARK);
+      else rate_pm(&tg->tok_s, y1, sizeof y1);
+      ceil_str(tg->ceiling_tok_s, y2, sizeof y2);
+      pct(tg->percent, y3, sizeof y3);
+      few |= eb_blank_by_rule(tg);
+    }
+    printf("%7u  %-16s %8s %5s    %-16s %8s %5s\n", t, x1, x2, x3, y1, y2, y3);
+  }
+  if (few) print_few_tokens_note();
+}
 /* One row per thread count, prefill and decode side by side: for one -p, one
  * -n and one -d (the main job, and the usual -m run). */
 static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, uint32_t n,
                                uint32_t d) {
   const struct eb_opts *o = s->o;
-  char h1[32] = "", h2[32] = "";
-  if (p) snprintf(h1, sizeof h1, "prefill pp%u", p);
-  if (n) snprintf(h2, sizeof h2, "decode tg%u", n);
   if (d) printf("context depth: %u tokens before each run (untimed)\n", d);
-  printf("threads  %-20s %9s %6s    %-20s %9s %6s\n", h1, "ceiling", "%", h2, "ceiling", "%");
-  bool few = false; /* a decode cell blank by rule 5: its footnote follows */
-  for (size_t ti = 0; ti < o->n_threads; ti++) {
-    uint32_t t = o->threads[ti];
-    const struct eb_row *pp = p ? eb_find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
-    const struct eb_row *tg = n ? eb_find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
-    char a[48] = "", b[16] = "", c[8] = "", x[48] = "", y[16] = "", z[8] = "";
-    if (pp) {
-      rate_cell(pp, a, sizeof a);
-      ceil_str(pp->ceiling_tok_s, b, sizeof b);
-      pct(pp->percent, c, sizeof c);
-    }
-    if (tg) {
-      rate_cell(tg, x, sizeof x);
-      ceil_str(tg->ceiling_tok_s, y, sizeof y);
-      pct(tg->percent, z, sizeof z);
-      few |= eb_blank_by_rule(tg);
-    }
-    printf("%7u  %-20s %9s %6s    %-20s %9s %6s\n", t, a, b, c, x, y, z);
-  }
+  print_pair_table(s, mi, p, n, d);
   if (n && o->n_threads) print_curve(eb_find_row(s, mi, o->threads[o->n_threads - 1],
                                               ENGINE_BENCH_TG, n, d));
   bool any = false;
@@ -270,7 +267,6 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
          s->models[mi].fits_caches ? "; this model's weights fit in the caches, so that "
                                      "reading is the caches' read rate"
                                    : "");
-  if (few) print_few_tokens_note();
 }
 
 /* One row per configuration: for lists of -p / -n / -d. */
@@ -304,25 +300,6 @@ static void print_bw_after(const struct eb_state *s) {
       printf(", %+.0f%% vs %s", 100.0 * (s->bw_after[t] / probe_bw - 1),
              t <= s->bw_now_threads ? "before" : "the probe");
     printf(")");
-  }
-  printf("\n");
-}
-
-/* Steal time per thread count, when the host took any (a quiet host or bare
- * metal reads 0 and the line is left out). */
-static void print_steal(const struct eb_state *s) {
-  bool any = false;
-  for (size_t i = 0; i < s->n_rows; i++) any |= s->rows[i].steal_share >= 0.0005;
-  if (!any) return;
-  printf("\nsteal while the runs ran (the share of this VM's busy CPU time the host gave to "
-         "other work; the largest of any configuration): ");
-  const struct eb_opts *o = s->o;
-  for (size_t ti = 0; ti < o->n_threads; ti++) {
-    double v = eb_steal_at(s, o->threads[ti]);
-    char fig[32] = "unknown";
-    if (!isnan(v)) snprintf(fig, sizeof fig, "%.1f%%", 100.0 * v);
-    printf("%s%s at %u thread%s", ti ? ", " : "", fig, o->threads[ti],
-           o->threads[ti] == 1 ? "" : "s");
   }
   printf("\n");
 }
@@ -368,33 +345,8 @@ static void print_model_short(const struct eb_state *s, size_t mi, bool side) {
     print_rows(s, mi);
     return;
   }
-  const uint32_t p = eb_first_nonzero(o->prompt_tokens, o->n_prompt_tokens);
-  const uint32_t n = eb_first_nonzero(o->max_tokens, o->n_max_tokens), d = o->depth[0];
-  char h1[32] = "", h2[32] = "";
-  if (p) snprintf(h1, sizeof h1, "pp%u tok/s", p);
-  if (n) snprintf(h2, sizeof h2, "tg%u tok/s", n);
-  printf("threads  %-16s %8s %5s    %-16s %8s %5s\n", h1, "ceiling", "%", h2, "ceiling", "%");
-  bool few = false;
-  for (size_t ti = 0; ti < o->n_threads; ti++) {
-    const uint32_t t = o->threads[ti];
-    const struct eb_row *pp = p ? eb_find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
-    const struct eb_row *tg = n ? eb_find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
-    char x1[48] = "", x2[16] = "", x3[8] = "", y1[48] = "", y2[16] = "", y3[8] = "";
-    if (pp) {
-      rate_pm(&pp->tok_s, x1, sizeof x1);
-      ceil_str(pp->ceiling_tok_s, x2, sizeof x2);
-      pct(pp->percent, x3, sizeof x3);
-    }
-    if (tg) {
-      if (eb_blank_by_rule(tg)) snprintf(y1, sizeof y1, "- " NOTE_MARK);
-      else rate_pm(&tg->tok_s, y1, sizeof y1);
-      ceil_str(tg->ceiling_tok_s, y2, sizeof y2);
-      pct(tg->percent, y3, sizeof y3);
-      few |= eb_blank_by_rule(tg);
-    }
-    printf("%7u  %-16s %8s %5s    %-16s %8s %5s\n", t, x1, x2, x3, y1, y2, y3);
-  }
-  if (few) print_few_tokens_note();
+  print_pair_table(s, mi, eb_first_nonzero(o->prompt_tokens, o->n_prompt_tokens),
+                   eb_first_nonzero(o->max_tokens, o->n_max_tokens), o->depth[0]);
 }
 
 /* The findings' briefs, most important first, at most SCREEN_FINDINGS. */
@@ -446,7 +398,6 @@ void bench_engine_print(struct eb_state *s, bool verbose) {
       print_rows(s, mi);
   }
   print_bw_after(s);
-  print_steal(s);
   if (s->findings.n) printf("\n");
   for (size_t i = 0; i < s->findings.n; i++)
     printf("%s\n", s->findings.v[i].text);

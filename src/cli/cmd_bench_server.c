@@ -41,42 +41,6 @@ static void on_sigint(int sig) {
 
 /* ------------------------------------------------------------ output --- */
 
-/* Steal over the invocation, and per workload when there are several and
- * any took some. The warning sentence from the invocation's share, or, when
- * that stayed under the threshold, from the workload with the largest (a
- * burst during one workload stretches that workload's figures most), named. */
-static void print_steal(const struct runner_result *res, double overall) {
-  bool any = overall >= 0.0005;
-  const struct runner_workload_result *worst = NULL;
-  for (size_t i = 0; i < res->n_workloads; i++) {
-    double v = res->workloads[i].cpu_steal_share;
-    any |= v >= 0.0005;
-    if (v >= 0 && (!worst || v > worst->cpu_steal_share)) worst = &res->workloads[i];
-  }
-  if (any) {
-    printf("steal while the runs ran (the share of this machine's busy CPU time the host "
-           "gave to other work): ");
-    if (!isnan(overall)) printf("%.1f%%", 100.0 * overall);
-    else printf("unknown");
-    if (res->n_workloads > 1) {
-      printf(" (");
-      for (size_t i = 0; i < res->n_workloads; i++) {
-        double v = res->workloads[i].cpu_steal_share;
-        printf("%s%s ", i ? ", " : "", res->workloads[i].workload.name);
-        if (!isnan(v)) printf("%.1f%%", 100.0 * v);
-        else printf("unknown");
-      }
-      printf(")");
-    }
-    printf("\n");
-  }
-  char note[600];
-  if (machine_steal_warning(0, overall, note, sizeof note))
-    printf("%s\n", note);
-  else if (worst && machine_steal_warning(0, worst->cpu_steal_share, note, sizeof note))
-    printf("%s (its timed runs): %s\n", worst->workload.name, note);
-}
-
 /* ------------------------------------------------------ prompt sizing --- */
 
 /* The workloads sized one way, by name ("classify, extract"). */
@@ -144,7 +108,7 @@ static void print_findings(const struct bench_findings *l, bool verbose) {
   /* -v: the lines under the table and the steal line already say these */
   static const char *const in_details[] = {"runs_failed", "stream_buffered", "cache_hit",
                                            "count_mismatch", "reasoning_ate_budget", "drift",
-                                           "above_ceiling", "steal"};
+                                           "above_ceiling"};
   for (size_t i = 0; i < shown; i++) {
     const struct bench_finding *f = &l->v[order[i]];
     bool said = false;
@@ -190,7 +154,6 @@ static void print_result(const struct sb_state *s, bool verbose) {
   }
   if (verbose) {
     print_prompt_sizing(&s->si, res);
-    print_steal(res, s->steal_share);
   }
   print_findings(&s->findings, verbose);
   printf("records: %s (%llu lines this run)\n", s->session.path,

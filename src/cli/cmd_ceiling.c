@@ -30,8 +30,6 @@
 static const char *const CMD = "ceiling";
 #define MAX_DEPTHS CEILING_REPORT_MAX_DEPTHS
 #define DEFAULT_OVERHEAD_BYTES (1024.0 * 1024 * 1024)
-static const char *const KV_TYPES[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0",
-                                       "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"};
 
 struct ceiling_opts {
   const char *file, *preset, *type;
@@ -112,32 +110,6 @@ static void usage(FILE *out) {
           wrapped(model_ftype_names(), types, sizeof types));
 }
 
-static int parse_depths(const char *s, struct ceiling_opts *o) {
-  char buf[512];
-  struct tm_err err;
-  if (tm_list_check(s, "--depth", &err) != 0 || strlen(s) >= sizeof buf) return -1;
-  strcpy(buf, s);
-  o->n_depths = 0;
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    char *end;
-    if (o->n_depths == MAX_DEPTHS || *tok < '0' || *tok > '9') return -1;
-    unsigned long long v = strtoull(tok, &end, 10);
-    if (*end || v > 1000000000ull) return -1;
-    o->depths[o->n_depths++] = v;
-  }
-  return o->n_depths ? 0 : -1;
-}
-
-static int parse_kv_type(const char *s, uint32_t *out) {
-  for (size_t i = 0; i < sizeof KV_TYPES / sizeof KV_TYPES[0]; i++)
-    if (strcasecmp(s, KV_TYPES[i]) == 0) {
-      *out = (uint32_t)ggml_type_from_name(KV_TYPES[i]);
-      return 0;
-    }
-  return -1;
-}
-
 /* Returns -1 with a usage error printed, 1 when --help was printed, 0 ok. */
 static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
   enum { O_PRESET = 256, O_TYPE, O_SIZE, O_FRAC, O_BW, O_COMPUTE, O_KV, O_MEM, O_OVERHEAD,
@@ -191,13 +163,13 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
         break;
       case 't': bad = tm_parse_u32(optarg, "--threads", &o->threads, &err); break;
       case 'd':
-        if (parse_depths(optarg, o) != 0)
+        if (tm_parse_u64_list(optarg, "--depth", 1000000000ull, o->depths, MAX_DEPTHS, &o->n_depths, NULL) != 0)
           bad = tm_errf(&err, "--depth: '%s' is not a list of up to %d integers >= 0 (e.g. "
                               "0,4096,32768)", optarg, MAX_DEPTHS);
         break;
       case 'p': bad = tm_parse_u32(optarg, "--prompt-tokens", &o->prompt_tokens, &err); break;
       case O_KV:
-        if (parse_kv_type(optarg, &o->kv_type) != 0)
+        if (model_kv_type_from_name(optarg, &o->kv_type) != 0)
           bad = tm_errf(&err, "--kv-type: unknown type '%s'; accepted: F32, F16, BF16, Q8_0, "
                               "Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL", optarg);
         break;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gguf/ggml_types.h"
 #include "model/plan.h"
@@ -328,4 +329,15 @@ const char *model_most_bytes_type(const struct model_cost *c) {
     if (c->types[i].bytes > c->types[best].bytes) best = i;
   const struct ggml_type_info *ti = c->n_types ? ggml_type_get(c->types[best].type) : NULL;
   return ti ? ti->name : "?";
+}
+
+int model_kv_type_from_name(const char *name, uint32_t *type) {
+  static const char *const kv_types[] = {"F32",  "F16",  "BF16", "Q8_0",  "Q4_0",
+                                         "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"};
+  for (size_t i = 0; name && i < sizeof kv_types / sizeof kv_types[0]; i++)
+    if (strcasecmp(name, kv_types[i]) == 0) {
+      *type = (uint32_t)ggml_type_from_name(kv_types[i]);
+      return 0;
+    }
+  return -1;
 }

@@ -98,6 +98,10 @@ int64_t model_block_index(const char *name);
 /* From a synth plan (shape + llama.cpp's per-tensor types). */
 int model_desc_from_plan(const struct model_plan *p, struct model_desc *d, struct tm_err *err);
 
+/* The KV cache types a runtime accepts (F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+ * Q5_0, Q5_1, IQ4_NL; any case) -> enum ggml_type; 0, or -1 for another. */
+int model_kv_type_from_name(const char *name, uint32_t *type);
+
 struct model_analyze_options {
   uint32_t kv_type; /* enum ggml_type of the K and V cache; GGML_TYPE_F16 (1) by default */
 };

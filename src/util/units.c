@@ -303,3 +303,45 @@ char *tm_fmt_duration(double seconds, char *buf, size_t n) {
   }
   return buf;
 }
+
+int tm_check_distinct(const uint32_t *v, size_t n, const char *what, struct tm_err *err) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < i; j++)
+      if (v[i] == v[j]) return tm_errf(err, "%s: %u is listed twice", what, v[i]);
+  return 0;
+}
+
+int tm_parse_u32_set0(const char *s, const char *what, uint32_t max_value, uint32_t *out,
+                      size_t cap, size_t *n, struct tm_err *err) {
+  *n = 0;
+  const char *p = s;
+  for (;;) {
+    char *end;
+    if (*p < '0' || *p > '9')
+      return tm_errf(err, "%s: '%s' is not a list of numbers, e.g. 128,512", what, s);
+    unsigned long v = strtoul(p, &end, 10);
+    if (v > max_value) return tm_errf(err, "%s: %lu is too large (at most %u)", what, v, max_value);
+    if (*n == cap) return tm_errf(err, "%s: at most %zu values", what, cap);
+    out[(*n)++] = (uint32_t)v;
+    if (*end == 0) return tm_check_distinct(out, *n, what, err);
+    if (*end != ',') return tm_errf(err, "%s: '%s' is not a list of numbers, e.g. 128,512", what, s);
+    p = end + 1;
+  }
+}
+
+int tm_parse_u64_list(const char *s, const char *what, uint64_t max_value, uint64_t *out,
+                      size_t cap, size_t *n, struct tm_err *err) {
+  *n = 0;
+  if (tm_list_check(s, what, err) != 0) return -1;
+  for (const char *p = s; *p;) {
+    char *end;
+    if (*n == cap || *p < '0' || *p > '9') return tm_errf(err, "%s: '%s' is not a list", what, s);
+    unsigned long long v = strtoull(p, &end, 10);
+    if ((*end && *end != ',') || v > max_value)
+      return tm_errf(err, "%s: '%s' is not a list of 0..%llu", what, s,
+                     (unsigned long long)max_value);
+    out[(*n)++] = v;
+    p = *end ? end + 1 : end;
+  }
+  return *n ? 0 : tm_errf(err, "%s: empty list", what);
+}

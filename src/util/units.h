@@ -83,4 +83,19 @@ char *tm_fmt_ms_fit(double ms, char *buf, size_t n);
  * negative duration gives "" (a blank: unknown is never printed as a number). */
 char *tm_fmt_duration(double seconds, char *buf, size_t n);
 
+/* "0,128,512": a list of distinct integers 0..max_value (0 allowed: -p 0
+ * skips a test), at most cap of them, into out[0..*n). 0, or -1 with err
+ * ("WHAT: 'x' is not a list of numbers, e.g. 128,512", "WHAT: 9 is too large
+ * (at most M)", "WHAT: at most N values", "WHAT: 5 is listed twice"). */
+int tm_parse_u32_set0(const char *s, const char *what, uint32_t max_value, uint32_t *out,
+                      size_t cap, size_t *n, struct tm_err *err);
+/* 0 when v[0..n) holds no value twice; else -1 with err "WHAT: 5 is listed
+ * twice" (a value listed twice would be measured twice, shown as one). */
+int tm_check_distinct(const uint32_t *v, size_t n, const char *what, struct tm_err *err);
+
+/* "0,4096,32768": a non-empty list of integers 0..max_value, at most cap,
+ * into out[0..*n) (repeats allowed); 0, or -1 with err (err may be NULL). */
+int tm_parse_u64_list(const char *s, const char *what, uint64_t max_value, uint64_t *out,
+                      size_t cap, size_t *n, struct tm_err *err);
+
 #endif
