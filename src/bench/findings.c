@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "record/keys.h"
+#include "record/record.h"
 
 const char *bench_severity_name(enum bench_severity s) {
   switch (s) {
@@ -97,8 +98,6 @@ void bench_findings_order(const struct bench_findings *l, size_t *out) {
   }
 }
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 static json_t *config_json(const struct bench_finding_config *c) {
   if (!c->model[0] && !c->test[0] && !c->threads && c->depth < 0 && !c->workload[0])
     return json_null();
@@ -116,7 +115,7 @@ json_t *bench_finding_json(const struct bench_finding *f) {
   json_t *figs = json_object();
   if (!figs) return NULL;
   for (size_t i = 0; i < f->n_figures; i++)
-    json_object_set_new(figs, f->figures[i].name, num_or_null(f->figures[i].value));
+    json_object_set_new(figs, f->figures[i].name, record_json_num(f->figures[i].value));
   return json_pack("{s:s, s:s, s:o*, s:o, s:s, s:s}", record_key(RK_FINDING_CODE), f->code,
                    record_key(RK_FINDING_SEVERITY), bench_severity_name(f->severity),
                    record_key(RK_FINDING_CONFIG), config_json(&f->config),

@@ -18,7 +18,6 @@
 
 #include "cli/cli.h"
 #include "gguf/ggml_types.h"
-#include "gguf/gguf.h"
 #include "machine/probe.h"
 #include "model/analysis.h"
 #include "analysis/ceiling_report.h"

@@ -22,7 +22,6 @@
 #include "analysis/import_probe.h"
 #include "cli/cli.h"
 #include "gguf/ggml_types.h"
-#include "gguf/gguf.h"
 #include "machine/probe.h"
 #include "model/analysis.h"
 #include "record/record.h"
