@@ -5,7 +5,7 @@
  * A rate in a record is a count over a time the same record carries, so each
  * rate, its time and its count must satisfy rate x ms / 1000 = tokens. The
  * identities, exactly as tokmeter's writers compute them (src/bench/metrics.c,
- * engine_bench.c, import_llamabench.c):
+ * engine_bench.c, import/import_llamabench.c):
  *   in-process ("test" pp<N> / tg<N>):
  *     tokens = N;  rate_tok_s x ms = tokens;
  *     each decode_by_segment entry with ms: tok_s x ms = to - from + 1

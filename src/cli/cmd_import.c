@@ -1,5 +1,5 @@
 /* cmd_import: `tokmeter import FILE...`, llama.cpp's llama-bench output
- * (-o json or -o jsonl) -> tokmeter records (src/analysis/import_llamabench.h)
+ * (-o json or -o jsonl) -> tokmeter records (src/import/import_llamabench.h)
  * appended to a results file, so runs made elsewhere join `report`,
  * `compare` and the TTFT fit. With -m FILE.gguf the runs get ceilings: the
  * bandwidth / compute given, else this machine's cached probe (never a fresh
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/import_llamabench.h"
-#include "analysis/import_probe.h"
+#include "import/import_llamabench.h"
+#include "import/import_probe.h"
 #include "cli/cli.h"
 #include "gguf/ggml_types.h"
 #include "machine/probe.h"

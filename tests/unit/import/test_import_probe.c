@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "analysis/import_probe.h"
+#include "import/import_probe.h"
 #include "machine/probe.h"
 #include "tm_test.h"
 

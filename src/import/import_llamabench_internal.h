@@ -1,5 +1,5 @@
 /* import_llamabench_internal: what the llama-bench importer's files share
- * (private to src/analysis/import_llamabench*.c; the contracts for callers are
+ * (private to src/import/import_llamabench*.c; the contracts for callers are
  * in import_llamabench.h).
  *
  * The importer in three files, one job each:
@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "analysis/import_llamabench.h"
+#include "import/import_llamabench.h"
 #include "record/record.h"
 #include "util/err.h"
 

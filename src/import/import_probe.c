@@ -1,5 +1,5 @@
 /* import_probe: see import_probe.h. */
-#include "analysis/import_probe.h"
+#include "import/import_probe.h"
 
 int import_cached_probe(struct machine_probe *p, struct tm_err *why) {
   struct tm_err err = {{0}};

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/import_llamabench.h"
-#include "analysis/import_llamabench_internal.h"
+#include "import/import_llamabench.h"
+#include "import/import_llamabench_internal.h"
 
 /* ------------------------------------------------------- model_type --- */
 

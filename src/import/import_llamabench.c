@@ -3,7 +3,7 @@
  * (one import, in order), the output's lines and warnings, and the check of
  * a results file before appending; reading llama-bench's formats and building
  * the records have a file each (import_llamabench_internal.h lists them). */
-#include "analysis/import_llamabench.h"
+#include "import/import_llamabench.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/import_llamabench_internal.h"
+#include "import/import_llamabench_internal.h"
 #include "record/record.h"
 
 /* ------------------------------------------------------------- output --- */

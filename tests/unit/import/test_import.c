@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/import_llamabench.h"
+#include "import/import_llamabench.h"
 #include "analysis/results.h"
 #include "analysis/series.h"
 #include "analysis/ttft.h"

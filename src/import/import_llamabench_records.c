@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "record/keys.h"
-#include "analysis/import_llamabench.h"
-#include "analysis/import_llamabench_internal.h"
+#include "import/import_llamabench.h"
+#include "import/import_llamabench_internal.h"
 #include "model/ceiling.h"
 #include "record/record.h"
 #include "stats/stats.h"
