@@ -118,12 +118,10 @@ static int processed_agrees(json_t *run, long long *processed, char *msg, size_t
 /* The count the client decode rate divides (generated - 1 over the decode
  * span): the server's generated count, else the client's (metrics.c). -1
  * when the record has neither. */
-static long long generated_of(json_t *run, const char **name) {
+static long long generated_of(json_t *run, const char **name, char *buf, size_t cap) {
   long long n;
-  static char completion_less_one[64];
-  snprintf(completion_less_one, sizeof completion_less_one, "%s - 1",
-           record_key(RK_TOKENS_COMPLETION));
-  *name = completion_less_one;
+  snprintf(buf, cap, "%s - 1", record_key(RK_TOKENS_COMPLETION));
+  *name = buf;
   if (int_at(run, RK_TOKENS_COMPLETION, &n)) return n;
   *name = "the client's generated count - 1";
   json_t *per_chunk = record_get(run, RK_CLIENT_CHUNK_TOKENS);
@@ -195,7 +193,8 @@ static int server_agrees(json_t *run, char *msg, size_t cap) {
     return -1;
   if (decode_server_agrees(run, msg, cap)) return -1;
   const char *generated_name;
-  long long generated = generated_of(run, &generated_name);
+  char name_buf[64];
+  long long generated = generated_of(run, &generated_name, name_buf, sizeof name_buf);
   if (generated >= 0 && rate_check(run, RK_RATES_DECODE_CLIENT, RK_CLIENT_DECODE_SPAN_MS,
                                    generated - 1, generated_name, msg, cap))
     return -1;
