@@ -36,6 +36,18 @@ for m in ms:
 # Qwen3-0.6B Q4_0 reads ~376 MB per token (docs/design.md sketch), Q8_0 ~633 MB
 assert 370e6 < q4["bytes_per_token"] < 380e6, q4["bytes_per_token"]
 assert 625e6 < q8["bytes_per_token"] < 640e6, q8["bytes_per_token"]
+# findings as data (docs/records.md "Findings"): a code, a severity, figures
+# with units in their names, a brief for the screen, the sentence; the pair
+# always has its fewer_bytes comparison; conclusions keep the sentences
+fs = r["findings"]
+assert fs, "no findings"
+for f in fs:
+    assert f["code"] and f["severity"] in ("info", "warning", "problem"), f
+    assert isinstance(f["figures"], dict) and f["text"] and 0 < len(f["brief"]) <= 90, f
+    assert f["config"] is None or set(f["config"]) == {"model", "test", "threads", "depth", "workload"}, f
+fb = [f for f in fs if f["code"] == "fewer_bytes"]
+assert len(fb) == 1 and 0.40 < fb[0]["figures"]["bytes_fewer_fraction"] < 0.42, fb
+assert r["conclusions"] == [f["text"] for f in fs], (r["conclusions"], fs)
 s = r["summaries"]
 assert sorted((x["model"]["type"], x["test"], x["threads"]) for x in s) == \
     [("Q4_0", "pp16", 1), ("Q4_0", "tg24", 1), ("Q8_0", "pp16", 1), ("Q8_0", "tg24", 1)], s
