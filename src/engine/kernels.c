@@ -13,6 +13,9 @@
  * TOKMETER_KERNELS (kernels_forced below) caps what the tables hold and
  * what kernels_get hands out, so the tests run once per kernel set and an
  * A/B can pin one; it is read once, with the tables. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +71,16 @@ size_t kernel_act_row_bytes(enum act_format f, int64_t n) {
   }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* F16C (CPUID.1:ECX bit 29): not a feature name __builtin_cpu_supports takes
+ * in every compiler (clang 14 refuses "f16c"), so read from CPUID. Its
+ * registers are the AVX ones, whose OS support the avx2 check has confirmed. */
+static bool cpu_has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 /* The one place that asks the CPU what it can run. __builtin_cpu_supports
  * also checks that the OS saves the wide registers (XCR0), so a "yes" here
  * means the instructions are usable, not merely present. */
@@ -76,8 +89,7 @@ static bool cpu_can_run(enum kernel_path p) {
   case KERNEL_SCALAR: return true;
 #if defined(__x86_64__) || defined(__i386__)
   case KERNEL_AVX2:
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   case KERNEL_AVX512:
     return cpu_can_run(KERNEL_AVX2) && __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");

@@ -13,6 +13,10 @@
 #include "import/import_llamabench.h"
 #include "import/import_llamabench_internal.h"
 
+/* The shortest time a sample may have: the records keep milliseconds to
+ * three decimals. */
+#define IMPORT_MIN_SAMPLE_NS 1000.0
+
 /* ------------------------------------------------------- model_type --- */
 
 void import_parse_model_type(const char *model_type, char *arch, size_t arch_n, char *type,
@@ -196,13 +200,23 @@ int import_lb_check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
       json_t *v = json_array_get(s, i);
       if (!json_is_number(v) || !(json_number_value(v) > 0))
         return tm_errf(err, "%s: samples_ns[%zu] is not a positive number", w, i);
+
       e->ns[i] = json_number_value(v);
     }
+    /* the records keep times to the microsecond: a shorter one would read
+     * as 0 ms, which no test takes (and the results reader refuses) */
+    for (size_t i = 0; i < e->n_samples; i++)
+      if (e->ns[i] < IMPORT_MIN_SAMPLE_NS)
+        return tm_errf(err, "%s: samples_ns[%zu] is %g ns: under a microsecond, not the time of "
+                            "a test", w, i, e->ns[i]);
   } else {
     json_t *a = json_object_get(o, "avg_ns");
     if (!a) return tm_errf(err, "%s: field \"samples_ns\" missing (and no avg_ns)", w);
     if (!json_is_number(a) || !(json_number_value(a) > 0))
       return tm_errf(err, "%s: field \"avg_ns\" is not a positive number", w);
+    if (json_number_value(a) < IMPORT_MIN_SAMPLE_NS)
+      return tm_errf(err, "%s: avg_ns is %g ns: under a microsecond, not the time of a test", w,
+                     json_number_value(a));
     e->n_samples = 1;
     e->avg_only = true;
     e->ns = malloc(sizeof *e->ns);

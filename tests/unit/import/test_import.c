@@ -366,27 +366,32 @@ static void test_bad_input(void) {
       {"[{\"model_type\":\"m\",\"n_prompt\":1", "byte"},
       {"| model | size |", "expected '['"},
       {"[1, 2]", "entry 0: not a JSON object"},
-      {"[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"samples_ns\":[1]}]",
+      {"[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"samples_ns\":[1000]}]",
        "entry 0: field \"n_threads\" missing"},
-      {"[{\"model_type\":\"m\",\"n_prompt\":\"64\",\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[1]}]",
+      {"[{\"model_type\":\"m\",\"n_prompt\":\"64\",\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[1000]}]",
        "\"n_prompt\" is not an integer"},
-      {"[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[1,-5]}]",
+      {"[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[1000,-5]}]",
        "samples_ns[1] is not a positive number"},
+      /* under a microsecond: the records would keep it as 0 ms (fuzz_records
+       * found an import whose records the results reader then refused) */
+      {"[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,"
+       "\"samples_ns\":[469197202, 45.4]}]",
+       "samples_ns[1] is 45.4 ns: under a microsecond"},
       {"[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[]}]",
        "samples_ns"},
       {"[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1}]", "samples_ns\" missing"},
-      {"[{\"model_type\":\"m\",\"n_prompt\":0,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}]",
+      {"[{\"model_type\":\"m\",\"n_prompt\":0,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5000]}]",
        "both 0"},
-      {"[{\"model_type\":\"m\",\"n_prompt\":-3,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}]",
+      {"[{\"model_type\":\"m\",\"n_prompt\":-3,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5000]}]",
        "\"n_prompt\" is -3"},
-      {"[{\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}]", "\"model_type\" missing"},
-      {"{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}\n"
+      {"[{\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5000]}]", "\"model_type\" missing"},
+      {"{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5000]}\n"
        "{\"model_type\":\"m\", oops}\n",
        "line 2"},
       {"\"just a string\"", "expected '['"},
       /* llama-bench's own figures must agree with the samples (tokens / time) */
 #define LB(more) "[{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1," more "}]"
-      {LB("\"samples_ns\":[1,2,3],\"samples_ts\":[1.0]"),
+      {LB("\"samples_ns\":[1000,2000,3000],\"samples_ts\":[1.0]"),
        "entry 0: field \"samples_ts\" has 1 value, samples_ns 3"},
       {LB("\"samples_ns\":[1000000000],\"samples_ts\":[-64]"), "samples_ts[0] -64 is not a positive rate"},
       {LB("\"samples_ns\":[1000000000],\"samples_ts\":[\"64\"]"), "samples_ts[0] a string is not"},
@@ -401,7 +406,7 @@ static void test_bad_input(void) {
       {"[{\"record\":\"identity\",\"schema\":1,\"id\":\"x\"}]", "a tokmeter record, not llama-bench"},
       /* an empty name printed "(null)" and recorded model.name null; a time
        * that is not ISO 8601 went into the run's time as it was */
-      {"[{\"model_type\":\"\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}]",
+      {"[{\"model_type\":\"\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5000]}]",
        "entry 0: field \"model_type\" is empty"},
       {LB("\"samples_ns\":[1000000000],\"test_time\":\"garbage\""),
        "entry 0: field \"test_time\" \"garbage\" is not an ISO 8601 UTC time"},
@@ -409,8 +414,8 @@ static void test_bad_input(void) {
        "\"test_time\" \"2026-13-29T07:20:47Z\" is not"},
       {LB("\"samples_ns\":[1000000000],\"test_time\":\"2026-11-29 07:20:47\""), "\"test_time\""},
       /* JSONL: the line number, blank lines counted */
-      {"\n{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5]}\n\n"
-       "{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5],"
+      {"\n{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5000]}\n\n"
+       "{\"model_type\":\"m\",\"n_prompt\":64,\"n_gen\":0,\"n_threads\":1,\"samples_ns\":[5000],"
        "\"avg_ns\":0}\n",
        "line 4 (entry 1): field \"avg_ns\" 0"},
 #undef LB
