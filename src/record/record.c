@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,8 +106,14 @@ int record_check_writable(const char *path, struct tm_err *err) {
       return tm_errf(err, "records: %s is not a regular file", path);
     if (access(path, W_OK) != 0)
       return tm_errf(err, "records: cannot write %s: %s", path, strerror(errno));
-    /* A character device (/dev/stdout, /dev/null) is never read. */
-    if (!S_ISREG(st.st_mode) || st.st_size == 0) return 0;
+    /* A character device (/dev/stdout, /dev/null) is never read; /dev/full
+     * (Linux: major 1, minor 7) refuses every write, so no record would be
+     * kept: refused now rather than after a model is loaded. */
+    if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 7)
+      return tm_errf(err, "records: %s refuses every write (no space on the device)", path);
+    if (!S_ISREG(st.st_mode)) return 0;
+    /* A regular file is read even when its size says 0: /proc and /sys files
+     * report 0 and hold text (/proc/version), which is no results file. */
     FILE *f = fopen(path, "rb");
     if (!f) return tm_errf(err, "records: cannot read %s: %s", path, strerror(errno));
     const char *why = not_results_why(f);

@@ -73,4 +73,21 @@ assert sum(r["record"] == "end" for r in recs) == 4, recs
 PY
 # and read back whole
 expect_exit 0 "$TOKMETER" report "$dir/r.jsonl"
+# Files that take no record, refused up front too (issue 31 part 5): /proc
+# files report a size of 0 but hold text (/proc/version), and /dev/full
+# refuses every write; both were taken and failed after the model loaded
+# (exit 1). /dev/null still takes records.
+if [ -r /proc/version ]; then
+  expect_exit 2 "$TOKMETER" bench -m "$model" -r 1 -p 16 -n 0 -t 1 --out /proc/version
+  grep -q "/proc/version: not a tokmeter results file (its first line is not a JSON object)" "$dir/err" ||
+    fail "/proc/version: $(cat "$dir/err")"
+  grep -q "loading\|probing" "$dir/err" && fail "/proc/version: work began before the refusal"
+fi
+if [ -c /dev/full ]; then
+  expect_exit 2 "$TOKMETER" bench -m "$model" -r 1 -p 16 -n 0 -t 1 --out /dev/full
+  grep -qx "tokmeter bench: --out: records: /dev/full refuses every write (no space on the device)" "$dir/err" ||
+    fail "/dev/full: $(cat "$dir/err")"
+  expect_exit 2 "$TOKMETER" import -o /dev/full "$LB"
+fi
+expect_exit 0 "$TOKMETER" bench -m "$model" -r 1 -p 16 -n 0 -t 1 --no-progress --out /dev/null
 echo "test_records_out: ok"
