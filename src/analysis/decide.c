@@ -254,14 +254,17 @@ int decide_rates_from_series(const struct series_set *set, const char *match,
 
 int decide_rates_from_results(const char *path, const char *match, struct decide_inputs *in,
                               char *which_prefill, char *which_decode, size_t which_n,
-                              enum decide_results_fault *fault, struct tm_err *err) {
+                              char *torn_note, size_t torn_n, enum decide_results_fault *fault,
+                              struct tm_err *err) {
   struct results r;
   struct series_set set;
   bool oom;
+  if (torn_n) torn_note[0] = 0;
   if (series_file_load(path, &r, &set, &oom, err) != 0) {
     *fault = oom ? DECIDE_FAULT_MEMORY : DECIDE_FAULT_FILE;
     return -1;
   }
+  if (torn_n) snprintf(torn_note, torn_n, "%s", r.torn_note);
   /* Only the rates not given come from the file (a given one wins). */
   bool want_pf = !(in->dev_prefill_tok_s > 0) && in->prompt_tokens > 0;
   bool want_dc = !(in->dev_decode_tok_s > 0);

@@ -118,10 +118,13 @@ enum decide_results_fault { DECIDE_FAULT_FILE = 1, DECIDE_FAULT_RUNS, DECIDE_FAU
  * unless in->dev_prefill_tok_s > 0 or in->prompt_tokens is 0, chosen by
  * decide_rates_from_series with `match`; those taken are written to in.
  * which_prefill / which_decode (which_n bytes each) receive the series keys
- * used ("" for a rate not taken). 0, or -1 with err and *fault. */
+ * used ("" for a rate not taken); torn_note (torn_n bytes) what the file's
+ * cut last line was (results.h), "" when none. 0, or -1 with err and
+ * *fault. */
 int decide_rates_from_results(const char *path, const char *match, struct decide_inputs *in,
                               char *which_prefill, char *which_decode, size_t which_n,
-                              enum decide_results_fault *fault, struct tm_err *err);
+                              char *torn_note, size_t torn_n, enum decide_results_fault *fault,
+                              struct tm_err *err);
 
 /* The --json document (decide_json.c; keys: docs/decide.md): {"inputs" (every
  * input, with device_prefill_from / device_decode_from: the series keys the

@@ -448,7 +448,7 @@ static int load_stream(struct results *r, FILE *f, const char *source, struct tm
   char *buf = NULL;
   size_t cap = 0;
   ssize_t len;
-  size_t lineno = 0;
+  size_t lineno = 0, added = 0; /* records read from this file */
   int rc = 0;
   while ((len = read_line(&buf, &cap, f)) >= 0 || len < -1) {
     lineno++;
@@ -461,6 +461,7 @@ static int load_stream(struct results *r, FILE *f, const char *source, struct tm
       rc = tm_errf(err, "%s:%zu: out of memory reading the line", source, lineno);
       break;
     }
+    const bool whole = buf[len - 1] == '\n'; /* before the trim below */
     size_t k = (size_t)len;
     while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r' || buf[k - 1] == ' ' ||
                      buf[k - 1] == '\t'))
@@ -470,6 +471,16 @@ static int load_stream(struct results *r, FILE *f, const char *source, struct tm
     if (start == k) continue;
     json_error_t jerr;
     json_t *line = json_loadb(buf + start, k - start, JSON_REJECT_DUPLICATES, &jerr);
+    /* The last line, without its newline, whose JSON ends too early (the
+     * parser stopped at its end): cut by a full disk or a killed writer; the
+     * records before it stand. Any other broken line is an error. */
+    if (!line && !whole && added > 0 && (size_t)jerr.position >= k - start) {
+      if (!r->torn_note[0])
+        snprintf(r->torn_note, sizeof r->torn_note,
+                 "%s:%zu: the last line is cut (%zd bytes, no newline, not a whole record): "
+                 "skipped; the records before it are read", source, lineno, len);
+      break;
+    }
     if (!line) {
       rc = tm_errf(err, "%s:%zu: not JSON (column %d: %s)", source, lineno, jerr.column + (int)start,
                    jerr.text);
@@ -485,6 +496,7 @@ static int load_stream(struct results *r, FILE *f, const char *source, struct tm
       rc = -1;
       break;
     }
+    added++;
   }
   if (!rc && ferror(f)) rc = tm_errf(err, "%s: read error: %s", source, strerror(errno));
   free(buf);

@@ -71,10 +71,17 @@ struct results {
   size_t *n_lines_by_source; /* records read from sources[i] (all kinds): a file
                               * whose lines all joined an invocation of an
                               * earlier file is not empty */
+  /* A file whose LAST line was cut (no newline, not a whole record: a full
+   * disk, a killed writer) after at least one whole record: that line is
+   * skipped and every record before it read (a file of one broken line is
+   * corrupt, not cut); this says which ("FILE:LINE: ..."), for the caller to warn. ""
+   * when no file was cut. A broken line anywhere else is still an error. */
+  char torn_note[600];
 };
 
 /* Reads every file in order ("-" = stdin). 0, or -1 with err ("FILE:LINE:
- * problem"); out is left empty (results_free-able) on failure. */
+ * problem"); out is left empty (results_free-able) on failure. A cut last
+ * line is skipped (out->torn_note says so), not an error. */
 int results_load(const char *const *paths, size_t n_paths, struct results *out,
                  struct tm_err *err);
 void results_free(struct results *r);

@@ -25,6 +25,7 @@ struct bench_opts {
   size_t n_depth;              /* 0 = default (0) */
   bool reprobe, json;
   bool verbose;                /* -v: every reading and finding in full */
+  bool repair;                 /* --repair: drop a cut last line of --out first */
   bool hugepages;              /* --hugepages: weights copied into huge pages */
   double cooldown_s;           /* --cooldown: pause before each configuration
                                   (in-process) or workload (--url) after the

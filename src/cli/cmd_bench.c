@@ -58,12 +58,12 @@ static void usage(FILE *out) {
           "      --timeout S          fail a run longer than S seconds (default 600)\n"
           "Both:\n"
           "      --out FILE           results file to append to (tokmeter-results.jsonl)\n"
+          "      --repair             first drop a cut last line of --out (a killed writer)\n"
           "      --ttft-sweep         TTFT at -p lengths (default 32..1024), fitted\n"
           "      --cooldown S         idle pause before each configuration but the first\n"
           "      --json               in-process: one JSON document; --url: summary lines\n"
           "  -v, --verbose            every reading and finding in full (default: tables)\n"
-          "      --progress           progress on stderr: a line per configuration when\n"
-          "      --no-progress        not a terminal (the default), or none\n"
+          "      --[no-]progress      a progress line per configuration (default), or none\n"
           "  -h, --help               this help\n"
           "Exit: 0 all done; 1 a runtime failure or failed runs; 2 bad usage or input.\n"
           "Env: TOKMETER_CACHE_DIR; TOKMETER_KERNELS=scalar|avx2|avx512|vnni|vbmi|amx|neon\n"
@@ -82,7 +82,7 @@ static int parse_seconds(const char *s, const char *what, double *out) {
 static int parse_args(int argc, char **argv, struct bench_opts *o) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_PFILE, O_ALLOW, O_COLD, O_LIST,
          O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT, O_COOLDOWN,
-         O_PROGRESS, O_NO_PROGRESS };
+         O_PROGRESS, O_NO_PROGRESS, O_REPAIR };
   static const struct option longopts[] = {
       {"gguf", required_argument, 0, 'm'},          {"threads", required_argument, 0, 't'},
       {"depth", required_argument, 0, 'd'},
@@ -99,7 +99,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       {"idle-timeout", required_argument, 0, O_IDLE}, {"timeout", required_argument, 0, O_TIMEOUT},
       {"cooldown", required_argument, 0, O_COOLDOWN},
       {"verbose", no_argument, 0, 'v'},             {"progress", no_argument, 0, O_PROGRESS},
-      {"no-progress", no_argument, 0, O_NO_PROGRESS},
+      {"no-progress", no_argument, 0, O_NO_PROGRESS}, {"repair", no_argument, 0, O_REPAIR},
       {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
   struct tm_err err;
   memset(o, 0, sizeof *o);
@@ -179,6 +179,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       case 'v': o->verbose = true; break;
       case O_PROGRESS: cli_progress_force(1); break;
       case O_NO_PROGRESS: cli_progress_force(0); break;
+      case O_REPAIR: o->repair = true; break;
       case 'h': usage(stdout); return -1;
       case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
       default: return cli_bad_option(CMD, argv[optind - 1], longopts);
@@ -198,7 +199,14 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
   if (!o->list_models) { /* every other bench appends records: before any probe, load or
                             request, the file must take them (one line, exit 2) */
     struct tm_err werr = {{0}};
-    if (record_check_writable(o->out ? o->out : RECORD_DEFAULT_FILE, &werr) != 0)
+    const char *out = o->out ? o->out : RECORD_DEFAULT_FILE;
+    uint64_t dropped = 0;
+    if (o->repair && record_repair_torn(out, &dropped, &werr) != 0)
+      return cli_fail(CMD, TM_EXIT_USAGE, "--repair: %s", werr.msg);
+    if (dropped)
+      cli_note(CMD, "--repair: dropped the cut last line of %s (%llu bytes); the records before "
+               "it are kept", out, (unsigned long long)dropped);
+    if (record_check_writable(out, &werr) != 0)
       return cli_fail(CMD, TM_EXIT_USAGE, "--out: %s", werr.msg);
   }
   if (!o->url) {

@@ -243,6 +243,8 @@ int cmd_compare(int argc, char **argv) {
   bool oom;
   if (compare_files_load(path_a, path_b, &o, &cf, &oom, &err) != 0)
     return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
+  if (cf.ra.torn_note[0]) cli_warn(CMD, "%s", cf.ra.torn_note);
+  if (cf.rb.torn_note[0]) cli_warn(CMD, "%s", cf.rb.torn_note);
   int rc = TM_EXIT_OK;
   if (json) rc = cli_print_json(CMD, compare_json(&cf.cr, path_a, path_b, &o));
   else print_table(&cf.cr, path_a, path_b, &o);

@@ -369,13 +369,16 @@ int cmd_decide(int argc, char **argv) {
                     (in->prompt_tokens > 0 && !(in->dev_prefill_tok_s > 0)))) {
     enum decide_results_fault fault;
     struct tm_err ferr;
+    char torn[600];
     if (decide_rates_from_results(o.results, o.match, in, o.which_prefill, o.which_decode,
-                                  sizeof o.which_prefill, &fault, &ferr) != 0) {
+                                  sizeof o.which_prefill, torn, sizeof torn, &fault,
+                                  &ferr) != 0) {
       if (fault == DECIDE_FAULT_RUNS)
         return cli_fail(CMD, TM_EXIT_USAGE, "%s: %s", o.results, ferr.msg);
       return cli_fail(CMD, fault == DECIDE_FAULT_MEMORY ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s",
                       ferr.msg);
     }
+    if (torn[0]) cli_warn(CMD, "%s", torn);
   }
   if (!(in->dev_decode_tok_s > 0) || (in->prompt_tokens > 0 && !(in->dev_prefill_tok_s > 0)))
     return cli_usage_error(CMD, "device rates unknown: give --results FILE.jsonl or "

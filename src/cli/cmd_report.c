@@ -113,6 +113,7 @@ int cmd_report(int argc, char **argv) {
     results_free(&r);
     return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
   }
+  if (r.torn_note[0]) cli_warn(CMD, "%s", r.torn_note);
   for (size_t i = 0; i < n_paths; i++) {
     if (has_records_from(&r, paths[i])) continue;
     /* its lines may all belong to an invocation begun in an earlier file:

@@ -203,12 +203,6 @@ int import_lb_check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
 
       e->ns[i] = json_number_value(v);
     }
-    /* the records keep times to the microsecond: a shorter one would read
-     * as 0 ms, which no test takes (and the results reader refuses) */
-    for (size_t i = 0; i < e->n_samples; i++)
-      if (e->ns[i] < IMPORT_MIN_SAMPLE_NS)
-        return tm_errf(err, "%s: samples_ns[%zu] is %g ns: under a microsecond, not the time of "
-                            "a test", w, i, e->ns[i]);
   } else {
     json_t *a = json_object_get(o, "avg_ns");
     if (!a) return tm_errf(err, "%s: field \"samples_ns\" missing (and no avg_ns)", w);
@@ -223,7 +217,14 @@ int import_lb_check_entry(json_t *o, struct lb_entry *e, struct tm_err *err) {
     if (!e->ns) return tm_errf(err, "out of memory");
     e->ns[0] = json_number_value(a);
   }
-  return check_reported(o, e, err);
+  if (check_reported(o, e, err) != 0) return -1;
+  /* the records keep times to the microsecond: a shorter one would read as
+   * 0 ms, which no test takes (and the results reader refuses) */
+  for (size_t i = 0; !e->avg_only && i < e->n_samples; i++)
+    if (e->ns[i] < IMPORT_MIN_SAMPLE_NS)
+      return tm_errf(err, "%s: samples_ns[%zu] is %g ns: under a microsecond, not the time of a "
+                          "test", w, i, e->ns[i]);
+  return 0;
 }
 
 /* The input as a list of objects (borrowed from *root, which the caller

@@ -56,6 +56,9 @@ struct record_file *record_open(const char *path, struct tm_err *err) {
  * with a "record" string, and its last byte is a newline. NULL when it does,
  * else why not (a static string). */
 #define RESULTS_LINE_MAX (1u << 20)
+/* the one refusal a repair can lift (compared by address) */
+static const char why_cut[] = "its last line is cut (no newline at the end)";
+
 static const char *not_results_why(FILE *f) {
   char *buf = malloc(RESULTS_LINE_MAX);
   if (!buf) return "out of memory reading it";
@@ -90,11 +93,53 @@ static const char *not_results_why(FILE *f) {
     /* A last line without its newline (cut by a crash of another writer, or
      * an editor): the next record would glue onto it. tokmeter's own writer
      * never leaves one (record_write cuts a torn line off again). */
-    if (!why && (fseek(f, -1, SEEK_END) != 0 || fgetc(f) != '\n'))
-      why = "its last line is cut (no newline at the end)";
+    if (!why && (fseek(f, -1, SEEK_END) != 0 || fgetc(f) != '\n')) why = why_cut;
   }
   free(buf);
   return why;
+}
+
+int record_repair_torn(const char *path, uint64_t *dropped, struct tm_err *err) {
+  *dropped = 0;
+  int fd = open(path, O_RDWR);
+  if (fd < 0) return errno == ENOENT ? 0 : tm_errf(err, "records: cannot open %s: %s", path,
+                                                     strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    close(fd);
+    return 0; /* nothing a repair could mean */
+  }
+  /* back from the end to the last newline, in blocks */
+  char buf[4096];
+  off_t end = st.st_size, keep = 0;
+  bool found = false;
+  while (end > 0 && !found) {
+    const off_t from = end > (off_t)sizeof buf ? end - (off_t)sizeof buf : 0;
+    const ssize_t n = pread(fd, buf, (size_t)(end - from), from);
+    if (n <= 0) {
+      close(fd);
+      return tm_errf(err, "records: cannot read %s: %s", path, strerror(errno));
+    }
+    for (ssize_t i = n - 1; i >= 0; i--)
+      if (buf[i] == '\n') {
+        keep = from + i + 1;
+        found = true;
+        break;
+      }
+    end = from;
+  }
+  if (keep == st.st_size) { /* the last line is whole */
+    close(fd);
+    return 0;
+  }
+  if (ftruncate(fd, keep) != 0) {
+    close(fd);
+    return tm_errf(err, "records: cannot cut %s back to %lld bytes: %s", path, (long long)keep,
+                   strerror(errno));
+  }
+  close(fd);
+  *dropped = (uint64_t)(st.st_size - keep);
+  return 0;
 }
 
 int record_check_writable(const char *path, struct tm_err *err) {
@@ -120,8 +165,9 @@ int record_check_writable(const char *path, struct tm_err *err) {
     fclose(f);
     if (why)
       return tm_errf(err, "records: %s: not a tokmeter results file (%s): refusing to append; "
-                          "give a new file or a tokmeter results file",
-                     path, why);
+                          "give a new file or a tokmeter results file%s",
+                     path, why,
+                     why == why_cut ? " (bench --repair drops the cut line)" : "");
     return 0;
   }
   if (errno != ENOENT) return tm_errf(err, "records: cannot use %s: %s", path, strerror(errno));

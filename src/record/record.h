@@ -45,6 +45,12 @@ struct record_file;
 
 /* Opens (creating when missing) path for appending. NULL with err on failure. */
 struct record_file *record_open(const char *path, struct tm_err *err);
+/* --repair: when path's last line is cut (no newline at its end: a full
+ * disk, a killed writer), truncates the file back to just after its last
+ * newline, so every whole record stays and the next one starts a line.
+ * *dropped = the bytes removed (0: nothing to repair, or no such file). 0,
+ * or -1 with err. */
+int record_repair_torn(const char *path, uint64_t *dropped, struct tm_err *err);
 /* Whether records may be appended to path, without creating anything: an
  * existing path must be a regular file (or a character device such as
  * /dev/stdout, never read) this process may write, and, when it is not

@@ -41,6 +41,38 @@ expect_refused "$dir/notes.txt" "$notjson" "$TOKMETER" bench "${FAST[@]}" --out 
 expect_refused "$dir/cut.jsonl" "its last line is cut (no newline at the end)" \
   "$TOKMETER" bench "${FAST[@]}" --out "$dir/cut.jsonl"
 [ -e "$dir/cache" ] && fail "a refused --out still probed the machine (cache written)"
+grep -q "(bench --repair drops the cut line)" "$dir/err" ||
+  fail "a cut file: the remedy is not named: $(cat "$dir/err")"
+
+# --- a cut last line (issue 31 part 4): the readers skip it with a warning
+# naming file and line, and read every record before it; bench --repair
+# drops it (saying how many bytes) and appends after the whole records. A
+# broken line in the middle stays an error.
+expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --out "$dir/torn.jsonl"
+cp "$dir/torn.jsonl" "$dir/whole.jsonl"
+printf '{"record":"run","identity":"cut-he' >>"$dir/torn.jsonl"
+torn_line=$(($(wc -l <"$dir/whole.jsonl") + 1))
+for cmd in report compare decide; do
+  case $cmd in
+    report) args=("$dir/torn.jsonl") ;;
+    compare) args=("$dir/whole.jsonl" "$dir/torn.jsonl") ;;
+    decide) args=(-p 8 -n 1 --results "$dir/torn.jsonl" --device-decode 10 --api-ttft 1s --api-prefill 100 --api-decode 10) ;;
+  esac
+  "$TOKMETER" $cmd "${args[@]}" >"$dir/out" 2>"$dir/err" || fail "$cmd on a cut file: $(cat "$dir/err")"
+  grep -q "torn.jsonl:$torn_line: the last line is cut (34 bytes, no newline, not a whole record): skipped" \
+    "$dir/err" || fail "$cmd: no warning for the cut line: $(cat "$dir/err")"
+done
+printf '{"record":"run","identity":"cut-he\n' >"$dir/mid.jsonl"
+cat "$dir/whole.jsonl" >>"$dir/mid.jsonl"
+expect_exit 2 "$TOKMETER" report "$dir/mid.jsonl"
+grep -q "mid.jsonl:1: not JSON" "$dir/err" || fail "a broken first line: $(cat "$dir/err")"
+expect_exit 0 "$TOKMETER" bench "${FAST[@]}" --repair --out "$dir/torn.jsonl"
+grep -q "note: --repair: dropped the cut last line of $dir/torn.jsonl (34 bytes)" "$dir/err" ||
+  fail "--repair said nothing: $(cat "$dir/err")"
+cmp -n "$(wc -c <"$dir/whole.jsonl")" "$dir/whole.jsonl" "$dir/torn.jsonl" ||
+  fail "--repair changed the whole records"
+expect_exit 0 "$TOKMETER" report "$dir/torn.jsonl"
+grep -q "cut" "$dir/err" && fail "still cut after --repair: $(cat "$dir/err")"
 
 # --- bench --url: refused before any request. Nothing listens on port 1: a
 # request would fail with exit 1, the check comes first with exit 2.

@@ -71,6 +71,29 @@ static void expect_error(const char *name, const char *text, const char *needle)
   results_free(&r);
 }
 
+/* A cut LAST line (issue 31 part 4): skipped and said; the records before it
+ * read. A broken line elsewhere, a file of only a broken line, and a last
+ * line whose JSON is wrong (not merely short) stay errors. */
+static void a_cut_last_line_is_skipped(void) {
+  const char *p = write_file("cut.jsonl", "{\"record\":\"identity\",\"id\":\"x\"}\n"
+                                          "{\"record\":\"run\",\"iden");
+  const char *paths[] = {p};
+  struct results r;
+  struct tm_err err = {0};
+  CHECK_EQ_INT(results_load(paths, 1, &r, &err), 0);
+  CHECK_EQ_INT(r.n_inv, 1);
+  CHECK(strstr(r.torn_note, "cut.jsonl:2: the last line is cut (21 bytes, no newline") != NULL);
+  results_free(&r);
+  expect_error("cutonly.jsonl", "{\"record\":\"iden", ":1: not JSON");
+  expect_error("cutwrong.jsonl", "{\"record\":\"identity\",\"id\":\"x\"}\n{oops}", ":2: not JSON");
+  /* a whole file: no note */
+  p = write_file("whole.jsonl", "{\"record\":\"identity\",\"id\":\"x\"}\n");
+  paths[0] = p;
+  CHECK_EQ_INT(results_load(paths, 1, &r, &err), 0);
+  CHECK_STR(r.torn_note, "");
+  results_free(&r);
+}
+
 static void bad_lines_are_errors_with_line_numbers(void) {
   expect_error("notjson.jsonl", "{\"record\":\"identity\",\"id\":\"x\"}\n{oops\n", ":2: not JSON");
   expect_error("array.jsonl", "[1,2]\n", ":1: not a tokmeter record");
@@ -464,6 +487,7 @@ static void engine_figures_must_agree(void) {
 void tm_run_tests(void) {
   TM_RUN(server_figures_must_agree);
   TM_RUN(engine_figures_must_agree);
+  TM_RUN(a_cut_last_line_is_skipped);
   TM_RUN(invalid_engine_fields_are_refused);
   TM_RUN(invalid_server_fields_are_refused);
   TM_RUN(blanks_and_limits_are_accepted);

@@ -90,7 +90,7 @@ static void takes_only_the_rates_not_given(void) {
    * = 0.25 against |ln(16/400)| = 3.2), the median of 400 and 420; decode the
    * median of 40, 38, 39 */
   struct decide_inputs in = job(400, 100);
-  CHECK_EQ_INT(decide_rates_from_results(path, NULL, &in, wp, wd, sizeof wp, &fault, &err), 0);
+  CHECK_EQ_INT(decide_rates_from_results(path, NULL, &in, wp, wd, sizeof wp, NULL, 0, &fault, &err), 0);
   CHECK_NEAR(in.dev_prefill_tok_s, 410, 1e-9);
   CHECK_NEAR(in.dev_decode_tok_s, 39, 1e-9);
   CHECK_STR(wp, "engine | m.gguf | Q8_0 | pp512 | t2 | d0");
@@ -98,13 +98,13 @@ static void takes_only_the_rates_not_given(void) {
   /* a given decode rate wins; a short prompt takes pp16 */
   in = job(20, 100);
   in.dev_decode_tok_s = 25;
-  CHECK_EQ_INT(decide_rates_from_results(path, "t2", &in, wp, wd, sizeof wp, &fault, &err), 0);
+  CHECK_EQ_INT(decide_rates_from_results(path, "t2", &in, wp, wd, sizeof wp, NULL, 0, &fault, &err), 0);
   CHECK_NEAR(in.dev_prefill_tok_s, 160, 0);
   CHECK_NEAR(in.dev_decode_tok_s, 25, 0);
   CHECK_STR(wd, "");
   /* no prompt: no prefill wanted, none taken */
   in = job(0, 100);
-  CHECK_EQ_INT(decide_rates_from_results(path, NULL, &in, wp, wd, sizeof wp, &fault, &err), 0);
+  CHECK_EQ_INT(decide_rates_from_results(path, NULL, &in, wp, wd, sizeof wp, NULL, 0, &fault, &err), 0);
   CHECK(isnan(in.dev_prefill_tok_s));
   CHECK_STR(wp, "");
   CHECK_NEAR(in.dev_decode_tok_s, 39, 1e-9);
@@ -117,17 +117,17 @@ static void names_the_fault(void) {
   struct decide_inputs in = job(400, 100);
   /* the file: its message names it */
   const char *missing = tm_tmpfile("nowhere.jsonl");
-  CHECK_EQ_INT(decide_rates_from_results(missing, NULL, &in, wp, wd, sizeof wp, &fault, &err),
+  CHECK_EQ_INT(decide_rates_from_results(missing, NULL, &in, wp, wd, sizeof wp, NULL, 0, &fault, &err),
                -1);
   CHECK_EQ_INT(fault, DECIDE_FAULT_FILE);
   CHECK_CONTAINS(err.msg, "nowhere.jsonl");
   const char *empty = write_file("e.jsonl", "");
-  CHECK_EQ_INT(decide_rates_from_results(empty, NULL, &in, wp, wd, sizeof wp, &fault, &err), -1);
+  CHECK_EQ_INT(decide_rates_from_results(empty, NULL, &in, wp, wd, sizeof wp, NULL, 0, &fault, &err), -1);
   CHECK_EQ_INT(fault, DECIDE_FAULT_FILE);
   CHECK_CONTAINS(err.msg, "no records in ");
   /* the runs: the message says what they lack, without the path */
   const char *path = write_file("one.jsonl", one_config);
-  CHECK_EQ_INT(decide_rates_from_results(path, "t4", &in, wp, wd, sizeof wp, &fault, &err), -1);
+  CHECK_EQ_INT(decide_rates_from_results(path, "t4", &in, wp, wd, sizeof wp, NULL, 0, &fault, &err), -1);
   CHECK_EQ_INT(fault, DECIDE_FAULT_RUNS);
   CHECK_STR(err.msg, "no decode runs matching 't4' in the results (or give --device-decode)");
   CHECK(isnan(in.dev_prefill_tok_s) && isnan(in.dev_decode_tok_s)); /* nothing taken */
@@ -135,11 +135,11 @@ static void names_the_fault(void) {
       RUN("1", "tg32", "32", "decode", "0", "1600", "20")
       RUN("2", "tg32", "32", "decode", "0", "800", "40"));
   in.prompt_tokens = 0;
-  CHECK_EQ_INT(decide_rates_from_results(two, NULL, &in, wp, wd, sizeof wp, &fault, &err), -1);
+  CHECK_EQ_INT(decide_rates_from_results(two, NULL, &in, wp, wd, sizeof wp, NULL, 0, &fault, &err), -1);
   CHECK_EQ_INT(fault, DECIDE_FAULT_RUNS);
   CHECK_CONTAINS(err.msg, "2 configurations in the results ([engine | in-process | m.gguf | "
                           "Q8_0 | t1 | d0], [engine | in-process | m.gguf | Q8_0 | t2 | d0])");
-  CHECK_EQ_INT(decide_rates_from_results(two, "| t1 |", &in, wp, wd, sizeof wp, &fault, &err), 0);
+  CHECK_EQ_INT(decide_rates_from_results(two, "| t1 |", &in, wp, wd, sizeof wp, NULL, 0, &fault, &err), 0);
   CHECK_NEAR(in.dev_decode_tok_s, 20, 0);
 }
 
