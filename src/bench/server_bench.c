@@ -401,6 +401,34 @@ static void summarize(struct sb_state *s) {
                     &s->findings);
 }
 
+/* The server could not be used at all (unreachable, or answering like no
+ * known API): the invocation still leaves its identity and end records, the
+ * failure's kind counted and said as a finding, so a sweep over many
+ * endpoints tells "down" from "not tried". Best effort: the error already
+ * in s->err is what the caller reports. */
+static void record_unusable_server(struct sb_state *s) {
+  const bool unreachable = strstr(s->err.msg, "cannot reach") != NULL;
+  struct machine_thermal th;
+  struct tm_err err = {{0}};
+  if (machine_info_read(&s->mi, &err) != 0) memset(&s->mi, 0, sizeof s->mi);
+  machine_thermal_read(&th);
+  const struct tm_err saved = s->err;
+  if (open_records(s, &th) != 0) {
+    s->err = saved;
+    return;
+  }
+  s->err = saved;
+  struct bench_finding *f = bench_findings_add(
+      &s->findings, unreachable ? "server_unreachable" : "server_not_identified", BENCH_PROBLEM);
+  bench_finding_brief(f, "%s", unreachable ? "the server could not be reached: nothing measured"
+                                           : "the server answered like no known API: nothing "
+                                             "measured");
+  bench_finding_text(f, "%s", s->err.msg);
+  uint32_t failed[RUN_ERR_COUNT] = {0};
+  failed[unreachable ? RUN_ERR_CONNECT : RUN_ERR_OTHER] = 1;
+  bench_session_end(&s->session, 0, failed, false, NAN, &s->findings);
+}
+
 int sb_run(struct sb_state *s) {
   const struct sb_opts *o = s->o;
   struct tm_err err = {{0}};
@@ -412,7 +440,10 @@ int sb_run(struct sb_state *s) {
   int rc;
   if (o->gguf && (rc = load_model(s, o->gguf)) != 0) return rc;
   struct backend *b = open_backend(s);
-  if (!b) return s->err_is_usage ? BENCH_BAD_INPUT : BENCH_RUNTIME;
+  if (!b) {
+    if (!s->err_is_usage) record_unusable_server(s);
+    return s->err_is_usage ? BENCH_BAD_INPUT : BENCH_RUNTIME;
+  }
   if (o->cold && s->api != API_OLLAMA)
     sb_warn(s, "--cold: only Ollama can unload a model on request (keep_alive: 0); "
                "the first request is still measured apart as the cold one");

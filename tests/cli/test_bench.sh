@@ -281,6 +281,20 @@ expect_exit 2 "$TOKMETER" bench -v --url http://127.0.0.1:1 -w classify,,extract
 grep -q "empty element" "$dir/err" || fail "-w with an empty element: $(cat "$dir/err")"
 # a well-formed URL with nothing behind it is a runtime failure, not bad usage
 expect_exit 1 "$TOKMETER" bench -v --url "http://[::1]:1" -w classify -r 1 --out "$dir/x.jsonl"
+# a server that cannot be reached still leaves its identity and end records
+# (issue 31 part 3): the failure's kind counted, a finding saying what
+# happened, so a sweep tells "down" from "not tried"
+rm -f "$dir/down.jsonl"
+expect_exit 1 "$TOKMETER" bench --url http://127.0.0.1:1 -w classify -r 1 --out "$dir/down.jsonl"
+python3 - "$dir/down.jsonl" <<'PY' || fail "a refused server's records (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["record"] for r in recs] == ["identity", "end"], recs
+end = recs[1]
+assert end["identity"] == recs[0]["id"] and end["runs"] == 0 and end["failed"] == {"connect": 1}, end
+assert [f["code"] for f in end["findings"]] == ["server_unreachable"], end["findings"]
+assert "cannot reach" in end["findings"][0]["text"], end["findings"]
+PY
 # flags of the other mode are refused, not ignored
 expect_exit 2 "$TOKMETER" bench -v -m "$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf" --timeout 5
 grep -q "needs --url" "$dir/err" || fail "--timeout in-process: $(cat "$dir/err")"
