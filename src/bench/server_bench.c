@@ -319,7 +319,10 @@ int sb_list_models(const struct sb_opts *o, char (*names)[256], int cap, struct 
     tm_err_prefix(err, "cannot list models");
     return -1;
   }
-  for (int i = 0; i < n; i++) tm_redact(names[i], sizeof names[i], o->api_key); /* the server's text */
+  for (int i = 0; i < n; i++) { /* the server's text: no key, no control byte */
+    tm_redact(names[i], sizeof names[i], o->api_key);
+    tm_clean_control(names[i]);
+  }
   return n;
 }
 
@@ -424,6 +427,7 @@ static void record_unusable_server(struct sb_state *s) {
                                            : "the server answered like no known API: nothing "
                                              "measured");
   bench_finding_text(f, "%s", s->err.msg);
+  if (f) tm_clean_control(f->text); /* a server's or libcurl's words */
   uint32_t failed[RUN_ERR_COUNT] = {0};
   failed[unreachable ? RUN_ERR_CONNECT : RUN_ERR_OTHER] = 1;
   bench_session_end(&s->session, 0, failed, false, NAN, &s->findings);

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include "util/err.h"
+#include "util/redact.h"
 #include "util/units.h"
 
 #include <jansson.h>
@@ -13,11 +14,21 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Every line on stderr is formatted here and cleaned of control bytes
+ * (tm_clean_control): messages carry text from servers, files and the JSON
+ * library, none of which may move the cursor or ring the terminal. */
+__attribute__((format(printf, 1, 0))) static void print_clean(const char *fmt, va_list ap) {
+  char msg[4096];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  tm_clean_control(msg);
+  fputs(msg, stderr);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "tokmeter %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
+  print_clean(fmt, ap);
   fprintf(stderr, "\nTry 'tokmeter %s --help'.\n", cmd);
   va_end(ap);
   return TM_EXIT_USAGE;
@@ -51,7 +62,7 @@ int cli_fail(const char *cmd, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "tokmeter %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
+  print_clean(fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
   return code;
@@ -61,7 +72,7 @@ int cli_fail(const char *cmd, int code, const char *fmt, ...) {
 __attribute__((format(printf, 3, 0))) static void print_kind(const char *cmd, const char *kind,
                                                             const char *fmt, va_list ap) {
   fprintf(stderr, "tokmeter %s: %s: ", cmd, kind);
-  vfprintf(stderr, fmt, ap);
+  print_clean(fmt, ap);
   fputc('\n', stderr);
 }
 

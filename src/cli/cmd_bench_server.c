@@ -124,9 +124,15 @@ static void print_findings(const struct bench_findings *l, bool verbose) {
 
 static void print_result(const struct sb_state *s, bool verbose) {
   const struct runner_result *res = s->res;
-  printf("tokmeter %s - %s at %s (%s%s%s)\n", TOKMETER_VERSION,
-         s->model_name && *s->model_name ? s->model_name : "the served model", s->url_shown,
-         api_family_name(s->api), s->si.build[0] ? ", build " : "", s->si.build);
+  /* the server's own words, cleaned for the terminal (util/redact.h) */
+  char model[256], build[sizeof s->si.build];
+  snprintf(model, sizeof model, "%s",
+           s->model_name && *s->model_name ? s->model_name : "the served model");
+  snprintf(build, sizeof build, "%s", s->si.build);
+  tm_clean_control(model);
+  tm_clean_control(build);
+  printf("tokmeter %s - %s at %s (%s%s%s)\n", TOKMETER_VERSION, model, s->url_shown,
+         api_family_name(s->api), build[0] ? ", build " : "", build);
   report_server_table(stdout, s->summaries, res->n_workloads, s->model.have ? s->ceilings : NULL,
                       verbose);
   if (verbose) {

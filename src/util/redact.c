@@ -192,3 +192,8 @@ void tm_redact(char *msg, size_t cap, const char *key) {
   msg[n] = 0;
   free(s);
 }
+
+void tm_clean_control(char *s) {
+  for (; s && *s; s++)
+    if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f) *s = '?';
+}

@@ -33,6 +33,11 @@ char *tm_redact_dup(const char *text, size_t len, const char *key, size_t *out_l
  * to fit, at a UTF-8 boundary). When out of memory, msg is emptied rather than
  * left unscrubbed. */
 void tm_redact(char *msg, size_t cap, const char *key);
+/* Terminal hygiene, in place: every control byte of s (below 0x20, and
+ * 0x7f: ESC sequences, carriage returns, bells from a server's text, a
+ * results file or a JSON library's "near '...'") becomes '?', so a message
+ * cannot rewrite the terminal; UTF-8 and printable ASCII are kept. */
+void tm_clean_control(char *s);
 /* Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or code
  * points above U+10FFFF). */
 bool tm_utf8_valid(const char *s, size_t len);

@@ -140,4 +140,10 @@ head -2 "$dir/a.jsonl" | sed -n 1p >"$dir/ident.jsonl"
 expect_exit 2 "$TOKMETER" report "$dir/ident.jsonl"
 grep -q 'no timed runs' "$dir/err" || fail "identity only: $(cat "$dir/err")"
 expect_exit 1 "$TOKMETER" report --html "$dir/no/such/dir/x.html" "$dir/a.jsonl"
+# terminal hygiene (issue 31 part 6): an ESC from a results file never
+# reaches the terminal, not even through the JSON library's "near '...'"
+printf '{"record":"identity","schema":1,"id":"x"}\n{"record":\033[31m"run"}\n' >"$dir/esc.jsonl"
+expect_exit 2 "$TOKMETER" report "$dir/esc.jsonl"
+grep -q "esc.jsonl:2: not JSON" "$dir/err" || fail "esc: $(cat "$dir/err")"
+if LC_ALL=C grep -q "$(printf '\033')" "$dir/err"; then fail "an ESC byte reached stderr"; fi
 echo "test_report: ok"
