@@ -316,6 +316,8 @@ struct run_ctx {
   size_t err_len, err_cap;
   bool complete;          /* the dialect saw the terminal event */
   bool aborted;           /* we aborted the transfer; r->error is set */
+  char encoding[24];      /* the response's Content-Encoding (never asked for:
+                             tokmeter sends no Accept-Encoding); "" = none */
 };
 
 static int on_prereq(void *ud, char *ip, char *local_ip, int port, int local_port) {
@@ -330,6 +332,16 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
   struct run_ctx *c = ud;
   size_t n = sz * nm;
   c->last_byte_ns = t;
+  static const char ce[] = "content-encoding:";
+  if (n > sizeof ce - 1 && strncasecmp(p, ce, sizeof ce - 1) == 0) {
+    size_t i = sizeof ce - 1, k = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t')) i++;
+    while (i < n && k + 1 < sizeof c->encoding && p[i] != '\r' && p[i] != '\n' &&
+           (unsigned char)p[i] >= 0x20)
+      c->encoding[k++] = p[i++];
+    c->encoding[k] = 0;
+    if (strcasecmp(c->encoding, "identity") == 0) c->encoding[0] = 0;
+  }
   if ((n == 2 && p[0] == '\r' && p[1] == '\n') || (n == 1 && p[0] == '\n')) {
     long code = 0;
     curl_easy_getinfo(c->b->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -382,6 +394,14 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
   struct run_ctx *c = ud;
   size_t n = sz * nm;
   c->last_byte_ns = t;
+  if (!c->http_error && c->encoding[0] && !c->aborted) {
+    /* gzip, deflate, br...: bytes no SSE or NDJSON framer can read */
+    run_result_fail(c->r, RUN_ERR_MALFORMED,
+                    "the server sent its answer %s-encoded (Content-Encoding: %s), which was not "
+                    "asked for: its tokens cannot be read", c->encoding, c->encoding);
+    c->aborted = true;
+    return 0;
+  }
   if (c->http_error) {
     size_t take = n;
     if (c->err_len + take > ERROR_BODY_MAX_BYTES) take = ERROR_BODY_MAX_BYTES - c->err_len;

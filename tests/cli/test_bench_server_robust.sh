@@ -162,4 +162,33 @@ grep -q "given twice" "$dir/err" || fail "duplicate workload: $(cat "$dir/err")"
 start_server b404 --mode break --flavor llamacpp --break http-404
 expect_exit 1 "$TOKMETER" bench -v --url "http://127.0.0.1:$PORT" -w classify -r 1 --out "$dir/n.jsonl"
 grep -q "POST /v1/chat/completions: HTTP 404" "$dir/err" || fail "404 message: $(cat "$dir/err")"
+# An answer gzip-encoded though tokmeter asked for no encoding (issue 31
+# part 5): the run fails naming the encoding, not "stream ended inside an
+# SSE line". A loopback server in a few lines of Python.
+cat >"$dir/gz.py" <<'PY'
+import gzip, http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = gzip.compress(b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n')
+        self.send_response(200); self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Encoding", "gzip"); self.send_header("Content-Length", str(len(body)))
+        self.end_headers(); self.wfile.write(body)
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 "$dir/gz.py" >"$dir/gz.port" &
+gz_pid=$!
+for _ in $(seq 50); do [ -s "$dir/gz.port" ] && break; sleep 0.1; done
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$(cat "$dir/gz.port")" --api openai -w classify -r 1 \
+  --out "$dir/gz.jsonl"
+kill "$gz_pid" 2>/dev/null || true
+grep -q "the server sent its answer gzip-encoded (Content-Encoding: gzip), which was not asked for" "$dir/err" ||
+  fail "gzip: the encoding is not named: $(cat "$dir/err")"
 echo "test_bench_server_robust: ok"
