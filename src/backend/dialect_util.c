@@ -39,6 +39,17 @@ static void wrong_type(struct du_reader *rd, const char *path, const json_t *v,
                   json_type_name(v), expected);
 }
 
+/* An impossible value of a usage count fails the reader; of another
+ * counter (a runtime's own timings, where -1 has meant "not counted") it is
+ * left out, as before. */
+static bool impossible_count(struct du_reader *rd, const char *path, double x) {
+  if (strncmp(path, "usage.", 6) != 0) return false;
+  rd->failed = true;
+  run_result_fail(rd->r, RUN_ERR_MALFORMED, "impossible count: %s is %g, not a number of tokens "
+                  "(a whole number >= 0)", path, x);
+  return false;
+}
+
 const char *du_str(struct du_reader *rd, json_t *obj, const char *key, const char *path,
                    size_t *len) {
   json_t *v = field(rd, obj, key);
@@ -85,16 +96,18 @@ bool du_count(struct du_reader *rd, json_t *obj, const char *key, const char *pa
               int64_t *out) {
   json_t *v = field(rd, obj, key);
   if (!v) return false;
+  /* A count that cannot be (negative, fractional, past 2^62) is a server
+   * that lies: the run fails naming it, never a silent null (issue 31). */
   if (json_is_integer(v)) {
     json_int_t x = json_integer_value(v);
-    if (x < 0) return false;
+    if (x < 0) return impossible_count(rd, path, (double)x);
     *out = (int64_t)x;
     return true;
   }
   if (json_is_real(v)) {
     double x = json_real_value(v);
     /* 2^62: far above any real count, and safe to convert. */
-    if (!isfinite(x) || x < 0 || x > 4.6e18 || x != floor(x)) return false;
+    if (!isfinite(x) || x < 0 || x > 4.6e18 || x != floor(x)) return impossible_count(rd, path, x);
     *out = (int64_t)x;
     return true;
   }

@@ -41,8 +41,10 @@ json_t *du_arr(struct du_reader *rd, json_t *obj, const char *key, const char *p
 /* Boolean field: false when absent/null; wrong type fails. */
 bool du_bool(struct du_reader *rd, json_t *obj, const char *key, const char *path);
 /* Integer counter: stores into *out when present as a number >= 0 (an integral
- * real such as 12.0 is accepted); absent/null/negative leave *out alone; a
- * non-number fails. Returns true when stored. */
+ * real such as 12.0 is accepted); absent/null leave *out alone; a non-number
+ * fails; an impossible value (negative, fractional, past 2^62) fails a
+ * "usage.*" count (a lying server: the run says which) and leaves any other
+ * alone. Returns true when stored. */
 bool du_count(struct du_reader *rd, json_t *obj, const char *key, const char *path,
               int64_t *out);
 /* Real-valued field (ms, s, tok/s): stores when a finite number. */

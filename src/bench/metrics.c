@@ -296,6 +296,21 @@ static void pick_headlines(struct run_metrics *m) {
   }
 }
 
+/* Counts that cannot be, whatever the timers say (issue 31): more generated
+ * tokens than max_tokens allowed (one more is the stop token some runtimes
+ * count), more cached prompt tokens than the prompt has. Calibration
+ * requests are judged the same way: they set the cache baseline. */
+static void check_plausible(const struct run_result *r, const struct backend_request *req,
+                            struct run_metrics *m) {
+  if (!m->ok) return;
+  if (req && req->max_tokens > 0 && r->completion_tokens > (int64_t)req->max_tokens + 1)
+    inconsistent(m, "the server reports %lld generated tokens (usage) for max_tokens %u: more "
+                    "than it may generate", (long long)r->completion_tokens, req->max_tokens);
+  else if (r->cached_tokens >= 0 && r->prompt_tokens >= 0 && r->cached_tokens > r->prompt_tokens)
+    inconsistent(m, "the server reports %lld cached tokens of a %lld-token prompt (usage)",
+                 (long long)r->cached_tokens, (long long)r->prompt_tokens);
+}
+
 /* The rules are listed in metrics.h (METRICS_TIMER_*). Only a run the backend
  * called good is judged; the first contradiction found is its reason, and
  * every figure a contradicted count or timer feeds is blanked. */
@@ -585,6 +600,7 @@ void run_metrics_compute(const struct run_result *r, const struct backend_reques
 
   /* --- the server's figures against each other and the client's (metrics.h) */
   check_consistency(r, m, n >= TOKEN_BY_TOKEN_MIN_CHUNKS, field_reasoning_any(r));
+  check_plausible(r, req, m);
 
   /* --- cache (rule 2) */
   m->cache = cache_shape(m->cached_tokens, m->prompt_tokens, opt->cache_baseline_tokens);

@@ -191,4 +191,28 @@ expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$(cat "$dir/gz.port")" -
 kill "$gz_pid" 2>/dev/null || true
 grep -q "the server sent its answer gzip-encoded (Content-Encoding: gzip), which was not asked for" "$dir/err" ||
   fail "gzip: the encoding is not named: $(cat "$dir/err")"
+# A server that lies about its counts (issue 31 part 1): an impossible
+# usage.completion_tokens fails the run naming it (never a silent null), and
+# so does a count above max_tokens (+1 for a counted stop token); calibration
+# requests are judged the same way. Exit 1, the reason in the run record.
+for lie in -32 32.5 100; do
+  start_server "lie$lie" --mode paced --flavor openai --a 1 --b 0 --c 1 --lie-completion "$lie"
+  expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -p 20 -n 32 -r 1 \
+    --out "$dir/lie$lie.jsonl"
+  case $lie in
+    100) want="the server reports 100 generated tokens (usage) for max_tokens" ;;
+    *) want="impossible count: usage.completion_tokens is $lie, not a number of tokens" ;;
+  esac
+  grep -q "$want" "$dir/err" || fail "lie $lie: $(cat "$dir/err")"
+  # every request fails, calibration included (its short answers may meet
+  # another rule first: "100 generated tokens but streamed 12 bytes")
+  case $lie in 100) want="the server reports 100 generated tokens" ;; esac
+  python3 - "$dir/lie$lie.jsonl" "$want" <<'PY' || fail "lie $lie: records (see above)"
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if '"record":"run"' in l]
+assert runs and all(not r["ok"] for r in runs), [(r["calibration"], r["ok"]) for r in runs]
+assert any(r["calibration"] for r in runs), "calibration requests not recorded"
+assert all(sys.argv[2] in (r["error"] or {}).get("message", "") for r in runs), [r["error"] for r in runs]
+PY
+done
 echo "test_bench_server_robust: ok"

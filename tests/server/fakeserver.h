@@ -128,6 +128,10 @@ struct fs_config {
   bool reasoning;             /* FS_PACED: the first half of the tokens come as
                                  reasoning_content (OpenAI) / thinking (Ollama) */
   bool think_tags;            /* FS_PACED: reasoning inline in <think>...</think> */
+  /* hostile: the OpenAI-style usage reports this completion_tokens (a JSON
+   * literal as given: "-32", "32.5", "200000"), whatever was generated;
+   * NULL = the truth */
+  const char *lie_completion;
   bool stop_early;            /* FS_PACED: stop after max_tokens/4 with
                                  finish_reason "stop" unless ignore_eos/min_tokens
                                  /num_predict asked for the exact length */

@@ -33,6 +33,8 @@ static void usage(FILE *f) {
           "  --reasoning           first half of tokens as reasoning (default off)\n"
           "  --think-tags          first half inline in <think>...</think> (default off)\n"
           "  --stop-early          stop at max_tokens/4 unless exact length asked (default off)\n"
+          "  --lie-completion J    hostile: usage.completion_tokens is J (a JSON literal:\n"
+          "                        -32, 32.5, 200000) whatever was generated\n"
           "  --usage-every-chunk   usage (counts so far) in every OpenAI token event (vLLM\n"
           "                        continuous_usage_stats; default off)\n"
           "  --break STAGE         break mode stage (default http-500): close-on-accept,\n"
@@ -148,6 +150,9 @@ int main(int argc, char **argv) {
       cfg.stop_early = true;
     } else if (strcmp(a, "--usage-every-chunk") == 0) {
       cfg.usage_every_chunk = true;
+    } else if (strcmp(a, "--lie-completion") == 0) {
+      NEEDV();
+      cfg.lie_completion = v;
     } else if (strcmp(a, "--break") == 0) {
       NEEDV();
       int st = fs_break_stage_from_name(v);

@@ -297,6 +297,10 @@ static json_t *oai_usage(const struct fakeserver *s, const struct gen *g) {
   if (g->flavor == FS_FLAVOR_OPENAI || g->flavor == FS_FLAVOR_LMSTUDIO)
     json_object_set_new(u, "completion_tokens_details",
                         json_pack("{s:i}", "reasoning_tokens", (int)g->n_reason));
+  if (s->cfg.lie_completion) { /* hostile: a count that cannot be */
+    json_t *lie = json_loads(s->cfg.lie_completion, JSON_DECODE_ANY, NULL);
+    if (lie) json_object_set_new(u, "completion_tokens", lie);
+  }
   return u;
 }
 

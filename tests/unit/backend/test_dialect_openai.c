@@ -476,11 +476,10 @@ static void test_malformed_and_wrong_types(void) {
   CHECK_CONTAINS(r.error_msg, "boom");
   run_result_free(&r);
 
-  /* tolerated: nulls, negative or fractional counts (not stored), empty
-   * choices, a blank payload */
+  /* tolerated: nulls, empty choices, a blank payload, an integral real */
   const char *ok[] = {
       "{\"choices\":[{\"delta\":{\"content\":null},\"finish_reason\":null}],\"usage\":null}",
-      "{\"choices\":[],\"usage\":{\"prompt_tokens\":-3,\"completion_tokens\":2.5}}",
+      "{\"choices\":[]}",
       "   ",
       "{\"choices\":[{\"delta\":{\"content\":\"x\\u0000y\"}}]}",
       "{\"usage\":{\"prompt_tokens\":7.0}}",
@@ -492,6 +491,19 @@ static void test_malformed_and_wrong_types(void) {
   CHECK_EQ_INT(r.completion_tokens, -1);
   CHECK_EQ_U64(r.n_chunks, 1);
   CHECK_EQ_U64(r.text_len, 3); /* the NUL inside the JSON string is kept */
+  run_result_free(&r);
+  /* a count that cannot be fails the run, naming it (issue 31): negative,
+   * fractional */
+  const char *neg[] = {"{\"choices\":[],\"usage\":{\"prompt_tokens\":-3}}"};
+  run_result_init(&r);
+  CHECK_EQ_INT(fx_feed(D, &r, neg, 1), -1);
+  CHECK_EQ_INT(r.error, RUN_ERR_MALFORMED);
+  CHECK(strstr(r.error_msg, "impossible count: usage.prompt_tokens is -3") != NULL);
+  run_result_free(&r);
+  const char *frac[] = {"{\"choices\":[],\"usage\":{\"completion_tokens\":2.5}}"};
+  run_result_init(&r);
+  CHECK_EQ_INT(fx_feed(D, &r, frac, 1), -1);
+  CHECK(strstr(r.error_msg, "usage.completion_tokens is 2.5") != NULL);
   run_result_free(&r);
 }
 
