@@ -109,6 +109,24 @@ int backend_detect(const char *base_url, const char *api_key, enum api_family *o
   return backend_detect_within(base_url, api_key, PROBE_TIMEOUT_S, out, err);
 }
 
+/* The first redirect among the probes: "GET /props answered HTTP 301 to
+ * https://host/props" (the target without user:password@ or ?query). */
+static void note_redirect(struct backend *b, const char *path, int status, char *buf, size_t n) {
+  if (buf[0] || status < 300 || status >= 400) return;
+  char *to = NULL;
+  curl_easy_getinfo(b->easy, CURLINFO_REDIRECT_URL, &to);
+  char shown[200] = "";
+  if (to) {
+    const char *scheme = strstr(to, "://"), *host = scheme ? scheme + 3 : to;
+    const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+    if (at && (!slash || at < slash)) host = at + 1; /* no user:password@ */
+    snprintf(shown, sizeof shown, "%.*s%s", scheme ? (int)(scheme + 3 - to) : 0, to, host);
+    shown[strcspn(shown, "?#")] = 0;
+    tm_clean_control(shown);
+  }
+  snprintf(buf, n, "GET %s answered HTTP %d%s%s", path, status, shown[0] ? " to " : "", shown);
+}
+
 int backend_detect_within(const char *base_url, const char *api_key, double timeout_s,
                           enum api_family *out, struct tm_err *err) {
   /* An explicit family: backend_new must not come back here. */
@@ -120,9 +138,13 @@ int backend_detect_within(const char *base_url, const char *api_key, double time
   bool no_resp = false;
   char etext[200];
   int rc = -1;
+  /* a redirect is never followed (credentials must not reach another
+   * origin); the first one seen is named if nothing answers */
+  char redirect[300] = "";
 
   json_t *o = get_json(b, "GET", "/api/version", NULL, info_timeout(b), &status, &no_resp, NULL,
                        0, err);
+  note_redirect(b, "/api/version", status, redirect, sizeof redirect);
   if (no_resp) {
     tm_err_prefix(err, "cannot reach %s", base_url);
     goto done;
@@ -135,6 +157,7 @@ int backend_detect_within(const char *base_url, const char *api_key, double time
   json_decref(o);
 
   o = get_json(b, "GET", "/props", NULL, info_timeout(b), &status, &no_resp, NULL, 0, err);
+  note_redirect(b, "/props", status, redirect, sizeof redirect);
   if (no_resp) goto unreachable;
   if (looks_like_llamacpp_props(o)) {
     *out = API_OPENAI;
@@ -145,6 +168,7 @@ int backend_detect_within(const char *base_url, const char *api_key, double time
 
   o = get_json(b, "GET", "/v1/models", NULL, info_timeout(b), &status, &no_resp, etext,
                sizeof etext, err);
+  note_redirect(b, "/v1/models", status, redirect, sizeof redirect);
   if (no_resp) goto unreachable;
   if (has_data_array(o)) {
     *out = API_OPENAI;
@@ -157,6 +181,11 @@ int backend_detect_within(const char *base_url, const char *api_key, double time
     tm_errf(err, "%s answered GET /v1/models with HTTP %d%s%s: the API key is missing or "
                  "refused (--api-key-env)",
             base_url, status, etext[0] ? ": " : "", etext);
+    goto done;
+  }
+  if (redirect[0]) {
+    tm_errf(err, "no known LLM API at %s: %s (redirects are not followed: give the URL it "
+                 "points to)", base_url, redirect);
     goto done;
   }
   tm_errf(err, "no known LLM API at %s (tried /api/version, /props, /v1/models)%s", base_url,

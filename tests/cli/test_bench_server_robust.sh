@@ -215,4 +215,29 @@ assert any(r["calibration"] for r in runs), "calibration requests not recorded"
 assert all(sys.argv[2] in (r["error"] or {}).get("message", "") for r in runs), [r["error"] for r in runs]
 PY
 done
+# A redirect during auto-detection (issue 31 part 5) is named, with its
+# target stripped of credentials and query, never followed; and the
+# invocation still leaves its identity and end records.
+cat >"$dir/redir.py" <<'PY'
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(301)
+        self.send_header("Location", "https://user:pw@elsewhere.example" + self.path + "?token=x")
+        self.send_header("Content-Length", "0"); self.end_headers()
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 "$dir/redir.py" >"$dir/redir.port" &
+redir_pid=$!
+for _ in $(seq 50); do [ -s "$dir/redir.port" ] && break; sleep 0.1; done
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$(cat "$dir/redir.port")" -w classify -r 1 \
+  --out "$dir/redir.jsonl"
+kill "$redir_pid" 2>/dev/null || true
+grep -q "GET /api/version answered HTTP 301 to https://elsewhere.example/api/version (redirects are not followed" \
+  "$dir/err" || fail "redirect not named: $(cat "$dir/err")"
+grep -q "user:pw\|token=x" "$dir/err" && fail "the redirect's credentials shown: $(cat "$dir/err")"
+grep -q '"server_not_identified"' "$dir/redir.jsonl" || fail "no end record for the redirect: $(cat "$dir/redir.jsonl")"
 echo "test_bench_server_robust: ok"
