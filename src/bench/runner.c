@@ -348,6 +348,9 @@ static int run_workload(struct run_ctx *c, size_t wi) {
   struct run_metrics *ms = calloc(c->opt->reps ? c->opt->reps : 1, sizeof *ms);
   if (!ms) return -1;
   int failed = 0;
+  /* consecutive failures of one kind, the warm-up's included */
+  enum run_error streak_kind = RUN_OK;
+  uint32_t streak = 0;
 
   if (c->opt->warmup) {
     struct run_result r;
@@ -355,6 +358,7 @@ static int run_workload(struct run_ctx *c, size_t wi) {
     struct runner_event ev = {.workload = w, .warmup = true};
     progress(c, "%s: warm-up (discarded)", w->name);
     one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev, &r, &m, NULL);
+    if (r.error != RUN_OK && r.error != RUN_ERR_INTERRUPTED) streak_kind = r.error, streak = 1;
     /* Aim the timed runs at the target with what the warm-up reported. */
     if (!w->prompt_text && !c->have_tokenizer && r.prompt_tokens > 0 && c->tokens_per_word > 0) {
       double adjust = ((double)w->prompt_tokens - (double)r.prompt_tokens) / c->tokens_per_word;
@@ -387,9 +391,22 @@ static int run_workload(struct run_ctx *c, size_t wi) {
       failed = 1;
       c->res->failed++;
       c->res->failed_by_kind[r.error]++;
+      streak = r.error == streak_kind ? streak + 1 : 1;
+      streak_kind = r.error;
+    } else {
+      streak = 0;
     }
     run_result_free(&r);
     if (backend_interrupted()) break;
+    /* Give up early, say why: the same failure twice in a row (a server that
+     * is gone or stalls would cost an idle timeout per request). */
+    if (streak >= RUNNER_GIVE_UP_AFTER && i + 1 < c->opt->reps && streak_kind != RUN_ERR_INTERRUPTED) {
+      out->n_skipped = c->opt->reps - (i + 1);
+      out->skipped_after = streak_kind;
+      progress(c, "%s: %u consecutive %s failures: the other %u runs are skipped", w->name,
+               streak, run_error_name(streak_kind), out->n_skipped);
+      break;
+    }
   }
   out->cpu_steal_share = machine_steal_since(&ticks);
   bench_summarize(w->name, ms, done, NULL, c->opt->allow_cache, &out->summary);

@@ -124,7 +124,16 @@ struct runner_workload_result {
   double cpu_steal_share;         /* steal while its timed runs ran: the share
                                      of this machine's busy CPU time the host
                                      gave to other work, 0..1; NAN unknown */
+  /* Given up early: after RUNNER_GIVE_UP_AFTER consecutive failures of one
+   * kind (the warm-up's counts), the workload's remaining timed runs are not
+   * sent; how many, and the kind (RUN_OK when none were skipped). */
+  uint32_t n_skipped;
+  enum run_error skipped_after;
 };
+
+/* A dead or stalled server is not waited on for every request: this many
+ * consecutive failures of one kind end a workload. */
+#define RUNNER_GIVE_UP_AFTER 2
 
 struct runner_result {
   int64_t cache_baseline_tokens;  /* -1 when the server reports no cached tokens,

@@ -385,10 +385,27 @@ static void summarize(struct sb_state *s) {
                                        s->model.have ? &s->ceilings[i] : NULL,
                                        wr->cpu_steal_share);
     json_decref(ws);
+    /* runs given up (runner.h RUNNER_GIVE_UP_AFTER): how many, after what */
+    if (sum)
+      json_object_set_new(sum, "skipped",
+                          wr->n_skipped ? json_pack("{s:i, s:s}", "runs", (int)wr->n_skipped,
+                                                    "after", run_error_name(wr->skipped_after))
+                                        : json_null());
     /* this workload's findings, in its summary and in the invocation's list */
     struct bench_findings mine = {0};
     bench_server_findings(&s->summaries[i], s->model.have ? &s->ceilings[i] : NULL,
                           wr->cpu_steal_share, &mine);
+    if (wr->n_skipped) {
+      struct bench_finding *f = bench_findings_add(&mine, "runs_skipped", BENCH_PROBLEM);
+      if (f) snprintf(f->config.workload, sizeof f->config.workload, "%s", wr->workload.name);
+      bench_finding_figure(f, "skipped_runs", wr->n_skipped);
+      bench_finding_brief(f, "%s: %u runs skipped after %d %s failures in a row", wr->workload.name,
+                          wr->n_skipped, RUNNER_GIVE_UP_AFTER, run_error_name(wr->skipped_after));
+      bench_finding_text(f, "%s: after %d consecutive %s failures the other %u timed runs were "
+                            "not sent: the server is gone or stalls, and each would have waited "
+                            "its timeout.", wr->workload.name, RUNNER_GIVE_UP_AFTER,
+                         run_error_name(wr->skipped_after), wr->n_skipped);
+    }
     for (size_t k = 0; k < mine.n; k++) {
       struct bench_finding *f = bench_findings_add(&s->findings, mine.v[k].code, mine.v[k].severity);
       if (f) *f = mine.v[k];

@@ -240,4 +240,25 @@ grep -q "GET /api/version answered HTTP 301 to https://elsewhere.example/api/ver
   "$dir/err" || fail "redirect not named: $(cat "$dir/err")"
 grep -q "user:pw\|token=x" "$dir/err" && fail "the redirect's credentials shown: $(cat "$dir/err")"
 grep -q '"server_not_identified"' "$dir/redir.jsonl" || fail "no end record for the redirect: $(cat "$dir/redir.jsonl")"
+# Give up early (issue 31 part 2): a server that sends headers and then
+# nothing fails the warm-up and the first timed run on the idle timeout;
+# the other runs are not sent (each would wait its timeout), and the summary
+# and a finding say how many and why.
+start_server stall5 --mode break --break stall
+t0=$(date +%s)
+expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w classify -r 5 \
+  --idle-timeout 1 --out "$dir/stall5.jsonl"
+elapsed=$(($(date +%s) - t0))
+[ "$elapsed" -le 10 ] || fail "a stalled server cost ${elapsed}s for -r 5 at --idle-timeout 1"
+grep -q "problem classify: 4 runs skipped after 2 idle-timeout failures in a row" "$dir/out" ||
+  fail "no finding for the skipped runs: $(cat "$dir/out")"
+python3 - "$dir/stall5.jsonl" <<'PY' || fail "skipped runs' records (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+s = [r for r in recs if r["record"] == "summary"][0]
+assert s["skipped"] == {"runs": 4, "after": "idle-timeout"}, s["skipped"]
+timed = [r for r in recs if r["record"] == "run" and not r["warmup"] and not r["calibration"]]
+assert len(timed) == 1, len(timed)
+assert any(f["code"] == "runs_skipped" for f in s["findings"]), s["findings"]
+PY
 echo "test_bench_server_robust: ok"
