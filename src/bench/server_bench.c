@@ -552,3 +552,72 @@ int sb_run(struct sb_state *s) {
                    res->failed, res->runs, s->session.path);
   return BENCH_OK;
 }
+
+/* ------------------------------------------------------ prompt sizing --- */
+
+/* Appends to out (cap bytes) like printf; a sentence too long is cut. */
+#define PUT(...)                                                                    \
+  do {                                                                              \
+    if (at < cap) at += (size_t)snprintf(out + at, cap - at, __VA_ARGS__);          \
+  } while (0)
+
+
+/* The workloads sized one way, by name ("classify, extract"). */
+static void names_sized(const struct runner_result *res, enum runner_prompt_sizing how,
+                        char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < res->n_workloads && used < n; i++)
+    if (res->workloads[i].prompt_sizing == how)
+      used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "",
+                               res->workloads[i].workload.name);
+}
+
+/* How the synthesized prompts were aimed at their target lengths, and, when
+ * not with the server's tokenizer, why not and what stood in. A missing
+ * /tokenize is normal (OpenAI-compatible servers): a note, not a warning. The
+ * prompt tokens the table shows are the server's own count either way. */
+const char *sb_prompt_sizing_text(const struct sb_state *s, char *out, size_t cap) {
+  const struct server_info *si = &s->si;
+  const struct runner_result *res = s->res;
+  size_t at = 0;
+  out[0] = 0;
+  if (!res) return out;
+  size_t n_tok = 0, n_tpw = 0;
+  for (size_t i = 0; i < res->n_workloads; i++) {
+    n_tok += res->workloads[i].prompt_sizing == SIZING_TOKENIZE;
+    n_tpw += res->workloads[i].prompt_sizing == SIZING_TOKENS_PER_WORD;
+  }
+  if (!n_tok && !n_tpw) return out; /* every prompt from --prompt-file: nothing sized */
+  bool mixed = n_tok && n_tpw;
+  char names[256];
+  PUT("prompt lengths: ");
+  if (n_tok) {
+    names_sized(res, SIZING_TOKENIZE, names, sizeof names);
+    PUT("aimed with the server's tokenizer (POST /tokenize)%s%s", mixed ? " for " : "",
+           mixed ? names : "");
+  }
+  if (n_tpw) {
+    names_sized(res, SIZING_TOKENS_PER_WORD, names, sizeof names);
+    if (n_tok) PUT("; for %s, ", names);
+    if (si->tokenize_error[0])
+      PUT("%s", si->tokenize_error);
+    else if (res->tokenizer_error[0]) /* no probe: the server said nothing about itself */
+      PUT("%s", res->tokenizer_error);
+    else if (res->tokenizer_note[0])
+      PUT("the server's tokenizer was given up (see the warning above)");
+    else
+      PUT("the server's tokenizer was not used (the calibration gave no prompt count to "
+             "check it against)");
+    if (isfinite(res->tokens_per_word))
+      PUT(", so prompts were aimed with %.2f tokens per word measured from the server's "
+             "reported prompt counts", res->tokens_per_word);
+    else
+      PUT(", so prompts were aimed with an assumed %.1f tokens per word (the calibration "
+             "requests reported no usable prompt counts)", RUNNER_ASSUMED_TOKENS_PER_WORD);
+    PUT(", corrected by each warm-up's reported count");
+  }
+  PUT(". The prompt tokens shown are the server's own count.");
+  return out;
+}
+#undef PUT

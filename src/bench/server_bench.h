@@ -101,6 +101,12 @@ void sb_state_free(struct sb_state *s);
  * the count, or -1 with err. */
 int sb_list_models(const struct sb_opts *o, char (*names)[256], int cap, struct tm_err *err);
 
+/* How the synthesized prompts were aimed at their target lengths and, when
+ * not with the server's tokenizer, why not and what stood in (the -v line
+ * under the table); "" when every prompt came from --prompt-file. A missing
+ * /tokenize is normal (OpenAI-compatible servers): said, not warned. */
+const char *sb_prompt_sizing_text(const struct sb_state *s, char *out, size_t cap);
+
 /* Whether url names this machine (127.x, localhost, [::1]). */
 bool sb_url_is_local(const char *url);
 

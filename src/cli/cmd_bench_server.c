@@ -41,61 +41,6 @@ static void on_sigint(int sig) {
 
 /* ------------------------------------------------------------ output --- */
 
-/* ------------------------------------------------------ prompt sizing --- */
-
-/* The workloads sized one way, by name ("classify, extract"). */
-static void names_sized(const struct runner_result *res, enum runner_prompt_sizing how,
-                        char *buf, size_t n) {
-  size_t used = 0;
-  buf[0] = 0;
-  for (size_t i = 0; i < res->n_workloads && used < n; i++)
-    if (res->workloads[i].prompt_sizing == how)
-      used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "",
-                               res->workloads[i].workload.name);
-}
-
-/* How the synthesized prompts were aimed at their target lengths, and, when
- * not with the server's tokenizer, why not and what stood in. A missing
- * /tokenize is normal (OpenAI-compatible servers): a note, not a warning. The
- * prompt tokens the table shows are the server's own count either way. */
-static void print_prompt_sizing(const struct server_info *si, const struct runner_result *res) {
-  size_t n_tok = 0, n_tpw = 0;
-  for (size_t i = 0; i < res->n_workloads; i++) {
-    n_tok += res->workloads[i].prompt_sizing == SIZING_TOKENIZE;
-    n_tpw += res->workloads[i].prompt_sizing == SIZING_TOKENS_PER_WORD;
-  }
-  if (!n_tok && !n_tpw) return; /* every prompt from --prompt-file: nothing sized */
-  bool mixed = n_tok && n_tpw;
-  char names[256];
-  printf("prompt lengths: ");
-  if (n_tok) {
-    names_sized(res, SIZING_TOKENIZE, names, sizeof names);
-    printf("aimed with the server's tokenizer (POST /tokenize)%s%s", mixed ? " for " : "",
-           mixed ? names : "");
-  }
-  if (n_tpw) {
-    names_sized(res, SIZING_TOKENS_PER_WORD, names, sizeof names);
-    if (n_tok) printf("; for %s, ", names);
-    if (si->tokenize_error[0])
-      printf("%s", si->tokenize_error);
-    else if (res->tokenizer_error[0]) /* no probe: the server said nothing about itself */
-      printf("%s", res->tokenizer_error);
-    else if (res->tokenizer_note[0])
-      printf("the server's tokenizer was given up (see the warning above)");
-    else
-      printf("the server's tokenizer was not used (the calibration gave no prompt count to "
-             "check it against)");
-    if (isfinite(res->tokens_per_word))
-      printf(", so prompts were aimed with %.2f tokens per word measured from the server's "
-             "reported prompt counts", res->tokens_per_word);
-    else
-      printf(", so prompts were aimed with an assumed %.1f tokens per word (the calibration "
-             "requests reported no usable prompt counts)", RUNNER_ASSUMED_TOKENS_PER_WORD);
-    printf(", corrected by each warm-up's reported count");
-  }
-  printf(". The prompt tokens shown are the server's own count.\n");
-}
-
 /* At most this many findings on the screen, the most important first. */
 #define SCREEN_FINDINGS 5
 
@@ -159,7 +104,8 @@ static void print_result(const struct sb_state *s, bool verbose) {
            res->cold_failed < res->cold_runs ? " (the others reported no load time)" : "");
   }
   if (verbose) {
-    print_prompt_sizing(&s->si, res);
+    char sizing[1200];
+    if (*sb_prompt_sizing_text(s, sizing, sizeof sizing)) printf("%s\n", sizing);
   }
   print_findings(&s->findings, verbose);
   printf("records: %s (%llu lines this run)\n", s->session.path,
