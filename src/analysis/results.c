@@ -567,21 +567,7 @@ void results_free(struct results *r) {
   memset(r, 0, sizeof *r);
 }
 
-json_t *json_path(json_t *obj, const char *dotted) {
-  char part[128];
-  const char *p = dotted;
-  json_t *cur = obj;
-  while (cur && *p) {
-    const char *dot = strchr(p, '.');
-    size_t len = dot ? (size_t)(dot - p) : strlen(p);
-    if (len >= sizeof part) return NULL;
-    memcpy(part, p, len);
-    part[len] = '\0';
-    cur = json_is_object(cur) ? json_object_get(cur, part) : NULL;
-    p = dot ? dot + 1 : p + len;
-  }
-  return cur;
-}
+json_t *json_path(json_t *obj, const char *dotted) { return record_get_path(obj, dotted); }
 
 double json_path_num(json_t *obj, const char *dotted) {
   json_t *v = json_path(obj, dotted);

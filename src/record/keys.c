@@ -18,8 +18,12 @@ const char *record_key_leaf(enum record_key k) {
 }
 
 json_t *record_get(const json_t *rec, enum record_key k) {
-  char part[64];
-  const char *p = record_key(k);
+  return record_get_path(rec, record_key(k));
+}
+
+json_t *record_get_path(const json_t *rec, const char *dotted) {
+  char part[128];
+  const char *p = dotted;
   json_t *cur = (json_t *)rec;
   while (cur && *p) {
     const char *dot = strchr(p, '.');

@@ -166,6 +166,10 @@ const char *record_key_leaf(enum record_key k);
  * record_str: NULL when absent or not a string; record_int: def when absent
  * or not an integer; record_true: the value is JSON true. */
 json_t *record_get(const json_t *rec, enum record_key k);
+/* The same walk for a dotted path not in the table (tests reading a record
+ * independently of it, an analysis of keys a runtime reports); NULL when a
+ * part is missing or not an object. */
+json_t *record_get_path(const json_t *rec, const char *dotted);
 double record_num(const json_t *rec, enum record_key k);
 const char *record_str(const json_t *rec, enum record_key k);
 long long record_int(const json_t *rec, enum record_key k, long long def);
