@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "backend/backend_internal.h"
 #include "util/clock.h"
@@ -66,6 +67,16 @@ static const char *const error_names[RUN_ERR_COUNT] = {
     [RUN_ERR_INCONSISTENT] = "inconsistent",
 };
 
+static const char *const check_names[RUN_CHECK_COUNT] = {
+#define RUN_CHECK_NAME(e, name) [e] = name,
+    RUN_CHECKS(RUN_CHECK_NAME)
+#undef RUN_CHECK_NAME
+};
+
+const char *run_check_name(enum run_check c) {
+  return (unsigned)c < RUN_CHECK_COUNT ? check_names[c] : "";
+}
+
 const char *run_error_name(enum run_error e) {
   if ((unsigned)e < RUN_ERR_COUNT && error_names[e]) return error_names[e];
   return "unknown";
@@ -81,6 +92,7 @@ void run_result_init(struct run_result *r) {
   r->timings_prompt_ms = r->timings_predicted_ms = NAN;
   r->ollama_load_ms = r->ollama_prompt_eval_ms = r->ollama_eval_ms = r->ollama_total_ms = NAN;
   r->lmstudio_ttft_s = r->lmstudio_tok_s = r->lmstudio_generation_s = NAN;
+  r->retry_after_s = NAN;
 }
 
 void run_result_free(struct run_result *r) {
@@ -135,6 +147,7 @@ int run_result_add_chunk(struct run_result *r, uint64_t t_ns, enum chunk_field f
 
 void run_result_fail(struct run_result *r, enum run_error e, const char *fmt, ...) {
   r->error = e;
+  r->check = RUN_CHECK_NONE; /* the caller names the rule after, when one was broken */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->error_msg, sizeof r->error_msg, fmt, ap);
@@ -341,6 +354,26 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
       c->encoding[k++] = p[i++];
     c->encoding[k] = 0;
     if (strcasecmp(c->encoding, "identity") == 0) c->encoding[0] = 0;
+  }
+  static const char ra[] = "retry-after:";
+  if (n > sizeof ra - 1 && strncasecmp(p, ra, sizeof ra - 1) == 0) {
+    /* delta-seconds, or an HTTP date (RFC 9110 10.2.3) */
+    char v[64];
+    size_t i = sizeof ra - 1, k = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t')) i++;
+    while (i < n && k + 1 < sizeof v && p[i] != '\r' && p[i] != '\n') v[k++] = p[i++];
+    v[k] = 0;
+    char *end = NULL;
+    long long secs = strtoll(v, &end, 10);
+    if (k && end && *end == 0 && secs >= 0) {
+      c->r->retry_after_s = (double)secs;
+    } else if (k) {
+      time_t at = curl_getdate(v, NULL);
+      if (at != (time_t)-1) {
+        double d = difftime(at, time(NULL));
+        c->r->retry_after_s = d > 0 ? d : 0;
+      }
+    }
   }
   if ((n == 2 && p[0] == '\r' && p[1] == '\n') || (n == 1 && p[0] == '\n')) {
     long code = 0;
@@ -624,7 +657,11 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
         /* name the request: "POST /v1/chat/completions: HTTP 404 ..." */
         char named[sizeof out->error_msg];
         /* the precisions bound the line (the message's end gives way) */
-        snprintf(named, sizeof named, "POST %.60s: %.330s", path, out->error_msg);
+        snprintf(named, sizeof named, "POST %.60s: %.300s", path, out->error_msg);
+        if (isfinite(out->retry_after_s)) {
+          size_t l = strlen(named);
+          snprintf(named + l, sizeof named - l, " (Retry-After: %.0f s)", out->retry_after_s);
+        }
         snprintf(out->error_msg, sizeof out->error_msg, "%s", named);
       } else if (ctl.result == CURLE_OK) {
         end_of_stream(&c, false, NULL);

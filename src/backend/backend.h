@@ -91,11 +91,37 @@ enum run_error {
                                before the dialect's terminal event: [DONE] or a
                                finish_reason (OpenAI), done:true (Ollama),
                                stop:true (llama.cpp native) */
-  RUN_ERR_INCONSISTENT,     /* set by the method (src/bench/metrics.c), never by
-                               a backend: the server's counters or timers
-                               contradict each other or what the client saw */
+  RUN_ERR_INCONSISTENT,     /* the server's counters or timers are impossible
+                               (a dialect: a usage count that is no number of
+                               tokens) or contradict each other or what the
+                               client saw (the method, src/bench/metrics.c);
+                               run_result.check names the rule broken */
   RUN_ERR_COUNT
 };
+
+/* The plausibility rules a server's figures are held to (issue 31): which one
+ * an RUN_ERR_INCONSISTENT run broke. The names are finding codes and the
+ * record's error.check; docs/bench.md lists them. */
+#define RUN_CHECKS(X)                                                                      \
+  X(RUN_CHECK_NONE, "")                                                                  \
+  X(RUN_CHECK_IMPOSSIBLE_COUNT, "impossible_count")   /* negative, fractional, absurd */    \
+  X(RUN_CHECK_ABOVE_MAX_TOKENS, "count_above_max_tokens") /* > max_tokens + 1 */           \
+  X(RUN_CHECK_CACHED_ABOVE_PROMPT, "cached_above_prompt")                                  \
+  X(RUN_CHECK_PROMPT_COUNT_OFF, "prompt_count_off")   /* far from the tokenizer's count */ \
+  X(RUN_CHECK_COUNTS_DISAGREE, "counts_disagree")     /* timings.*_n vs usage */           \
+  X(RUN_CHECK_PIECES_ABOVE_COUNT, "pieces_above_count") /* more streamed pieces */         \
+  X(RUN_CHECK_COUNT_ABOVE_TEXT, "count_above_text")   /* more tokens than bytes */         \
+  X(RUN_CHECK_TIMER_NOT_DURATION, "timer_not_duration")                                    \
+  X(RUN_CHECK_TIMER_BEYOND_CLOCK, "timer_beyond_clock") /* longer than the client saw */   \
+  X(RUN_CHECK_TIMER_BELOW_STREAM, "timer_below_stream") /* too short for the stream */
+enum run_check {
+#define RUN_CHECK_ENUM(e, name) e,
+  RUN_CHECKS(RUN_CHECK_ENUM)
+#undef RUN_CHECK_ENUM
+  RUN_CHECK_COUNT
+};
+/* The rule's name ("impossible_count"...); "" for RUN_CHECK_NONE. */
+const char *run_check_name(enum run_check c);
 /* "connect", "dns", "tls", "http", "context-overflow", "stream-error",
  * "malformed", "no-usage", "idle-timeout", "timeout", "interrupted", "other",
  * "incomplete", "inconsistent". */
@@ -138,7 +164,12 @@ struct run_result {
   char server_model[128];    /* the model the server says answered */
   char system_fingerprint[64];
 
+  /* Retry-After of an HTTP error answer (429, 503), in seconds (delta or
+   * HTTP date); NAN when absent */
+  double retry_after_s;
+
   enum run_error error;
+  enum run_check check;      /* RUN_ERR_INCONSISTENT: the rule broken */
   char error_msg[400];       /* one line; never contains the API key */
 };
 

@@ -45,8 +45,9 @@ static void wrong_type(struct du_reader *rd, const char *path, const json_t *v,
 static bool impossible_count(struct du_reader *rd, const char *path, double x) {
   if (strncmp(path, "usage.", 6) != 0) return false;
   rd->failed = true;
-  run_result_fail(rd->r, RUN_ERR_MALFORMED, "impossible count: %s is %g, not a number of tokens "
-                  "(a whole number >= 0)", path, x);
+  run_result_fail(rd->r, RUN_ERR_INCONSISTENT, "impossible count: %s is %g, not a number of "
+                  "tokens (a whole number >= 0)", path, x);
+  rd->r->check = RUN_CHECK_IMPOSSIBLE_COUNT;
   return false;
 }
 

@@ -72,6 +72,7 @@ const char *stream_verdict_name(enum stream_verdict v) {
 void metrics_options_init(struct metrics_options *o) {
   memset(o, 0, sizeof *o);
   o->cache_baseline_tokens = -1;
+  o->expected_prompt_tokens = NAN;
   o->min_decode_tokens = METRICS_MIN_DECODE_TOKENS;
   o->n_bounds = 0;
 }
@@ -259,12 +260,13 @@ static bool field_reasoning_any(const struct run_result *r) {
   return false;
 }
 
-static void inconsistent(struct run_metrics *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void inconsistent(struct run_metrics *m, const char *fmt, ...) {
+static void inconsistent(struct run_metrics *m, enum run_check rule, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void inconsistent(struct run_metrics *m, enum run_check rule, const char *fmt, ...) {
   if (m->error == RUN_ERR_INCONSISTENT) return; /* the first contradiction is the reason */
   m->ok = false;
   m->error = RUN_ERR_INCONSISTENT;
+  m->check = rule;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(m->error_msg, sizeof m->error_msg, fmt, ap);
@@ -301,14 +303,36 @@ static void pick_headlines(struct run_metrics *m) {
  * count), more cached prompt tokens than the prompt has. Calibration
  * requests are judged the same way: they set the cache baseline. */
 static void check_plausible(const struct run_result *r, const struct backend_request *req,
-                            struct run_metrics *m) {
+                            const struct metrics_options *opt, struct run_metrics *m) {
   if (!m->ok) return;
-  if (req && req->max_tokens > 0 && r->completion_tokens > (int64_t)req->max_tokens + 1)
-    inconsistent(m, "the server reports %lld generated tokens (usage) for max_tokens %u: more "
-                    "than it may generate", (long long)r->completion_tokens, req->max_tokens);
-  else if (r->cached_tokens >= 0 && r->prompt_tokens >= 0 && r->cached_tokens > r->prompt_tokens)
-    inconsistent(m, "the server reports %lld cached tokens of a %lld-token prompt (usage)",
+  const double want = opt->expected_prompt_tokens;
+  if (req && req->max_tokens > 0 && r->completion_tokens > (int64_t)req->max_tokens + 1) {
+    inconsistent(m, RUN_CHECK_ABOVE_MAX_TOKENS, "the server reports %lld generated tokens (usage) "
+                    "for max_tokens %u: more than it may generate",
+                 (long long)r->completion_tokens, req->max_tokens);
+  } else if (r->cached_tokens >= 0 && r->prompt_tokens >= 0 && r->cached_tokens > r->prompt_tokens) {
+    inconsistent(m, RUN_CHECK_CACHED_ABOVE_PROMPT, "the server reports %lld cached tokens of a "
+                    "%lld-token prompt (usage)",
                  (long long)r->cached_tokens, (long long)r->prompt_tokens);
+  } else if (r->prompt_tokens >= 0 && isfinite(want) && want > 0 &&
+             fabs((double)r->prompt_tokens - want) >
+                 METRICS_PROMPT_TOL_TOKENS + METRICS_PROMPT_TOL_REL * want) {
+    inconsistent(m, RUN_CHECK_PROMPT_COUNT_OFF, "the server reports a %lld-token prompt (usage) "
+                    "where its own tokenizer counts about %.0f (template included)",
+                 (long long)r->prompt_tokens, want);
+  } else {
+    return;
+  }
+  /* Blank what the broken count feeds (the run failed; its record keeps no
+   * figure drawn from a lie). */
+  if (m->check == RUN_CHECK_ABOVE_MAX_TOKENS) {
+    m->decode_server = NAN;
+    if (!m->completion_from_client) m->decode_client = NAN;
+  } else {
+    m->prefill_server = m->prefill_client = NAN;
+    m->ttft_gap_ms = NAN;
+  }
+  pick_headlines(m);
 }
 
 /* The rules are listed in metrics.h (METRICS_TIMER_*). Only a run the backend
@@ -324,14 +348,14 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
   /* The runtime's two counts of one thing. */
   if (r->timings_predicted_n >= 0 && r->completion_tokens >= 0 &&
       llabs(r->timings_predicted_n - r->completion_tokens) > tol) {
-    inconsistent(m, "the server's counts disagree: timings.predicted_n %lld, generated tokens "
+    inconsistent(m, RUN_CHECK_COUNTS_DISAGREE, "the server's counts disagree: timings.predicted_n %lld, generated tokens "
                     "%lld (usage)", (long long)r->timings_predicted_n,
                  (long long)r->completion_tokens);
     bad_decode_count = true;
   }
   if (r->timings_prompt_n >= 0 && r->prompt_tokens >= 0 &&
       r->timings_prompt_n > r->prompt_tokens + tol) {
-    inconsistent(m, "the server's counts disagree: timings.prompt_n %lld evaluated of a %lld-token "
+    inconsistent(m, RUN_CHECK_COUNTS_DISAGREE, "the server's counts disagree: timings.prompt_n %lld evaluated of a %lld-token "
                     "prompt (usage)", (long long)r->timings_prompt_n, (long long)r->prompt_tokens);
     bad_prompt_count = true;
   }
@@ -344,8 +368,8 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
     int64_t extra = tol + (field_reasoning ? REASONING_FIELD_EXTRA_TOLERANCE : 0) +
                     (r->draft_n_accepted > 0 ? r->draft_n_accepted : 0) +
                     (r->reasoning_tokens > 0 ? r->reasoning_tokens : 0);
-    if (m->client_chunks > 0 && m->completion_tokens < pieces - tol) {
-      inconsistent(m, "the server reports %lld generated tokens but streamed %lld non-empty "
+    if (m->client_chunks > 0 && m->completion_tokens < pieces) {
+      inconsistent(m, RUN_CHECK_PIECES_ABOVE_COUNT, "the server reports %lld generated tokens but streamed %lld non-empty "
                       "pieces (each is at least one token)", (long long)m->completion_tokens,
                    (long long)pieces);
       bad_decode_count = true;
@@ -355,7 +379,7 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
        * --stream-interval), which count_mismatch notes. More tokens than
        * bytes of text is: every token of the answer decodes to at least one
        * byte (byte-fallback pieces of a character included). */
-      inconsistent(m, "the server reports %lld generated tokens but streamed %zu bytes of text "
+      inconsistent(m, RUN_CHECK_COUNT_ABOVE_TEXT, "the server reports %lld generated tokens but streamed %zu bytes of text "
                       "(every token is at least one byte): the count contradicts the stream",
                    (long long)m->completion_tokens, r->text_len);
       bad_decode_count = true;
@@ -366,16 +390,16 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
   double sp = m->server_prompt_ms, sd = m->server_predicted_ms;
   bool have_sp = !isnan(sp), have_sd = !isnan(sd);
   if (have_sp && !(isfinite(sp) && sp >= 0)) {
-    inconsistent(m, "the server's prompt time is %.3g ms: not a duration", sp);
+    inconsistent(m, RUN_CHECK_TIMER_NOT_DURATION, "the server's prompt time is %.3g ms: not a duration", sp);
     bad_prompt_timer = true;
   }
   if (have_sd && !(isfinite(sd) && sd >= 0)) {
-    inconsistent(m, "the server's generation time is %.3g ms: not a duration", sd);
+    inconsistent(m, RUN_CHECK_TIMER_NOT_DURATION, "the server's generation time is %.3g ms: not a duration", sd);
     bad_decode_timer = true;
   }
   /* Upper bounds: inside the client's wait. */
   if (!bad_prompt_timer && have_sp && isfinite(m->ttft_ms) && sp > m->ttft_ms + tol_of(m->ttft_ms)) {
-    inconsistent(m, "the server's prompt time %.1f ms exceeds the client's time to first token "
+    inconsistent(m, RUN_CHECK_TIMER_BEYOND_CLOCK, "the server's prompt time %.1f ms exceeds the client's time to first token "
                     "%.1f ms: the prompt cannot take longer than the wait for the first token",
                  sp, m->ttft_ms);
     bad_prompt_timer = true;
@@ -391,7 +415,7 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
     if (m->completion_tokens >= 2 && sd / (double)m->completion_tokens > step)
       step = sd / (double)m->completion_tokens;
     if (both > m->last_ms + step + tol_of(m->last_ms)) {
-      inconsistent(m, "the server's %s %.1f ms exceeds the client's time to the last token "
+      inconsistent(m, RUN_CHECK_TIMER_BEYOND_CLOCK, "the server's %s %.1f ms exceeds the client's time to the last token "
                       "%.1f ms and one decode step (%.1f ms)",
                    have_sp && !bad_prompt_timer ? "prompt + generation time" : "generation time",
                    both, m->last_ms, step);
@@ -402,7 +426,7 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
    * the timer is too short for the tokens, whatever the stream's shape. */
   if (!bad_decode_timer && !bad_decode_count && isfinite(m->decode_server) &&
       m->decode_server > BUFFERED_APPARENT_TOK_S) {
-    inconsistent(m, "the server's decode rate %.0f tok/s (%lld tokens in %.3g ms) is above "
+    inconsistent(m, RUN_CHECK_TIMER_BELOW_STREAM, "the server's decode rate %.0f tok/s (%lld tokens in %.3g ms) is above "
                     "%.0f tok/s, which no single stream reaches",
                  m->decode_server, (long long)m->completion_tokens, sd, BUFFERED_APPARENT_TOK_S);
     bad_decode_timer = true;
@@ -416,7 +440,7 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
     double typical = m->median_gap_ms * (double)(m->client_chunks - 1);
     if (!bad_decode_timer && have_sd && typical > 0 &&
         sd < METRICS_TIMER_MIN_FRACTION * typical - tol_of(0)) {
-      inconsistent(m, "the server's generation time %.3g ms is under half the %.1f ms its %u "
+      inconsistent(m, RUN_CHECK_TIMER_BELOW_STREAM, "the server's generation time %.3g ms is under half the %.1f ms its %u "
                       "pieces took at the median gap between them (%.2f ms)",
                    sd, typical, m->client_chunks, m->median_gap_ms);
       bad_decode_timer = true;
@@ -428,7 +452,7 @@ static void check_consistency(const struct run_result *r, struct run_metrics *m,
     if (!bad_prompt_timer && !speculative && have_sp && m->prompt_processed > 0 &&
         m->median_gap_ms > 0 &&
         sp < METRICS_TIMER_MIN_FRACTION * m->median_gap_ms - tol_of(0) / 2) {
-      inconsistent(m, "the server's prompt time %.3g ms for %lld tokens is under half a decode "
+      inconsistent(m, RUN_CHECK_TIMER_BELOW_STREAM, "the server's prompt time %.3g ms for %lld tokens is under half a decode "
                       "step (median gap between pieces %.2f ms): reading a prompt is at least one "
                       "forward pass", sp, (long long)m->prompt_processed, m->median_gap_ms);
       bad_prompt_timer = true;
@@ -465,6 +489,9 @@ void run_metrics_compute(const struct run_result *r, const struct backend_reques
   memset(m, 0, sizeof *m);
   m->ok = (r->error == RUN_OK);
   m->error = r->error;
+  m->check = r->check;
+  if (r->error == RUN_ERR_INCONSISTENT) /* a dialect's verdict: its words, for the summary */
+    snprintf(m->error_msg, sizeof m->error_msg, "%.*s", (int)sizeof m->error_msg - 1, r->error_msg);
   m->ttft_ms = m->last_ms = m->decode_span_ms = NAN;
   m->server_prompt_ms = m->server_predicted_ms = m->server_load_ms = m->connect_ms = NAN;
   m->prefill_server = m->prefill_client = m->decode_server = m->decode_client = NAN;
@@ -599,8 +626,9 @@ void run_metrics_compute(const struct run_result *r, const struct backend_reques
   pick_headlines(m);
 
   /* --- the server's figures against each other and the client's (metrics.h) */
+  /* the plainest rules first: their reason is the clearest to read */
+  check_plausible(r, req, opt, m);
   check_consistency(r, m, n >= TOKEN_BY_TOKEN_MIN_CHUNKS, field_reasoning_any(r));
-  check_plausible(r, req, m);
 
   /* --- cache (rule 2) */
   m->cache = cache_shape(m->cached_tokens, m->prompt_tokens, opt->cache_baseline_tokens);

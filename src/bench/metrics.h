@@ -56,6 +56,10 @@
 /* Consistency of the server's figures with each other and with the client's
  * observations (see run_metrics_compute). A run that breaks one fails with
  * RUN_ERR_INCONSISTENT; the figure it contradicts is blanked in its metrics.
+ *   plausible (each request, calibration included): completion tokens at most
+ *     max_tokens + 1 (a runtime may count its stop token); cached tokens at
+ *     most the prompt's; prompt tokens within METRICS_PROMPT_TOL_* of the
+ *     tokenizer's count where one was made (expected_prompt_tokens);
  *   counts: the runtime's two counts of one thing (llama.cpp timings.predicted_n
  *     vs usage.completion_tokens; timings.prompt_n above usage.prompt_tokens)
  *     differ by more than METRICS_COUNT_TOLERANCE; or the server's generated
@@ -119,8 +123,17 @@ struct decode_segment {
   double tok_s;       /* client decode rate over the segment */
 };
 
+/* Prompt tokens reported against the server's own tokenizer's count of the
+ * prompt sent (plus the chat template's tokens): further apart than this is
+ * RUN_CHECK_PROMPT_COUNT_OFF. The slack covers the text varying between the
+ * request counted and the one sent (another nonce, other filler words). */
+#define METRICS_PROMPT_TOL_TOKENS 8
+#define METRICS_PROMPT_TOL_REL 0.15
+
 struct metrics_options {
   int64_t cache_baseline_tokens; /* calibrated shared prefix; -1 = not calibrated */
+  double expected_prompt_tokens; /* the server's tokenizer's count of this request's
+                                    prompt, template included; NAN = not counted */
   uint32_t min_decode_tokens;    /* METRICS_MIN_DECODE_TOKENS by default */
   /* Segment boundaries (last token of each segment), e.g. {50, 200, 400};
    * n_bounds 0 = the default {1-50, 51-200, 201-...}. Tokens past the last
@@ -141,6 +154,8 @@ struct run_metrics {
                                   the server's figures are consistent */
   enum run_error error;        /* run_result.error, or RUN_ERR_INCONSISTENT (the
                                   method's verdict; summaries count failures by kind) */
+  enum run_check check;        /* RUN_ERR_INCONSISTENT: the rule broken (the
+                                  dialect's, or the first of the method's) */
   char error_msg[256];         /* RUN_ERR_INCONSISTENT: which figure contradicts
                                   which; "" otherwise */
 

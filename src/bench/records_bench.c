@@ -212,6 +212,10 @@ static json_t *run_error(const struct run_result *r) {
   int bad = 0;
   bad |= put(o, "kind", json_string(run_error_name(r->error)));
   bad |= put(o, "message", json_string(msg));
+  /* the plausibility rule broken (backend.h RUN_CHECKS), for inconsistent runs */
+  bad |= put(o, "check", r->check != RUN_CHECK_NONE ? json_string(run_check_name(r->check))
+                                                    : json_null());
+  if (isfinite(r->retry_after_s)) bad |= put(o, "retry_after_s", json_real(r->retry_after_s));
   if (bad) {
     json_decref(o);
     return NULL;

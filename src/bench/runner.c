@@ -137,6 +137,12 @@ struct run_ctx {
   double overhead_tokens;  /* prompt tokens besides the words (template, framing) */
   uint32_t seq;            /* request counter, varies the prompt text */
   bool have_tokenizer;     /* the server counts tokens for us (/tokenize) */
+  /* The current workload's aim by the tokenizer: aim_total tokens (template
+   * included) for aim_words words; NAN when not counted. Each request's
+   * prompt count is held against it (RUN_CHECK_PROMPT_COUNT_OFF). */
+  double aim_total, aim_words;
+  uint64_t deadline_ns;    /* --max-wait: no request starts after it; 0 = none */
+  bool retry_waited;       /* the last request's Retry-After was waited out */
 };
 
 static void progress(const struct run_ctx *c, const char *fmt, ...)
@@ -149,6 +155,63 @@ static void progress(const struct run_ctx *c, const char *fmt, ...) {
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   c->opt->progress(buf, c->opt->ctx);
+}
+
+/* one_request's answer when --max-wait left no time to send the request */
+#define OUT_OF_TIME (-3)
+
+/* Sleeps `seconds` in slices of 100 ms, so an interrupt ends the pause. */
+static void pause_for(double seconds) {
+  const uint64_t end = tm_now_ns() + (uint64_t)(seconds * 1e9);
+  for (uint64_t now = tm_now_ns(); now < end && !backend_interrupted(); now = tm_now_ns()) {
+    uint64_t left = end - now, slice = left < 100000000u ? left : 100000000u;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* "calibration 1", "classify warm-up", "classify run 2": the request, for a message. */
+static void request_label(const struct runner_event *ev, char *out, size_t n) {
+  if (ev->calibration || !ev->workload)
+    snprintf(out, n, "calibration");
+  else if (ev->warmup)
+    snprintf(out, n, "%.24s warm-up", ev->workload->name);
+  else
+    snprintf(out, n, "%.24s %srun %u", ev->workload->name, ev->cold ? "cold " : "", ev->index + 1);
+}
+
+/* An error answer's Retry-After (429 Too Many Requests, 503 Unavailable): the
+ * first one of the invocation is recorded, and honoured when it asks for at
+ * most RUNNER_RETRY_AFTER_MAX_S and the budget (--max-wait) leaves room: the
+ * next request waits for it. Later ones are not waited for (a server that
+ * keeps asking is failing, and the give-up rule ends the workload). */
+static void honour_retry_after(struct run_ctx *c, const struct runner_event *ev,
+                               const struct run_result *r) {
+  c->retry_waited = false;
+  if (r->error != RUN_ERR_HTTP || !(r->http_status == 429 || r->http_status == 503) ||
+      !isfinite(r->retry_after_s) || r->retry_after_s < 0 || !isnan(c->res->retry_after_asked_s))
+    return;
+  struct runner_result *res = c->res;
+  res->retry_after_asked_s = r->retry_after_s;
+  res->retry_after_status = r->http_status;
+  request_label(ev, res->retry_after_request, sizeof res->retry_after_request);
+  const double wait = r->retry_after_s;
+  const bool in_budget =
+      !c->deadline_ns || tm_now_ns() + (uint64_t)(wait * 1e9) < c->deadline_ns;
+  if (wait > RUNNER_RETRY_AFTER_MAX_S || !in_budget) {
+    res->retry_after_waited_s = 0;
+    char why[64];
+    if (in_budget) snprintf(why, sizeof why, "the %.0f s tokmeter waits", RUNNER_RETRY_AFTER_MAX_S);
+    else snprintf(why, sizeof why, "--max-wait leaves");
+    progress(c, "%s: HTTP %d asks to retry after %.0f s: more than %s; not waited",
+             res->retry_after_request, r->http_status, wait, why);
+    return;
+  }
+  progress(c, "%s: HTTP %d, Retry-After %.0f s: waiting before the next request (once)",
+           res->retry_after_request, r->http_status, wait);
+  pause_for(wait);
+  res->retry_after_waited_s = wait;
+  c->retry_waited = true;
 }
 
 /* Sends one request with a fresh nonce; fills result and metrics and hands
@@ -166,6 +229,18 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
     if (prompt) snprintf(prompt, n, "Reference %s. %s", nonce, w->prompt_text);
   }
   run_result_init(r);
+  /* --max-wait: no request starts without time left; one in flight is cut
+   * at the budget's end. */
+  double left_s = INFINITY;
+  if (c->deadline_ns) {
+    const uint64_t now = tm_now_ns();
+    left_s = now + 50000000u < c->deadline_ns ? (double)(c->deadline_ns - now) / 1e9 : 0;
+    if (left_s <= 0) {
+      free(prompt);
+      c->res->max_wait_reached = true;
+      return OUT_OF_TIME;
+    }
+  }
   if (!prompt) {
     r->error = RUN_ERR_OTHER;
     snprintf(r->error_msg, sizeof r->error_msg, "out of memory building the prompt");
@@ -183,13 +258,27 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
       .idle_timeout_s = c->opt->idle_timeout_s,
       .total_timeout_s = c->opt->total_timeout_s,
   };
+  const bool cut_by_budget = left_s < req.total_timeout_s;
+  if (cut_by_budget) req.total_timeout_s = left_s;
+  if (req.idle_timeout_s > left_s) req.idle_timeout_s = left_s;
   int rc = backend_run(c->opt->backend, &req, r);
-  run_metrics_compute(r, &req, &c->mopt, m);
+  if (rc != 0 && cut_by_budget && (r->error == RUN_ERR_TIMEOUT || r->error == RUN_ERR_IDLE_TIMEOUT)) {
+    c->res->max_wait_reached = true;
+    r->error = RUN_ERR_TIMEOUT;
+    snprintf(r->error_msg, sizeof r->error_msg, "cut at --max-wait: the invocation's %.0f s ran "
+             "out (%u events received)", c->opt->max_wait_s, r->n_events);
+  }
+  /* Each request's prompt count against the tokenizer's, where it counted. */
+  struct metrics_options mo = c->mopt;
+  if (w && !w->prompt_text && isfinite(c->aim_total))
+    mo.expected_prompt_tokens = c->aim_total + ((double)n_words - c->aim_words) * c->tokens_per_word;
+  run_metrics_compute(r, &req, &mo, m);
   if (rc == 0 && m->error == RUN_ERR_INCONSISTENT) {
     /* The method's verdict on a run the backend completed: the server's
      * figures contradict each other or what the client saw. The run fails with
      * that reason (its record, the failure counts, the exit code). */
     r->error = RUN_ERR_INCONSISTENT;
+    r->check = m->check;
     snprintf(r->error_msg, sizeof r->error_msg, "%s", m->error_msg);
     rc = -1;
   }
@@ -198,6 +287,7 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
   ev->metrics = m;
   if (c->opt->sink) c->opt->sink(ev, c->opt->ctx);
   ev->request = NULL; /* req dies here */
+  honour_retry_after(c, ev, r);
   if (keep_prompt)
     *keep_prompt = prompt;
   else
@@ -220,6 +310,9 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
   const uint32_t words[2] = {20, 80};
   int64_t tokens[2] = {-1, -1};
   struct run_metrics m;
+  enum run_error failed[2] = {RUN_OK, RUN_OK};
+  bool retried = false;
+  char *first_prompt = NULL; /* calibration 1's, counted by the tokenizer after 2 */
   for (int i = 0; i < 2; i++) {
     struct run_result r;
     struct runner_event ev = {.calibration = true, .cold = i == 0};
@@ -227,6 +320,26 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
              i == 0 ? ", first request (cold)" : "");
     char *prompt = NULL;
     int rc = one_request(c, NULL, "custom", words[i], 2, false, false, &ev, &r, &m, &prompt);
+    if (rc == OUT_OF_TIME) {
+      run_result_free(&r);
+      free(first_prompt);
+      return tm_errf(err, "--max-wait (%.0f s) ran out during the calibration: nothing was "
+                          "measured", c->opt->max_wait_s);
+    }
+    if (rc != 0 && c->retry_waited && !retried) {
+      /* the server asked to wait (Retry-After) and was waited for: this
+       * calibration request again, once */
+      retried = true;
+      free(prompt);
+      run_result_free(&r);
+      i--;
+      continue;
+    }
+    if (rc != 0 && r.error == RUN_ERR_INCONSISTENT && c->res->calibration_check == RUN_CHECK_NONE) {
+      c->res->calibration_check = r.check;
+      snprintf(c->res->calibration_check_msg, sizeof c->res->calibration_check_msg, "%.*s",
+               (int)sizeof c->res->calibration_check_msg - 1, r.error_msg);
+    }
     if (i == 1 && rc == 0 && r.prompt_tokens > 0 && prompt && !c->opt->skip_tokenize) {
       /* With a server tokenizer, the template's share is exact: reported
        * prompt tokens minus the tokens of the text we sent. */
@@ -239,6 +352,33 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
         snprintf(c->res->tokenizer_note, sizeof c->res->tokenizer_note,
                  "the server's tokenizer did not answer (%.120s): prompt lengths come from "
                  "the calibrated tokens per word instead", terr.msg);
+      /* The server's counts must follow its own tokenizer: from request 1
+       * to 2 the template's share cancels, so the reported prompts grow by
+       * what the tokenizer counts between the two texts. A server that
+       * reports counts of its own (a constant, a multiple) fails here, before
+       * any figure rests on them. */
+      int64_t counted1 = counted > 0 && first_prompt && tokens[0] > 0
+                             ? backend_count_tokens(c->opt->backend, c->opt->model, first_prompt,
+                                                    &terr)
+                             : -1;
+      if (counted1 > 0) {
+        const double grew = (double)(r.prompt_tokens - tokens[0]);
+        const double want = (double)(counted - counted1);
+        if (fabs(grew - want) > METRICS_PROMPT_TOL_TOKENS + METRICS_PROMPT_TOL_REL * fabs(want)) {
+          c->res->calibration_check = RUN_CHECK_PROMPT_COUNT_OFF;
+          snprintf(c->res->calibration_check_msg, sizeof c->res->calibration_check_msg,
+                   "the server reports prompts of %lld and %lld tokens for texts its own "
+                   "tokenizer counts as %lld and %lld", (long long)tokens[0],
+                   (long long)r.prompt_tokens, (long long)counted1, (long long)counted);
+          tm_errf(err, "%s: its prompt counts, and every prefill figure drawn from them, "
+                       "cannot be trusted; nothing was measured", c->res->calibration_check_msg);
+          c->res->failed_by_kind[RUN_ERR_INCONSISTENT]++;
+          free(prompt);
+          free(first_prompt);
+          run_result_free(&r);
+          return -1;
+        }
+      }
       if (counted > 0 && counted <= r.prompt_tokens) {
         c->have_tokenizer = true;
         c->res->tokenizer_endpoint = true;
@@ -252,7 +392,12 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
                  "instead", (long long)counted, (long long)r.prompt_tokens);
       }
     }
-    free(prompt);
+    if (i == 0 && rc == 0) {
+      free(first_prompt);
+      first_prompt = prompt;
+    } else {
+      free(prompt);
+    }
     if (i == 0) {
       c->res->cold = m;
       c->res->have_cold = true;
@@ -262,8 +407,24 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
       /* Nothing will work if the server cannot be reached or refuses the API. */
       if (e == RUN_ERR_CONNECT || e == RUN_ERR_DNS || e == RUN_ERR_TLS || e == RUN_ERR_HTTP ||
           e == RUN_ERR_INTERRUPTED) {
-        tm_errf(err, "%s", r.error_msg);
+        if (retried && r.http_status == 429)
+          tm_errf(err, "%s, again after the wait it asked for", r.error_msg);
+        else
+          tm_errf(err, "%s", r.error_msg);
+        if (e != RUN_ERR_INTERRUPTED) c->res->failed_by_kind[e]++;
         run_result_free(&r);
+        free(first_prompt);
+        return -1;
+      }
+      failed[i] = e;
+      /* A server that timed out on both (headers then silence, or a trickle):
+       * every later request would wait as long. The invocation ends here. */
+      if (i == 1 && e == failed[0] && (e == RUN_ERR_IDLE_TIMEOUT || e == RUN_ERR_TIMEOUT)) {
+        tm_errf(err, "both calibration requests failed on the %s (%s): the server is stalled, "
+                     "nothing was measured", run_error_name(e), r.error_msg);
+        c->res->failed_by_kind[e] += 2;
+        run_result_free(&r);
+        free(first_prompt);
         return -1;
       }
     }
@@ -274,6 +435,7 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
     }
     run_result_free(&r);
   }
+  free(first_prompt);
   bool counts_sane = tokens[0] > 0 && tokens[1] > tokens[0];
   if (counts_sane) {
     c->tokens_per_word = (double)(tokens[1] - tokens[0]) / (words[1] - words[0]);
@@ -325,6 +487,8 @@ static uint32_t words_by_tokenizer(struct run_ctx *c, const struct workload *w,
     }
     if (n == 0) break;
     double total = (double)n + (double)c->res->template_tokens;
+    c->aim_total = total;
+    c->aim_words = n_words;
     double delta = ((double)w->prompt_tokens - total) / c->tokens_per_word;
     if (fabs(delta) < 0.5) break;
     double nw = (double)n_words + delta;
@@ -333,13 +497,25 @@ static uint32_t words_by_tokenizer(struct run_ctx *c, const struct workload *w,
   return n_words;
 }
 
+/* A run that broke a plausibility rule: counted by rule, the first one's
+ * reason kept (what was seen). */
+static void note_implausible(struct runner_workload_result *out, const struct run_result *r) {
+  if (r->error != RUN_ERR_INCONSISTENT || r->check <= RUN_CHECK_NONE || r->check >= RUN_CHECK_COUNT)
+    return;
+  if (out->implausible[r->check]++ == 0)
+    snprintf(out->implausible_first[r->check], sizeof out->implausible_first[r->check], "%.*s",
+             (int)sizeof out->implausible_first[r->check] - 1, r->error_msg);
+}
+
 static int run_workload(struct run_ctx *c, size_t wi) {
   const struct workload *w = &c->opt->workloads[wi];
   struct runner_workload_result *out = &c->res->workloads[wi];
   out->workload = *w;
   out->cpu_steal_share = NAN; /* until its timed runs have run */
   uint32_t n_words = words_for(c, w->prompt_tokens);
+  c->aim_total = c->aim_words = NAN;
   if (c->have_tokenizer && !w->prompt_text) n_words = words_by_tokenizer(c, w, n_words);
+  if (!c->have_tokenizer) c->aim_total = NAN; /* it failed: nothing to hold counts against */
   /* words_by_tokenizer drops the tokenizer when it fails: then the warm-up's
    * count corrects the calibrated line, as without one. */
   out->prompt_sizing = w->prompt_text     ? SIZING_PROMPT_FILE
@@ -357,7 +533,17 @@ static int run_workload(struct run_ctx *c, size_t wi) {
     struct run_metrics m;
     struct runner_event ev = {.workload = w, .warmup = true};
     progress(c, "%s: warm-up (discarded)", w->name);
-    one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev, &r, &m, NULL);
+    int rc = one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev,
+                         &r, &m, NULL);
+    if (rc == OUT_OF_TIME) {
+      run_result_free(&r);
+      free(ms);
+      out->n_skipped = c->opt->reps;
+      out->skipped_max_wait = true;
+      bench_summarize(w->name, NULL, 0, NULL, c->opt->allow_cache, &out->summary);
+      return 0;
+    }
+    note_implausible(out, &r);
     if (r.error != RUN_OK && r.error != RUN_ERR_INTERRUPTED) streak_kind = r.error, streak = 1;
     /* Aim the timed runs at the target with what the warm-up reported. */
     if (!w->prompt_text && !c->have_tokenizer && r.prompt_tokens > 0 && c->tokens_per_word > 0) {
@@ -385,6 +571,13 @@ static int run_workload(struct run_ctx *c, size_t wi) {
     progress(c, "%s: run %u/%u", w->name, i + 1, c->opt->reps);
     int rc = one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev,
                          &r, &ms[i], NULL);
+    if (rc == OUT_OF_TIME) {
+      run_result_free(&r);
+      out->n_skipped = c->opt->reps - i;
+      out->skipped_max_wait = true;
+      break;
+    }
+    note_implausible(out, &r);
     done++;
     c->res->runs++;
     if (rc != 0) {
@@ -431,6 +624,10 @@ static void cold_series(struct run_ctx *c) {
     progress(c, "cold series: run %u/%u (load, then answer)", i + 1, c->opt->reps);
     int rc = one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, true,
                          &cev, &r, &m, NULL);
+    if (rc == OUT_OF_TIME) {
+      run_result_free(&r);
+      break;
+    }
     c->res->runs++;
     c->res->cold_runs++;
     if (rc != 0) {
@@ -448,12 +645,7 @@ static void cold_series(struct run_ctx *c) {
  * workload, in slices of 100 ms so an interrupt ends the pause. */
 static void cool_down(const struct run_ctx *c, const char *next) {
   progress(c, "cooling down for %g s before %s (--cooldown)", c->opt->cooldown_s, next);
-  const uint64_t end = tm_now_ns() + (uint64_t)(c->opt->cooldown_s * 1e9);
-  for (uint64_t now = tm_now_ns(); now < end && !backend_interrupted(); now = tm_now_ns()) {
-    uint64_t left = end - now, slice = left < 100000000u ? left : 100000000u;
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice};
-    nanosleep(&ts, NULL);
-  }
+  pause_for(c->opt->cooldown_s);
 }
 
 int runner_run(const struct runner_options *opt, struct runner_result *res, struct tm_err *err) {
@@ -466,7 +658,14 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
   if (opt->reps == 0 || opt->reps > RUNNER_MAX_REPS)
     return tm_errf(err, "runner: repetitions must be 1..%d", RUNNER_MAX_REPS);
 
-  struct run_ctx c = {.opt = opt, .res = res, .tokens_per_word = RUNNER_ASSUMED_TOKENS_PER_WORD, .overhead_tokens = 10};
+  res->retry_after_asked_s = res->retry_after_waited_s = NAN;
+  struct run_ctx c = {.opt = opt,
+                      .res = res,
+                      .tokens_per_word = RUNNER_ASSUMED_TOKENS_PER_WORD,
+                      .overhead_tokens = 10,
+                      .aim_total = NAN,
+                      .aim_words = NAN};
+  if (opt->max_wait_s > 0) c.deadline_ns = tm_now_ns() + (uint64_t)(opt->max_wait_s * 1e9);
   metrics_options_init(&c.mopt);
   if (calibrate(&c, err) != 0) {
     if (backend_interrupted()) {
@@ -480,6 +679,16 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
   res->n_workloads = opt->n_workloads;
   const uint64_t t0 = tm_now_ns();
   for (size_t i = 0; i < opt->n_workloads; i++) {
+    if (res->max_wait_reached) { /* --max-wait ran out: the rest is not sent */
+      struct runner_workload_result *wr = &res->workloads[i];
+      wr->workload = opt->workloads[i];
+      wr->cpu_steal_share = NAN;
+      wr->n_skipped = opt->reps;
+      wr->skipped_max_wait = true;
+      bench_summarize(wr->workload.name, NULL, 0, NULL, opt->allow_cache, &wr->summary);
+      any_failed = 1;
+      continue;
+    }
     if (i > 0 && opt->cooldown_s > 0) cool_down(&c, opt->workloads[i].name);
     if (opt->step) { /* its place in the plan, and the time left at the pace so far */
       char msg[160], left[48] = "";
@@ -500,7 +709,7 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
     }
     if (rc != 0) any_failed = 1;
   }
-  if (opt->cold_series && backend_api(opt->backend) == API_OLLAMA) {
+  if (opt->cold_series && backend_api(opt->backend) == API_OLLAMA && !res->max_wait_reached) {
     cold_series(&c);
     if (res->cold_failed) any_failed = 1;
   }
@@ -508,5 +717,6 @@ int runner_run(const struct runner_options *opt, struct runner_result *res, stru
     res->interrupted = true;
     return tm_errf(err, "interrupted: the runs finished so far are recorded");
   }
+  if (res->max_wait_reached) any_failed = 1;
   return any_failed;
 }

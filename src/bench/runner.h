@@ -92,6 +92,9 @@ struct runner_options {
   bool skip_tokenize;             /* the server's /tokenize is known not to count
                                      (backend_server_info's probe): never asked */
   double idle_timeout_s, total_timeout_s;
+  double max_wait_s;              /* the whole invocation's budget (--max-wait):
+                                     no request starts after it, and one in
+                                     flight is cut at it; 0 = none */
   double cooldown_s;              /* pause before each workload after the first
                                      (rule 11: a machine heating under load);
                                      0 = none; an interrupt ends it */
@@ -129,11 +132,21 @@ struct runner_workload_result {
    * sent; how many, and the kind (RUN_OK when none were skipped). */
   uint32_t n_skipped;
   enum run_error skipped_after;
+  bool skipped_max_wait;          /* skipped because --max-wait ran out (then
+                                     skipped_after is RUN_OK) */
+  /* Runs that broke a plausibility rule (run_check), by rule, and the first
+   * one's reason: what was seen. The warm-up's count. */
+  uint32_t implausible[RUN_CHECK_COUNT];
+  char implausible_first[RUN_CHECK_COUNT][160];
 };
 
 /* A dead or stalled server is not waited on for every request: this many
- * consecutive failures of one kind end a workload. */
+ * consecutive failures of one kind end a workload (and the calibration's
+ * two requests, both timed out, end the invocation). */
 #define RUNNER_GIVE_UP_AFTER 2
+/* Retry-After (HTTP 429 / 503) is honoured once per invocation, when it asks
+ * for at most this long: the next request waits for it. */
+#define RUNNER_RETRY_AFTER_MAX_S 60.0
 
 struct runner_result {
   int64_t cache_baseline_tokens;  /* -1 when the server reports no cached tokens,
@@ -160,6 +173,17 @@ struct runner_result {
                                      mid-run, or counted more than the server
                                      reported); "" */
   bool interrupted;
+  bool max_wait_reached;          /* --max-wait ran out: runs were cut or skipped */
+  /* Retry-After: the first error answer that carried one (what it asked, what
+   * was waited, 0 when it asked for more than RUNNER_RETRY_AFTER_MAX_S or
+   * the budget left, and the request it answered); asked NAN when none did */
+  double retry_after_asked_s, retry_after_waited_s;
+  int retry_after_status;
+  char retry_after_request[48];   /* "calibration 1", "classify run 2" */
+  /* The calibration requests that broke a plausibility rule: the first
+   * rule and its reason (RUN_CHECK_NONE when none did). */
+  enum run_check calibration_check;
+  char calibration_check_msg[160];
 };
 
 /* Runs everything. Returns 0 when every timed run succeeded, 1 when some

@@ -344,6 +344,8 @@ static int open_records(struct sb_state *s, const struct machine_thermal *th_bef
                                         "max_tokens", o->workloads[i].max_tokens));
   json_object_set_new(settings, "workloads", wl);
   json_object_set_new(settings, "cooldown_s", json_real(o->cooldown_s));
+  json_object_set_new(settings, "max_wait_s",
+                      o->max_wait_s > 0 ? json_real(o->max_wait_s) : json_null());
   const struct sb_model *m = &s->model;
   struct record_model rm = {.name = m->have ? m->name : s->model_name,
                             .file = o->gguf,
@@ -367,6 +369,52 @@ static int open_records(struct sb_state *s, const struct machine_thermal *th_bef
   return 0;
 }
 
+/* What happened outside any workload: a calibration that failed or broke a
+ * plausibility rule, a Retry-After, the budget running out. */
+static void invocation_findings(struct sb_state *s) {
+  const struct runner_result *res = s->res;
+  struct bench_finding *f;
+  if (s->run_rc < 0 && !res->interrupted && s->run_err[0]) {
+    f = bench_findings_add(&s->findings, "calibration_failed", BENCH_PROBLEM);
+    bench_finding_brief(f, "the calibration failed: nothing measured");
+    bench_finding_text(f, "%s", s->run_err);
+    if (f) tm_clean_control(f->text);
+  }
+  if (res->calibration_check != RUN_CHECK_NONE) {
+    uint32_t n[RUN_CHECK_COUNT] = {0};
+    char first[RUN_CHECK_COUNT][160] = {{0}};
+    n[res->calibration_check] = 1;
+    snprintf(first[res->calibration_check], sizeof first[0], "%s", res->calibration_check_msg);
+    bench_implausible_findings("calibration", n, (const char(*)[160])first, 2, &s->findings);
+  }
+  if (isfinite(res->retry_after_asked_s)) {
+    const bool waited = res->retry_after_waited_s > 0 || res->retry_after_asked_s == 0;
+    f = bench_findings_add(&s->findings, "retry_after", BENCH_WARNING);
+    bench_finding_figure(f, "http_status", res->retry_after_status);
+    bench_finding_figure(f, "retry_after_s", res->retry_after_asked_s);
+    bench_finding_figure(f, "waited_s", waited ? res->retry_after_waited_s : 0);
+    bench_finding_brief(f, "%s: HTTP %d, Retry-After %.0f s: %s", res->retry_after_request,
+                        res->retry_after_status, res->retry_after_asked_s,
+                        waited ? "waited once, then went on" : "too long, not waited");
+    bench_finding_text(f, "The server answered %s with HTTP %d and asked to retry after %.0f s; "
+                          "%s (Retry-After is honoured once per invocation, up to %.0f s).",
+                       res->retry_after_request, res->retry_after_status,
+                       res->retry_after_asked_s,
+                       waited ? "the next request waited that long"
+                              : "that was more than tokmeter waits or the budget left, so it was "
+                                "not waited for",
+                       RUNNER_RETRY_AFTER_MAX_S);
+  }
+  if (res->max_wait_reached) {
+    f = bench_findings_add(&s->findings, "max_wait_reached", BENCH_PROBLEM);
+    bench_finding_figure(f, "max_wait_s", s->o->max_wait_s);
+    bench_finding_brief(f, "--max-wait (%.0f s) ran out: the measurement is incomplete",
+                        s->o->max_wait_s);
+    bench_finding_text(f, "The invocation's budget (--max-wait %.0f s) ran out: the request in "
+                          "flight was cut and the rest were not sent.", s->o->max_wait_s);
+  }
+}
+
 /* Summaries (with their ceilings and findings), then the end line. */
 static void summarize(struct sb_state *s) {
   const struct runner_result *res = s->res;
@@ -388,23 +436,36 @@ static void summarize(struct sb_state *s) {
     /* runs given up (runner.h RUNNER_GIVE_UP_AFTER): how many, after what */
     if (sum)
       json_object_set_new(sum, "skipped",
-                          wr->n_skipped ? json_pack("{s:i, s:s}", "runs", (int)wr->n_skipped,
-                                                    "after", run_error_name(wr->skipped_after))
-                                        : json_null());
+                          wr->n_skipped
+                              ? json_pack("{s:i, s:s}", "runs", (int)wr->n_skipped, "after",
+                                          wr->skipped_max_wait ? "max-wait"
+                                                               : run_error_name(wr->skipped_after))
+                              : json_null());
     /* this workload's findings, in its summary and in the invocation's list */
     struct bench_findings mine = {0};
     bench_server_findings(&s->summaries[i], s->model.have ? &s->ceilings[i] : NULL,
                           wr->cpu_steal_share, &mine);
+    bench_implausible_findings(wr->workload.name, wr->implausible, wr->implausible_first,
+                               s->summaries[i].n_runs + 1, &mine);
     if (wr->n_skipped) {
       struct bench_finding *f = bench_findings_add(&mine, "runs_skipped", BENCH_PROBLEM);
       if (f) snprintf(f->config.workload, sizeof f->config.workload, "%s", wr->workload.name);
       bench_finding_figure(f, "skipped_runs", wr->n_skipped);
-      bench_finding_brief(f, "%s: %u runs skipped after %d %s failures in a row", wr->workload.name,
-                          wr->n_skipped, RUNNER_GIVE_UP_AFTER, run_error_name(wr->skipped_after));
-      bench_finding_text(f, "%s: after %d consecutive %s failures the other %u timed runs were "
-                            "not sent: the server is gone or stalls, and each would have waited "
-                            "its timeout.", wr->workload.name, RUNNER_GIVE_UP_AFTER,
-                         run_error_name(wr->skipped_after), wr->n_skipped);
+      if (wr->skipped_max_wait) {
+        bench_finding_brief(f, "%s: %u runs not sent: --max-wait (%.0f s) ran out",
+                            wr->workload.name, wr->n_skipped, s->o->max_wait_s);
+        bench_finding_text(f, "%s: %u timed runs were not sent: the invocation's budget "
+                              "(--max-wait %.0f s) ran out.", wr->workload.name, wr->n_skipped,
+                           s->o->max_wait_s);
+      } else {
+        bench_finding_brief(f, "%s: %u runs skipped after %d %s failures in a row",
+                            wr->workload.name, wr->n_skipped, RUNNER_GIVE_UP_AFTER,
+                            run_error_name(wr->skipped_after));
+        bench_finding_text(f, "%s: after %d consecutive %s failures the other %u timed runs "
+                              "were not sent: the server is gone or stalls, and each would have "
+                              "waited its timeout.", wr->workload.name, RUNNER_GIVE_UP_AFTER,
+                           run_error_name(wr->skipped_after), wr->n_skipped);
+      }
     }
     for (size_t k = 0; k < mine.n; k++) {
       struct bench_finding *f = bench_findings_add(&s->findings, mine.v[k].code, mine.v[k].severity);
@@ -415,6 +476,7 @@ static void summarize(struct sb_state *s) {
     if (sum && s->hooks.summary) s->hooks.summary(sum, s->hooks.ctx);
     bench_session_write(&s->session, sum);
   }
+  invocation_findings(s);
   /* the invocation's steal, when no workload's own was said */
   bench_server_steal_finding(s->steal_share, &s->findings);
   bench_session_end(&s->session, res->runs, res->failed_by_kind, res->interrupted, s->steal_share,
@@ -510,6 +572,7 @@ int sb_run(struct sb_state *s) {
   ro.idle_timeout_s = o->idle_timeout_s;
   ro.cooldown_s = o->cooldown_s;
   ro.total_timeout_s = o->timeout_s;
+  ro.max_wait_s = o->max_wait_s;
   ro.sink = sink;
   ro.progress = runner_progress;
   ro.step = runner_step;
@@ -520,6 +583,7 @@ int sb_run(struct sb_state *s) {
   machine_cpu_ticks_now(&ticks);
   s->res = calloc(1, sizeof *s->res);
   s->run_rc = s->res ? runner_run(&ro, s->res, &err) : -1;
+  if (s->run_rc < 0) snprintf(s->run_err, sizeof s->run_err, "%.*s", (int)sizeof s->run_err - 1, err.msg);
   s->steal_share = machine_steal_since(&ticks);
   sb_progress_done(s);
   backend_free(b);
@@ -538,6 +602,14 @@ int sb_run(struct sb_state *s) {
   summarize(s);
   s->measured = res->n_workloads > 0;
   if (s->run_rc < 0) return sb_fail(s, BENCH_RUNTIME, "%s", err.msg);
+  if (res->max_wait_reached) {
+    uint32_t unsent = 0;
+    for (size_t i = 0; i < res->n_workloads; i++)
+      if (res->workloads[i].skipped_max_wait) unsent += res->workloads[i].n_skipped;
+    return sb_fail(s, BENCH_RUNTIME, "--max-wait (%.0f s) ran out: %u timed runs measured, %u not "
+                                     "sent (see %s)",
+                   o->max_wait_s, res->runs - res->failed, unsent, s->session.path);
+  }
   if (s->session.write_failures) {
     sb_warn(s, "%llu records could not be written to %s: %s",
             (unsigned long long)s->session.write_failures, s->session.path,

@@ -46,6 +46,7 @@ struct sb_opts {
   bool allow_cache, cold;
   const char *out;        /* results file; NULL: RECORD_DEFAULT_FILE */
   double idle_timeout_s, timeout_s, cooldown_s;
+  double max_wait_s;          /* the invocation's budget (runner.h); 0 = none */
   const char *command;
 };
 
@@ -87,6 +88,7 @@ struct sb_state {
   struct record_ceiling ceilings[RUNNER_MAX_WORKLOADS];
   double steal_share;    /* over the runs, 0..1; NAN unknown */
   int run_rc;            /* runner_run's */
+  char run_err[400];     /* runner_run's error when run_rc < 0 */
   char place[64];        /* the running workload's place in the plan, "[2/3]" */
   /* Findings: per workload (config.workload set; also in its summary
    * record) and of the invocation (in the end record). */

@@ -8,6 +8,7 @@
 #include "bench/drift.h"
 #include "machine/probe.h"
 #include "model/ceiling.h"
+#include "util/redact.h"
 
 static struct bench_finding *add(struct bench_findings *out, const char *code,
                                  enum bench_severity sev, const struct bench_summary *s) {
@@ -128,6 +129,25 @@ void bench_server_findings(const struct bench_summary *s, const struct record_ce
                         pp);
     bench_finding_text(f, "%s: prefill at %.0f%% of its ceiling: a cached prompt or a wrong "
                           "compute figure, not a measurement to share.", w, pp);
+  }
+}
+
+void bench_implausible_findings(const char *workload, const uint32_t *n,
+                                const char (*first)[160], uint32_t requests,
+                                struct bench_findings *out) {
+  for (int k = RUN_CHECK_NONE + 1; k < RUN_CHECK_COUNT; k++) {
+    if (!n[k]) continue;
+    struct bench_finding *f = bench_findings_add(out, run_check_name((enum run_check)k),
+                                                 BENCH_PROBLEM);
+    if (f) snprintf(f->config.workload, sizeof f->config.workload, "%s", workload);
+    bench_finding_figure(f, "requests", n[k]);
+    bench_finding_figure(f, "of_requests", requests);
+    bench_finding_brief(f, "%s: %u of %u requests broke the %s check (the server's figures)",
+                        workload, n[k], requests, run_check_name((enum run_check)k));
+    bench_finding_text(f, "%s: %u of %u requests failed the %s check, the server's figures "
+                          "being impossible or contradicting what the client saw; the first: %s.",
+                       workload, n[k], requests, run_check_name((enum run_check)k), first[k]);
+    if (f) tm_clean_control(f->text), tm_clean_control(f->brief);
   }
 }
 

@@ -15,6 +15,14 @@
  * ceiling NULL when no model file was given; steal_share 0..1 or NAN. */
 void bench_server_findings(const struct bench_summary *s, const struct record_ceiling *ceiling,
                            double steal_share, struct bench_findings *out);
+/* A server whose figures broke a plausibility rule (backend.h RUN_CHECKS):
+ * one finding per rule broken, coded by the rule's name ("impossible_count",
+ * "count_above_max_tokens", ...), a problem, with the number of requests
+ * (n[rule], of `requests` sent) and the first one's reason, what was seen.
+ * `workload` is the workload's name, or "calibration". */
+void bench_implausible_findings(const char *workload, const uint32_t *n,
+                                const char (*first)[160], uint32_t requests,
+                                struct bench_findings *out);
 /* The invocation's steal, when at or above the warning threshold and no
  * workload's steal finding is in out already. */
 void bench_server_steal_finding(double steal_share, struct bench_findings *out);

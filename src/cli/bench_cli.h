@@ -48,6 +48,7 @@ struct bench_opts {
   const char *out;             /* results file (both paths); NULL =
                                   tokmeter-results.jsonl */
   double idle_timeout_s, timeout_s;
+  double max_wait_s;           /* --max-wait: the invocation's budget; 0 = none */
   const char *command;         /* the command line, for the run identity */
 };
 

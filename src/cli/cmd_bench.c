@@ -56,6 +56,7 @@ static void usage(FILE *out) {
           "      --list-models        list the served models and exit\n"
           "      --idle-timeout S     fail a run silent for S seconds (default 60)\n"
           "      --timeout S          fail a run longer than S seconds (default 600)\n"
+          "      --max-wait S         the whole invocation's budget (default none)\n"
           "Both:\n"
           "      --out FILE           results file to append to (tokmeter-results.jsonl)\n"
           "      --repair             first drop a cut last line of --out (a killed writer)\n"
@@ -82,7 +83,7 @@ static int parse_seconds(const char *s, const char *what, double *out) {
 static int parse_args(int argc, char **argv, struct bench_opts *o) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_PFILE, O_ALLOW, O_COLD, O_LIST,
          O_OUT, O_IDLE, O_TIMEOUT, O_REPROBE, O_JSON, O_HUGEPAGES, O_TTFT, O_COOLDOWN,
-         O_PROGRESS, O_NO_PROGRESS, O_REPAIR };
+         O_PROGRESS, O_NO_PROGRESS, O_REPAIR, O_MAXWAIT };
   static const struct option longopts[] = {
       {"gguf", required_argument, 0, 'm'},          {"threads", required_argument, 0, 't'},
       {"depth", required_argument, 0, 'd'},
@@ -97,7 +98,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       {"allow-cache", no_argument, 0, O_ALLOW},     {"cold", no_argument, 0, O_COLD},
       {"list-models", no_argument, 0, O_LIST},      {"out", required_argument, 0, O_OUT},
       {"idle-timeout", required_argument, 0, O_IDLE}, {"timeout", required_argument, 0, O_TIMEOUT},
-      {"cooldown", required_argument, 0, O_COOLDOWN},
+      {"cooldown", required_argument, 0, O_COOLDOWN}, {"max-wait", required_argument, 0, O_MAXWAIT},
       {"verbose", no_argument, 0, 'v'},             {"progress", no_argument, 0, O_PROGRESS},
       {"no-progress", no_argument, 0, O_NO_PROGRESS}, {"repair", no_argument, 0, O_REPAIR},
       {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
@@ -163,6 +164,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
         if (parse_seconds(optarg, "--timeout", &o->timeout_s)) return TM_EXIT_USAGE;
         timeouts_given = true;
         break;
+      case O_MAXWAIT:
+        if (parse_seconds(optarg, "--max-wait", &o->max_wait_s)) return TM_EXIT_USAGE;
+        break;
       case O_COOLDOWN: {
         char *end;
         double v = strtod(optarg, &end);
@@ -219,6 +223,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
                               : o->api_key_env   ? "--api-key-env"
                               : o->api != API_AUTO ? "--api"
                               : timeouts_given   ? "--idle-timeout/--timeout"
+                              : o->max_wait_s > 0 ? "--max-wait"
                                                    : NULL;
     if (server_only) return cli_usage_error(CMD, "%s needs --url (a server to measure)", server_only);
   } else {

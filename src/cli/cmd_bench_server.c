@@ -158,6 +158,7 @@ int bench_server(const struct bench_opts *o) {
                        .reps = o->reps, .allow_cache = o->allow_cache, .cold = o->cold,
                        .out = o->out, .idle_timeout_s = o->idle_timeout_s,
                        .timeout_s = o->timeout_s, .cooldown_s = o->cooldown_s,
+                       .max_wait_s = o->max_wait_s,
                        .command = o->command};
   const struct workload_request wr = {.names = o->workloads, .prompt_tokens = o->prompt_tokens,
                                       .n_prompt_tokens = o->n_prompt_tokens,

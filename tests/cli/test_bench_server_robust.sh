@@ -240,11 +240,12 @@ grep -q "GET /api/version answered HTTP 301 to https://elsewhere.example/api/ver
   "$dir/err" || fail "redirect not named: $(cat "$dir/err")"
 grep -q "user:pw\|token=x" "$dir/err" && fail "the redirect's credentials shown: $(cat "$dir/err")"
 grep -q '"server_not_identified"' "$dir/redir.jsonl" || fail "no end record for the redirect: $(cat "$dir/redir.jsonl")"
-# Give up early (issue 31 part 2): a server that sends headers and then
-# nothing fails the warm-up and the first timed run on the idle timeout;
+# Give up early (issue 31 part 2): a server that answers the calibration
+# and then sends headers and nothing fails the warm-up and the first timed
+# run on the idle timeout;
 # the other runs are not sent (each would wait its timeout), and the summary
 # and a finding say how many and why.
-start_server stall5 --mode break --break stall
+start_server stall5 --mode break --break stall --break-after 2
 t0=$(date +%s)
 expect_exit 1 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w classify -r 5 \
   --idle-timeout 1 --out "$dir/stall5.jsonl"

@@ -132,6 +132,9 @@ struct fs_config {
    * literal as given: "-32", "32.5", "200000"), whatever was generated;
    * NULL = the truth */
   const char *lie_completion;
+  /* hostile, the same way: usage.prompt_tokens, usage.prompt_tokens_details.
+   * cached_tokens (a JSON literal), llama.cpp timings.prompt_ms (ms) */
+  const char *lie_prompt, *lie_cached, *lie_prompt_ms;
   bool stop_early;            /* FS_PACED: stop after max_tokens/4 with
                                  finish_reason "stop" unless ignore_eos/min_tokens
                                  /num_predict asked for the exact length */
@@ -139,6 +142,9 @@ struct fs_config {
                                  token event also carries a usage object with the
                                  counts so far (vLLM continuous_usage_stats) */
   enum fs_break_stage break_stage;
+  uint32_t break_after;       /* FS_BREAK: the first break_after generation
+                                 requests are served as FS_PACED, the later
+                                 ones break (a server that fails mid-run) */
   /* Hostile servers (FS_PACED/FS_BREAK), for the client's robustness tests: */
   enum fs_echo {
     FS_ECHO_NONE = 0,
@@ -152,6 +158,11 @@ struct fs_config {
                          endpoint (or a proxy that does not pass it) answers */
   bool fail_unload;   /* a generation request with keep_alive 0 (Ollama's
                          unload): HTTP 500 */
+  /* a rate limiter: the first rate_limit generation requests get HTTP 429
+   * with "Retry-After: <retry_after>" (a header value as given: "2", an HTTP
+   * date; NULL = no header), the later ones are served */
+  uint32_t rate_limit;
+  const char *retry_after;
 };
 
 void fs_config_init(struct fs_config *c); /* llamacpp flavor, a=20, b=0.5, c=10 ms */

@@ -35,6 +35,12 @@ static void usage(FILE *f) {
           "  --stop-early          stop at max_tokens/4 unless exact length asked (default off)\n"
           "  --lie-completion J    hostile: usage.completion_tokens is J (a JSON literal:\n"
           "                        -32, 32.5, 200000) whatever was generated\n"
+          "  --lie-prompt J        hostile: usage.prompt_tokens is J (a JSON literal)\n"
+          "  --lie-cached J        hostile: usage's cached_tokens is J (a JSON literal)\n"
+          "  --lie-prompt-ms X     hostile: llama.cpp timings.prompt_ms is X\n"
+          "  --break-after N       serve the first N generation requests, then break\n"
+          "  --rate-limit N        the first N generation requests get HTTP 429\n"
+          "  --retry-after V       ... with this Retry-After header value (default none)\n"
           "  --usage-every-chunk   usage (counts so far) in every OpenAI token event (vLLM\n"
           "                        continuous_usage_stats; default off)\n"
           "  --break STAGE         break mode stage (default http-500): close-on-accept,\n"
@@ -153,6 +159,24 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--lie-completion") == 0) {
       NEEDV();
       cfg.lie_completion = v;
+    } else if (strcmp(a, "--lie-prompt") == 0) {
+      NEEDV();
+      cfg.lie_prompt = v;
+    } else if (strcmp(a, "--lie-cached") == 0) {
+      NEEDV();
+      cfg.lie_cached = v;
+    } else if (strcmp(a, "--lie-prompt-ms") == 0) {
+      NEEDV();
+      cfg.lie_prompt_ms = v;
+    } else if (strcmp(a, "--break-after") == 0) {
+      NEEDV();
+      cfg.break_after = (uint32_t)atoi(v);
+    } else if (strcmp(a, "--rate-limit") == 0) {
+      NEEDV();
+      cfg.rate_limit = (uint32_t)atoi(v);
+    } else if (strcmp(a, "--retry-after") == 0) {
+      NEEDV();
+      cfg.retry_after = v;
     } else if (strcmp(a, "--break") == 0) {
       NEEDV();
       int st = fs_break_stage_from_name(v);

@@ -92,6 +92,7 @@ struct fakeserver {
   uint32_t n_cache, cache_next;
   uint64_t seq;               /* response ids */
   uint32_t n_generations;     /* generation requests set up (cfg.heat) */
+  uint32_t rate_limited;      /* generation requests answered 429 (cfg.rate_limit) */
   struct fs_exchange *ex;     /* FS_REPLAY */
   size_t n_ex;
 };

@@ -276,9 +276,10 @@ static double predicted_ms(const struct gen *g) {
   return g->n_gen > 1 ? (g->n_gen - 1) * g->c_ms : 0.0;
 }
 
-static json_t *llama_timings(const struct gen *g) {
+static json_t *llama_timings(const struct fakeserver *s, const struct gen *g) {
   uint32_t pn = g->prompt_tokens - g->cached;
   double pm = g->runtime_prompt_ms, dm = predicted_ms(g);
+  if (s->cfg.lie_prompt_ms) pm = atof(s->cfg.lie_prompt_ms); /* hostile: a timer */
   double per_tok = g->n_gen > 1 ? dm / (g->n_gen - 1) : 0.0;
   return json_pack("{s:i,s:i,s:f,s:f,s:f,s:i,s:f,s:f,s:f}", "cache_n", (int)g->cached, "prompt_n",
                    (int)pn, "prompt_ms", pm, "prompt_per_token_ms", pn ? pm / pn : 0.0,
@@ -300,6 +301,14 @@ static json_t *oai_usage(const struct fakeserver *s, const struct gen *g) {
   if (s->cfg.lie_completion) { /* hostile: a count that cannot be */
     json_t *lie = json_loads(s->cfg.lie_completion, JSON_DECODE_ANY, NULL);
     if (lie) json_object_set_new(u, "completion_tokens", lie);
+  }
+  if (s->cfg.lie_prompt) {
+    json_t *lie = json_loads(s->cfg.lie_prompt, JSON_DECODE_ANY, NULL);
+    if (lie) json_object_set_new(u, "prompt_tokens", lie);
+  }
+  if (s->cfg.lie_cached) {
+    json_t *lie = json_loads(s->cfg.lie_cached, JSON_DECODE_ANY, NULL);
+    if (lie) json_object_set_new(u, "prompt_tokens_details", json_pack("{s:o}", "cached_tokens", lie));
   }
   return u;
 }
@@ -352,7 +361,7 @@ static int add_final_events(struct fs_buf *b, const struct fakeserver *s, const 
                           (int)g->prompt_tokens, "stop_type", g->stopped_early ? "eos" : "limit",
                           "stopping_word", "", "tokens_cached",
                           (int)(g->prompt_tokens + g->n_gen - 1), "truncated", 0);
-    if (o) json_object_set_new(o, "timings", llama_timings(g));
+    if (o) json_object_set_new(o, "timings", llama_timings(s, g));
     return add_sse(b, o);
   }
   json_t *fin = g->ep == EP_CHAT
@@ -367,7 +376,7 @@ static int add_final_events(struct fs_buf *b, const struct fakeserver *s, const 
     json_t *u = oai_chunk(g, json_array());
     if (u) {
       json_object_set_new(u, "usage", oai_usage(s, g));
-      if (g->flavor == FS_FLAVOR_LLAMACPP) json_object_set_new(u, "timings", llama_timings(g));
+      if (g->flavor == FS_FLAVOR_LLAMACPP) json_object_set_new(u, "timings", llama_timings(s, g));
     }
     rc |= add_sse(b, u);
   }
@@ -394,7 +403,7 @@ static json_t *nonstream_body(const struct fakeserver *s, const struct gen *g) {
                   "id_slot", 0, "stop", 1, "model", g->model, "tokens_predicted", (int)g->n_gen,
                   "tokens_evaluated", (int)g->prompt_tokens, "stop_type",
                   g->stopped_early ? "eos" : "limit");
-    if (o) json_object_set_new(o, "timings", llama_timings(g));
+    if (o) json_object_set_new(o, "timings", llama_timings(s, g));
   } else {
     json_t *choice;
     if (g->ep == EP_CHAT) {
@@ -411,7 +420,7 @@ static json_t *nonstream_body(const struct fakeserver *s, const struct gen *g) {
                   g->ep == EP_CHAT ? "chat.completion" : "text_completion");
     if (o) {
       json_object_set_new(o, "usage", oai_usage(s, g));
-      if (g->flavor == FS_FLAVOR_LLAMACPP) json_object_set_new(o, "timings", llama_timings(g));
+      if (g->flavor == FS_FLAVOR_LLAMACPP) json_object_set_new(o, "timings", llama_timings(s, g));
       if (g->lmstudio_v0) json_object_set_new(o, "stats", lmstudio_stats(g));
     }
   }
@@ -583,6 +592,7 @@ static int serve_generation(struct fakeserver *s, int fd, const struct fs_reques
   struct gen g;
   gen_setup(s, req, ep, v0, &g);
   int stage = s->cfg.mode == FS_BREAK ? (int)s->cfg.break_stage : -1;
+  if (stage >= 0 && s->n_generations <= s->cfg.break_after) stage = -1; /* served as paced */
   bool buffered = s->cfg.mode == FS_BUFFERED;
 
   switch (stage) {
@@ -723,6 +733,19 @@ static int hostile(struct fakeserver *s, int fd, const struct fs_request *req, c
   }
   if (s->cfg.tokenize_404 && strcmp(path, "/tokenize") == 0)
     return send_error(s, fd, req, 404, "not_found_error", "File Not Found");
+  if (s->cfg.rate_limit && ep != EP_NONE && s->rate_limited < s->cfg.rate_limit) {
+    s->rate_limited++;
+    char extra[160] = "";
+    if (s->cfg.retry_after) snprintf(extra, sizeof extra, "Retry-After: %.120s\r\n", s->cfg.retry_after);
+    static const char body[] =
+        "{\"error\":{\"code\":429,\"message\":\"fakeserver: too many requests\","
+        "\"type\":\"rate_limit_error\"}}";
+    if (fs_send_head(s, fd, 429, "application/json", extra, false, sizeof body - 1,
+                     req->client_close) != 0 ||
+        fs_send_all(s, fd, body, sizeof body - 1) != 0)
+      return -1;
+    return req->client_close ? 1 : 0;
+  }
   if (s->cfg.fail_unload && ep != EP_NONE) {
     json_t *ka = json_object_get(req->json, "keep_alive");
     if (ka && json_is_number(ka) && json_number_value(ka) == 0)

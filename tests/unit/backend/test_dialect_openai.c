@@ -497,13 +497,16 @@ static void test_malformed_and_wrong_types(void) {
   const char *neg[] = {"{\"choices\":[],\"usage\":{\"prompt_tokens\":-3}}"};
   run_result_init(&r);
   CHECK_EQ_INT(fx_feed(D, &r, neg, 1), -1);
-  CHECK_EQ_INT(r.error, RUN_ERR_MALFORMED);
+  CHECK_EQ_INT(r.error, RUN_ERR_INCONSISTENT);
+  CHECK_EQ_INT(r.check, RUN_CHECK_IMPOSSIBLE_COUNT);
+  CHECK(strcmp(run_check_name(r.check), "impossible_count") == 0);
   CHECK(strstr(r.error_msg, "impossible count: usage.prompt_tokens is -3") != NULL);
   run_result_free(&r);
   const char *frac[] = {"{\"choices\":[],\"usage\":{\"completion_tokens\":2.5}}"};
   run_result_init(&r);
   CHECK_EQ_INT(fx_feed(D, &r, frac, 1), -1);
   CHECK(strstr(r.error_msg, "usage.completion_tokens is 2.5") != NULL);
+  CHECK_EQ_INT(r.check, RUN_CHECK_IMPOSSIBLE_COUNT);
   run_result_free(&r);
 }
 

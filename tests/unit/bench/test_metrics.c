@@ -475,10 +475,13 @@ static void liar_base(struct run_result *r) {
   r->completion_tokens = 40;
 }
 
-static void expect_inconsistent(const struct run_result *r, const char *what) {
+static void expect_inconsistent(const struct run_result *r, enum run_check rule, const char *what) {
   struct run_metrics m;
   compute(r, NULL, &m);
   CHECK_MSG(!m.ok && m.error == RUN_ERR_INCONSISTENT, "%s: ok %d error %d", what, m.ok, m.error);
+  /* the rule broken is named (issue 31: a finding per rule) */
+  CHECK_MSG(m.check == rule, "%s: check %s, expected %s (%s)", what, run_check_name(m.check),
+            run_check_name(rule), m.error_msg);
   CHECK_MSG(m.error_msg[0] != 0, "%s: no reason", what);
   /* a contradicted figure is never a headline */
   CHECK_MSG(!(m.decode_headline > 1000) && !(m.prefill_headline > 1e5), "%s: %g %g", what,
@@ -500,7 +503,7 @@ static void test_inconsistent_counts(void) {
   /* usage claims 3x the pieces (audit: 544 tok/s printed against a 178 curve) */
   r.completion_tokens = 120;
   r.timings_predicted_n = 120;
-  expect_inconsistent(&r, "3 tokens per piece");
+  expect_inconsistent(&r, RUN_CHECK_COUNT_ABOVE_TEXT, "3 tokens per piece");
   compute(&r, NULL, &m);
   CHECK(isnan(m.decode_client) && isnan(m.decode_server));
   /* ... unless accepted speculative drafts explain the surplus */
@@ -510,17 +513,17 @@ static void test_inconsistent_counts(void) {
   r.draft_n_accepted = -1;
   /* fewer tokens than non-empty pieces */
   r.completion_tokens = r.timings_predicted_n = 30;
-  expect_inconsistent(&r, "fewer than the pieces");
+  expect_inconsistent(&r, RUN_CHECK_PIECES_ABOVE_COUNT, "fewer than the pieces");
   /* the runtime's two counts disagree (audit: timings.predicted_n 4000, usage 40) */
   r.completion_tokens = 40;
   r.timings_predicted_n = 4000;
-  expect_inconsistent(&r, "predicted_n vs usage");
+  expect_inconsistent(&r, RUN_CHECK_COUNTS_DISAGREE, "predicted_n vs usage");
   compute(&r, NULL, &m);
   CHECK(isnan(m.decode_server));
   CHECK_STR(m.decode_source, "");
   r.timings_predicted_n = 40;
   r.timings_prompt_n = 500;
-  expect_inconsistent(&r, "prompt_n above the prompt");
+  expect_inconsistent(&r, RUN_CHECK_COUNTS_DISAGREE, "prompt_n above the prompt");
   tr_free(&r);
 }
 
@@ -534,19 +537,19 @@ static void test_inconsistent_timers(void) {
   r.timings_predicted_ms = 195;
   /* the audit's cases, each alone */
   r.timings_predicted_ms = 0.5; /* 78000 tok/s */
-  expect_inconsistent(&r, "predicted_ms 0.5");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BELOW_STREAM, "predicted_ms 0.5");
   r.timings_predicted_ms = 60000; /* 0.65 tok/s against a 193 curve */
-  expect_inconsistent(&r, "predicted_ms 60000");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BEYOND_CLOCK, "predicted_ms 60000");
   r.timings_predicted_ms = 195;
   r.timings_prompt_ms = 0.0001; /* 200,000,000 tok/s prefill */
-  expect_inconsistent(&r, "prompt_ms 0.0001");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BELOW_STREAM, "prompt_ms 0.0001");
   r.timings_prompt_ms = 5000; /* against a 20 ms TTFT */
-  expect_inconsistent(&r, "prompt_ms 5000");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BEYOND_CLOCK, "prompt_ms 5000");
   compute(&r, NULL, &m);
   CHECK(isnan(m.ttft_gap_ms) && isnan(m.prefill_server));
   CHECK_STR(m.prefill_source, "client");
   r.timings_prompt_ms = -3;
-  expect_inconsistent(&r, "prompt_ms -3");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_NOT_DURATION, "prompt_ms -3");
   /* within the tolerances: ok */
   r.timings_prompt_ms = 20.3;      /* TTFT 20 + 2 ms + 2% */
   r.timings_predicted_ms = 100;    /* half the 195 ms span, and a little */
@@ -557,10 +560,57 @@ static void test_inconsistent_timers(void) {
   liar_base(&r);
   r.ollama_prompt_eval_ms = 15;
   r.ollama_eval_ms = 0.001;
-  expect_inconsistent(&r, "ollama eval_duration 1000 ns");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BELOW_STREAM, "ollama eval_duration 1000 ns");
   r.ollama_eval_ms = 200; /* includes the first token's step: fine */
   compute(&r, NULL, &m);
   CHECK_MSG(m.ok, "%s", m.error_msg);
+  tr_free(&r);
+}
+
+/* Issue 31's plausibility rules, each on an otherwise honest run. */
+static void test_plausible_counts(void) {
+  struct run_result r;
+  struct run_metrics m;
+  struct metrics_options o;
+  struct backend_request req = {.max_tokens = 40};
+  liar_base(&r);
+  metrics_options_init(&o);
+  run_metrics_compute(&r, &req, &o, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  /* a stop token counted: 41 of max_tokens 40 is fine, 42 is not */
+  r.completion_tokens = 41;
+  run_metrics_compute(&r, &req, &o, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  req.max_tokens = 32;
+  run_metrics_compute(&r, &req, &o, &m);
+  CHECK(!m.ok && m.check == RUN_CHECK_ABOVE_MAX_TOKENS);
+  CHECK(strstr(m.error_msg, "41 generated tokens (usage) for max_tokens 32") != NULL);
+  req.max_tokens = 40;
+  r.completion_tokens = 40;
+  r.cached_tokens = 51; /* of a 50-token prompt */
+  run_metrics_compute(&r, &req, &o, &m);
+  CHECK(!m.ok && m.check == RUN_CHECK_CACHED_ABOVE_PROMPT);
+  r.cached_tokens = 0;
+  /* the tokenizer counted 50: within 8 + 15%; 70 is not */
+  o.expected_prompt_tokens = 50;
+  run_metrics_compute(&r, &req, &o, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  o.expected_prompt_tokens = 57.4; /* |50 - 57.4| = 7.4 <= 8 + 8.6 */
+  run_metrics_compute(&r, &req, &o, &m);
+  CHECK_MSG(m.ok, "%s", m.error_msg);
+  o.expected_prompt_tokens = 70; /* 20 > 8 + 10.5 */
+  run_metrics_compute(&r, &req, &o, &m);
+  CHECK(!m.ok && m.check == RUN_CHECK_PROMPT_COUNT_OFF);
+  CHECK(strstr(m.error_msg, "a 50-token prompt (usage) where its own tokenizer counts about 70") != NULL);
+  tr_free(&r);
+  /* a dialect's impossible count keeps its rule and words in the metrics */
+  liar_base(&r);
+  r.error = RUN_ERR_INCONSISTENT;
+  r.check = RUN_CHECK_IMPOSSIBLE_COUNT;
+  snprintf(r.error_msg, sizeof r.error_msg, "impossible count: usage.completion_tokens is -32");
+  compute(&r, &req, &m);
+  CHECK(!m.ok && m.check == RUN_CHECK_IMPOSSIBLE_COUNT);
+  CHECK_STR(m.error_msg, "impossible count: usage.completion_tokens is -32");
   tr_free(&r);
 }
 
@@ -583,7 +633,7 @@ static void test_eos_step_past_last_piece(void) {
   CHECK_MSG(m.ok, "%s", m.error_msg);
   /* two steps past: a lie (step max(30, 250 / 6) = 41.7; 300 > 170 + 41.7 + 5.4) */
   r.ollama_eval_ms = 250;
-  expect_inconsistent(&r, "ollama eval two steps past");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BEYOND_CLOCK, "ollama eval two steps past");
   tr_free(&r);
   /* llama.cpp-style timings (OpenAI dialect, ignore_eos not honoured) */
   tr_init(&r);
@@ -615,7 +665,7 @@ static void test_speculative_prompt_bound(void) {
   CHECK_MSG(m.ok, "%s", m.error_msg);
   /* without speculation reported, the bound holds */
   r.draft_n = r.draft_n_accepted = -1;
-  expect_inconsistent(&r, "prompt under half a step, no speculation");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BELOW_STREAM, "prompt under half a step, no speculation");
   tr_free(&r);
 }
 
@@ -636,7 +686,7 @@ static void test_stall_generation_bound(void) {
   CHECK_EQ_INT(m.stream, STREAM_TOKEN_BY_TOKEN);
   /* under half of 10 x 19 = 190 ms: still a lie */
   r.timings_predicted_ms = 50;
-  expect_inconsistent(&r, "generation time under half the typical span");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BELOW_STREAM, "generation time under half the typical span");
   tr_free(&r);
 }
 
@@ -654,7 +704,7 @@ static void test_hidden_reasoning_tokens(void) {
   CHECK_MSG(m.ok, "%s", m.error_msg);
   /* more than the hidden reasoning explains */
   r.completion_tokens = 600;
-  expect_inconsistent(&r, "count past hidden reasoning + bytes");
+  expect_inconsistent(&r, RUN_CHECK_COUNT_ABOVE_TEXT, "count past hidden reasoning + bytes");
   tr_free(&r);
 }
 
@@ -669,7 +719,7 @@ static void test_count_with_nothing_streamed(void) {
   r.completion_tokens = r.timings_predicted_n = 1000;
   r.timings_prompt_ms = 30;
   r.timings_predicted_ms = 15;
-  expect_inconsistent(&r, "1000 tokens, nothing streamed");
+  expect_inconsistent(&r, RUN_CHECK_COUNT_ABOVE_TEXT, "1000 tokens, nothing streamed");
   compute(&r, NULL, &m);
   CHECK(isnan(m.decode_headline));
   /* honest: only the end of generation, counted and not streamed */
@@ -694,7 +744,7 @@ static void test_impossible_server_rate(void) {
   r.timings_predicted_ms = 1.755;
   compute(&r, NULL, &m);
   CHECK_EQ_INT(m.stream, STREAM_BUFFERED);
-  expect_inconsistent(&r, "22,222 tok/s server decode");
+  expect_inconsistent(&r, RUN_CHECK_TIMER_BELOW_STREAM, "22,222 tok/s server decode");
   compute(&r, NULL, &m);
   CHECK(isnan(m.decode_server));
   /* honest: 40 tokens in 400 ms */
@@ -1088,6 +1138,7 @@ void tm_run_tests(void) {
   TM_RUN(test_hidden_reasoning_tokens);
   TM_RUN(test_count_with_nothing_streamed);
   TM_RUN(test_impossible_server_rate);
+  TM_RUN(test_plausible_counts);
   TM_RUN(test_decode_curve_slowing);
   TM_RUN(test_decode_curve_min_tokens);
   TM_RUN(test_segment_ends);

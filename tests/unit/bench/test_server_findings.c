@@ -44,6 +44,33 @@ static void test_clean_workload_has_none(void) {
   bench_findings_free(&l);
 }
 
+/* One finding per plausibility rule broken, coded by the rule, a problem,
+ * with the count and the first reason seen; none when no rule was broken. */
+static void test_implausible_by_rule(void) {
+  uint32_t n[RUN_CHECK_COUNT] = {0};
+  char first[RUN_CHECK_COUNT][160] = {{0}};
+  struct bench_findings l = {0};
+  bench_implausible_findings("classify", n, (const char(*)[160])first, 4, &l);
+  CHECK_EQ_INT(l.n, 0);
+  n[RUN_CHECK_ABOVE_MAX_TOKENS] = 3;
+  snprintf(first[RUN_CHECK_ABOVE_MAX_TOKENS], 160, "the server reports 100 generated tokens");
+  n[RUN_CHECK_TIMER_BEYOND_CLOCK] = 1;
+  snprintf(first[RUN_CHECK_TIMER_BEYOND_CLOCK], 160, "prompt time \x1b[31m5000 ms");
+  bench_implausible_findings("classify", n, (const char(*)[160])first, 4, &l);
+  CHECK_EQ_INT(l.n, 2);
+  CHECK_EQ_INT(count(&l, "count_above_max_tokens"), 1);
+  CHECK_EQ_INT(count(&l, "timer_beyond_clock"), 1);
+  const struct bench_finding *f = &l.v[0];
+  CHECK_STR(f->code, "count_above_max_tokens");
+  CHECK_EQ_INT(f->severity, BENCH_PROBLEM);
+  CHECK_STR(f->config.workload, "classify");
+  CHECK(strstr(f->brief, "3 of 4 requests broke the count_above_max_tokens check") != NULL);
+  CHECK(strstr(f->text, "the first: the server reports 100 generated tokens") != NULL);
+  /* a server's bytes reach no terminal: the ESC is cleaned */
+  CHECK(strchr(l.v[1].text, 0x1b) == NULL);
+  bench_findings_free(&l);
+}
+
 static void test_decode_practical_and_above(void) {
   struct bench_summary s;
   struct bench_findings l = {0};
@@ -113,6 +140,7 @@ static void test_runs_stream_cache_drift_steal(void) {
 
 void tm_run_tests(void) {
   TM_RUN(test_clean_workload_has_none);
+  TM_RUN(test_implausible_by_rule);
   TM_RUN(test_decode_practical_and_above);
   TM_RUN(test_runs_stream_cache_drift_steal);
 }
