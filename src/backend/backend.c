@@ -318,6 +318,13 @@ void backend_set_dialect(struct backend *b, const struct dialect *d) { b->dialec
 
 struct run_ctx {
   struct backend *b;
+  CURL *easy;             /* the transfer's handle, and what it owns */
+  char *errbuf;
+  struct sse_parser *sse;
+  struct ndjson_parser *ndjson;
+  char path[512];         /* the request's, for messages */
+  char *body;             /* its JSON body (curl reads it until the end) */
+  double idle_s, total_s;
   struct run_result *r;
   const struct dialect *d;
   uint64_t t_now;         /* arrival of the buffer being framed */
@@ -377,7 +384,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
   }
   if ((n == 2 && p[0] == '\r' && p[1] == '\n') || (n == 1 && p[0] == '\n')) {
     long code = 0;
-    curl_easy_getinfo(c->b->easy, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code >= 100 && code < 200) return n; /* interim block; the real one follows */
     if (c->r->t_headers_ns) return n;        /* chunked trailers end with one too */
     c->r->t_headers_ns = t;
@@ -409,17 +416,17 @@ static int on_event(void *ud, const char *payload, size_t len) {
 }
 
 static int frame_feed(struct run_ctx *c, const char *p, size_t n) {
-  if (c->d->framing == FRAMING_NDJSON) return ndjson_feed(&c->b->ndjson, p, n, on_event, c);
-  return sse_feed(&c->b->sse, p, n, on_event, c);
+  if (c->d->framing == FRAMING_NDJSON) return ndjson_feed(c->ndjson, p, n, on_event, c);
+  return sse_feed(c->sse, p, n, on_event, c);
 }
 
 static int frame_finish(struct run_ctx *c) {
-  if (c->d->framing == FRAMING_NDJSON) return ndjson_finish(&c->b->ndjson, on_event, c);
-  return sse_finish(&c->b->sse, on_event, c);
+  if (c->d->framing == FRAMING_NDJSON) return ndjson_finish(c->ndjson, on_event, c);
+  return sse_finish(c->sse, on_event, c);
 }
 
 static const char *frame_err(struct run_ctx *c) {
-  return c->d->framing == FRAMING_NDJSON ? c->b->ndjson.err : c->b->sse.err;
+  return c->d->framing == FRAMING_NDJSON ? c->ndjson->err : c->sse->err;
 }
 
 static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
@@ -522,7 +529,7 @@ static void end_of_stream(struct run_ctx *c, bool cut, const char *cut_detail) {
 
 static void fill_timing(struct run_ctx *c) {
   struct run_result *r = c->r;
-  CURL *e = c->b->easy;
+  CURL *e = c->easy;
   long nconn = 0;
   curl_off_t t_lookup = 0, t_connect = 0, t_app = 0, t_pre = 0;
   curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &nconn);
@@ -546,8 +553,8 @@ static void fill_timing(struct run_ctx *c) {
 
 static void describe_curl_failure(struct run_ctx *c, CURLcode res) {
   struct run_result *r = c->r;
-  const char *detail = c->b->errbuf[0] ? c->b->errbuf : curl_easy_strerror(res);
-  enum run_error kind = transport_failure_kind(c->b, res);
+  const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(res);
+  enum run_error kind = transport_failure_kind_on(c->b, c->easy, c->errbuf, res);
   if (res == CURLE_OPERATION_TIMEDOUT && kind != RUN_ERR_TIMEOUT) {
     run_result_fail(r, kind, "%s with %s did not complete within %.1f s: %s",
                     kind == RUN_ERR_TLS ? "TLS handshake (is it a plain http:// server?)"
@@ -572,49 +579,71 @@ static void describe_curl_failure(struct run_ctx *c, CURLcode res) {
   }
 }
 
-int backend_run(struct backend *b, const struct backend_request *req, struct run_result *out) {
+struct stream_run *stream_run_begin(struct backend *b, CURL *easy, char *errbuf,
+                                    struct sse_parser *sse, struct ndjson_parser *ndjson,
+                                    const struct backend_request *req, struct run_result *out) {
   run_result_init(out);
   const struct dialect *d = b->dialect;
-  char path[512];
-  char *body = NULL;
+  struct run_ctx *c = calloc(1, sizeof *c);
+  if (!c) {
+    run_result_fail(out, RUN_ERR_OTHER, "out of memory for a request");
+    return NULL;
+  }
+  *c = (struct run_ctx){.b = b, .easy = easy, .errbuf = errbuf, .sse = sse, .ndjson = ndjson,
+                        .r = out, .d = d};
   struct tm_err e = {{0}};
-  if (d->build(b->endpoint, req, path, sizeof path, &body, &e) != 0) {
+  if (d->build(b->endpoint, req, c->path, sizeof c->path, &c->body, &e) != 0) {
     run_result_fail(out, RUN_ERR_OTHER, "building the request: %s", e.msg);
-    return -1;
+    free(c);
+    return NULL;
   }
   if (backend_interrupted()) {
-    free(body);
+    free(c->body);
+    free(c);
     run_result_fail(out, RUN_ERR_INTERRUPTED, "interrupted before the request was sent");
-    return -1;
+    return NULL;
   }
-  struct run_ctx c = {.b = b, .r = out, .d = d};
-  sse_reset(&b->sse);
-  ndjson_reset(&b->ndjson);
+  sse_reset(sse);
+  ndjson_reset(ndjson);
   struct curl_slist *hdr = d->framing == FRAMING_NDJSON ? b->hdr_ndjson : b->hdr_sse;
-  if (transport_prepare(b, "POST", path, body, hdr, &e) != 0) {
-    free(body);
+  if (transport_prepare_on(b, easy, errbuf, "POST", c->path, c->body, hdr, &e) != 0) {
+    free(c->body);
+    free(c);
     run_result_fail(out, RUN_ERR_OTHER, "%s", e.msg);
-    return -1;
+    return NULL;
   }
-  curl_easy_setopt(b->easy, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(b->easy, CURLOPT_WRITEDATA, &c);
-  curl_easy_setopt(b->easy, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(b->easy, CURLOPT_HEADERDATA, &c);
-  curl_easy_setopt(b->easy, CURLOPT_PREREQFUNCTION, on_prereq);
-  curl_easy_setopt(b->easy, CURLOPT_PREREQDATA, &c);
-
-  double idle_s = req->idle_timeout_s > 0 ? req->idle_timeout_s : 60.0;
-  double total_s = req->total_timeout_s > 0 ? req->total_timeout_s : 600.0;
-  struct drive_ctl ctl = {0};
-  ctl.idle_ns = (uint64_t)(idle_s * 1e9);
-  ctl.last_byte_ns = &c.last_byte_ns;
-  ctl.stop_at_ns = &c.stop_at_ns;
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, c);
+  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, c);
+  curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, on_prereq);
+  curl_easy_setopt(easy, CURLOPT_PREREQDATA, c);
+  c->idle_s = req->idle_timeout_s > 0 ? req->idle_timeout_s : 60.0;
+  c->total_s = req->total_timeout_s > 0 ? req->total_timeout_s : 600.0;
   out->t_start_ns = tm_now_ns();
-  ctl.deadline_ns = out->t_start_ns + (uint64_t)(total_s * 1e9);
-  enum drive_outcome o = transport_drive(b, &ctl);
+  return (struct stream_run *)c;
+}
+
+void stream_run_limits(struct stream_run *s, struct drive_ctl *ctl) {
+  struct run_ctx *c = (struct run_ctx *)s;
+  memset(ctl, 0, sizeof *ctl);
+  ctl->idle_ns = (uint64_t)(c->idle_s * 1e9);
+  ctl->last_byte_ns = &c->last_byte_ns;
+  ctl->stop_at_ns = &c->stop_at_ns;
+  ctl->deadline_ns = c->r->t_start_ns + (uint64_t)(c->total_s * 1e9);
+}
+
+void stream_run_end(struct stream_run *s, enum drive_outcome o, CURLcode result) {
+  struct run_ctx *cp = (struct run_ctx *)s;
+  struct run_ctx c = *cp; /* the body below reads c. */
+  struct backend *b = c.b;
+  struct run_result *out = c.r;
+  const struct dialect *d = c.d;
+  const char *path = c.path;
+  const double idle_s = c.idle_s, total_s = c.total_s;
+  struct { CURLcode result; } ctl = {result};
   out->t_end_ns = tm_now_ns();
   fill_timing(&c);
-
   if (c.aborted) {
     /* r->error already set by the framer or the dialect */
   } else if (c.complete && o != DRIVE_DONE && o != DRIVE_FAILED) {
@@ -636,7 +665,7 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
                       idle_s, out->t_headers_ns ? "after the headers" : "no response headers",
                       out->n_events);
       break;
-    case DRIVE_FAILED: run_result_fail(out, RUN_ERR_OTHER, "%s", b->errbuf); break;
+    case DRIVE_FAILED: run_result_fail(out, RUN_ERR_OTHER, "%s", c.errbuf); break;
     case DRIVE_STOPPED: end_of_stream(&c, false, NULL); break;
     case DRIVE_DONE:
       if (c.http_error) {
@@ -670,7 +699,7 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
         /* the connection closed mid-stream: the framer and dialect decide what
          * is missing (a cut event, the final counters) */
         end_of_stream(&c, true,
-                      b->errbuf[0] ? b->errbuf : curl_easy_strerror(ctl.result));
+                      c.errbuf[0] ? c.errbuf : curl_easy_strerror(ctl.result));
       } else if (c.complete) {
         end_of_stream(&c, false, NULL);
       } else {
@@ -682,13 +711,23 @@ int backend_run(struct backend *b, const struct backend_request *req, struct run
   /* out->t_end_ns: when the data ended, not the end of a grace wait */
   if (c.complete && o == DRIVE_STOPPED && c.stop_at_ns)
     out->t_end_ns = c.stop_at_ns - COMPLETE_GRACE_NS;
-  free(body);
+  free(c.body);
   free(c.err_body);
+  free(cp);
   /* Every string the server provided, scrubbed (the key may have been cut
    * to a fragment by a copy into these fixed buffers). */
   transport_scrub_secret(b, out->error_msg, sizeof out->error_msg);
   transport_scrub_secret(b, out->server_model, sizeof out->server_model);
   transport_scrub_secret(b, out->system_fingerprint, sizeof out->system_fingerprint);
   transport_scrub_secret(b, out->finish_reason, sizeof out->finish_reason);
+}
+
+int backend_run(struct backend *b, const struct backend_request *req, struct run_result *out) {
+  struct stream_run *s = stream_run_begin(b, b->easy, b->errbuf, &b->sse, &b->ndjson, req, out);
+  if (!s) return -1;
+  struct drive_ctl ctl;
+  stream_run_limits(s, &ctl);
+  enum drive_outcome o = transport_drive(b, &ctl);
+  stream_run_end(s, o, ctl.result);
   return out->error == RUN_OK ? 0 : -1;
 }

@@ -125,6 +125,11 @@ struct drive_ctl {
 /* Resets b->easy and sets URL (base + path), method, body (borrowed: must live
  * until the transfer ends), headers and the connect timeout. Callbacks are set
  * by the caller afterwards. 0 / -1. */
+/* transport_prepare on another easy handle of the backend (a stream of a
+ * backend_pool), with its own error buffer. */
+int transport_prepare_on(struct backend *b, CURL *easy, char *errbuf, const char *method,
+                         const char *path, const char *body, struct curl_slist *headers,
+                         struct tm_err *err);
 int transport_prepare(struct backend *b, const char *method, const char *path,
                       const char *body, struct curl_slist *headers, struct tm_err *err);
 /* Runs b->easy on b->multi in <= 50 ms poll slices until it ends or ctl stops it
@@ -135,6 +140,30 @@ enum run_error transport_error_kind(CURLcode c);
 /* The same, refined for the transfer that just ended on b (a curl timeout
  * while connecting is a connect or TLS failure, not a request timeout). */
 enum run_error transport_failure_kind(struct backend *b, CURLcode c);
+enum run_error transport_failure_kind_on(const struct backend *b, CURL *easy, const char *errbuf,
+                                         CURLcode c);
+
+/* ------------------------------------------------ one streamed request
+ * backend_run's two halves, so that many requests can be in flight on one
+ * multi handle (pool.c) with exactly backend_run's rules: the request is
+ * built and its easy handle prepared (begin), the transfer driven by the
+ * caller with the limits given, then the outcome turned into the run_result
+ * (end). */
+struct stream_io {            /* what one transfer in flight owns */
+  CURL *easy;
+  char errbuf[CURL_ERROR_SIZE];
+  struct sse_parser sse;
+  struct ndjson_parser ndjson;
+};
+struct stream_run;
+/* NULL when the request failed before it was sent (out says why). */
+struct stream_run *stream_run_begin(struct backend *b, CURL *easy, char *errbuf,
+                                    struct sse_parser *sse, struct ndjson_parser *ndjson,
+                                    const struct backend_request *req, struct run_result *out);
+/* The limits transport_drive (or a pool) holds the transfer to. */
+void stream_run_limits(struct stream_run *s, struct drive_ctl *ctl);
+/* Fills the run_result from how the drive ended; frees s. */
+void stream_run_end(struct stream_run *s, enum drive_outcome o, CURLcode result);
 /* The API key of b (from its Authorization header), NULL when none. */
 const char *transport_api_key(const struct backend *b);
 /* tm_redact (util/redact.h) with b's key on msg (a buffer of cap bytes): the

@@ -22,7 +22,12 @@
 
 int transport_prepare(struct backend *b, const char *method, const char *path,
                       const char *body, struct curl_slist *headers, struct tm_err *err) {
-  CURL *e = b->easy;
+  return transport_prepare_on(b, b->easy, b->errbuf, method, path, body, headers, err);
+}
+
+int transport_prepare_on(struct backend *b, CURL *e, char *errbuf, const char *method,
+                         const char *path, const char *body, struct curl_slist *headers,
+                         struct tm_err *err) {
   /* reset keeps live connections, DNS and TLS session caches (curl docs) */
   curl_easy_reset(e);
   size_t ul = strlen(b->base_url), pl = path ? strlen(path) : 0;
@@ -36,8 +41,8 @@ int transport_prepare(struct backend *b, const char *method, const char *path,
   CURLcode rc = curl_easy_setopt(e, CURLOPT_URL, url); /* curl copies it */
   free(url);
   if (rc != CURLE_OK) return tm_errf(err, "bad URL: %s", curl_easy_strerror(rc));
-  b->errbuf[0] = 0;
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, b->errbuf);
+  errbuf[0] = 0;
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM for DNS timeouts */
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
@@ -156,19 +161,24 @@ enum run_error transport_error_kind(CURLcode c) {
 }
 
 enum run_error transport_failure_kind(struct backend *b, CURLcode c) {
+  return transport_failure_kind_on(b, b->easy, b->errbuf, c);
+}
+
+enum run_error transport_failure_kind_on(const struct backend *b, CURL *easy, const char *errbuf,
+                                         CURLcode c) {
   if (c != CURLE_OPERATION_TIMEDOUT) return transport_error_kind(c);
   /* We set no CURLOPT_TIMEOUT (our loop enforces the idle and total limits),
    * so curl times out only while connecting: before the TCP connection (a
    * connect failure) or during the TLS handshake (typically https:// to a
    * plain-HTTP port that waits for a request line). */
   curl_off_t t_connect = 0, t_app = 0;
-  curl_easy_getinfo(b->easy, CURLINFO_CONNECT_TIME_T, &t_connect);
-  curl_easy_getinfo(b->easy, CURLINFO_APPCONNECT_TIME_T, &t_app);
+  curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &t_connect);
+  curl_easy_getinfo(easy, CURLINFO_APPCONNECT_TIME_T, &t_app);
   /* curl 7.88 may leave CONNECT_TIME at 0 when the TLS filter on top failed,
    * so its own message ("SSL connection timeout") names the phase too */
   bool https = strncasecmp(b->base_url, "https://", 8) == 0;
   if (https && t_app == 0 &&
-      (t_connect > 0 || strstr(b->errbuf, "SSL") || strstr(b->errbuf, "TLS")))
+      (t_connect > 0 || strstr(errbuf, "SSL") || strstr(errbuf, "TLS")))
     return RUN_ERR_TLS;
   if (t_connect == 0) return RUN_ERR_CONNECT;
   return RUN_ERR_TIMEOUT;
