@@ -648,6 +648,34 @@ static void cool_down(const struct run_ctx *c, const char *next) {
   pause_for(c->opt->cooldown_s);
 }
 
+int runner_calibrate(const struct runner_options *opt, struct runner_result *res,
+                     struct runner_line *line, struct tm_err *err) {
+  memset(res, 0, sizeof *res);
+  res->cache_baseline_tokens = -1;
+  res->template_tokens = -1;
+  res->tokens_per_word = NAN;
+  res->retry_after_asked_s = res->retry_after_waited_s = NAN;
+  if (!opt->backend) return tm_errf(err, "runner: no backend");
+  struct run_ctx c = {.opt = opt,
+                      .res = res,
+                      .tokens_per_word = RUNNER_ASSUMED_TOKENS_PER_WORD,
+                      .overhead_tokens = 10,
+                      .aim_total = NAN,
+                      .aim_words = NAN};
+  if (opt->max_wait_s > 0) c.deadline_ns = tm_now_ns() + (uint64_t)(opt->max_wait_s * 1e9);
+  metrics_options_init(&c.mopt);
+  int rc = calibrate(&c, err);
+  line->tokens_per_word = c.tokens_per_word;
+  line->overhead_tokens = c.overhead_tokens;
+  return rc;
+}
+
+uint32_t runner_words_for(const struct runner_line *line, uint32_t tokens) {
+  struct run_ctx c = {.tokens_per_word = line->tokens_per_word,
+                      .overhead_tokens = line->overhead_tokens};
+  return words_for(&c, tokens);
+}
+
 int runner_run(const struct runner_options *opt, struct runner_result *res, struct tm_err *err) {
   memset(res, 0, sizeof *res);
   res->cache_baseline_tokens = -1;

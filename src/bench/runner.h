@@ -186,6 +186,19 @@ struct runner_result {
   char calibration_check_msg[160];
 };
 
+/* The calibration alone (for the load generator, src/bench/load.c: the same
+ * two requests, the same rules): res holds the cold request, the cache
+ * baseline and tokens per word; *words_per_token_line gets the calibrated
+ * line (tokens = overhead + per_word x words) for runner_words_for. 0, or -1
+ * with err as runner_run's calibration fails. */
+struct runner_line {
+  double tokens_per_word, overhead_tokens;
+};
+int runner_calibrate(const struct runner_options *opt, struct runner_result *res,
+                     struct runner_line *line, struct tm_err *err);
+/* Words of synthesized text for a prompt of about `tokens` server tokens. */
+uint32_t runner_words_for(const struct runner_line *line, uint32_t tokens);
+
 /* Runs everything. Returns 0 when every timed run succeeded, 1 when some
  * failed (they are in the summaries and went to the sink), -1 when the run
  * could not proceed at all (err: e.g. the server is unreachable during

@@ -80,5 +80,6 @@ int cmd_compare(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_decide(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_load(int argc, char **argv);
 
 #endif

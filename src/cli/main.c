@@ -12,6 +12,7 @@ struct command {
 
 static const struct command commands[] = {
     {"bench", cmd_bench, "the main job: the two numbers (prefill, decode) on this machine"},
+    {"load", cmd_load, "a server under load: aggregate tok/s and latency by concurrency or rate"},
     {"report", cmd_report, "results files -> tables, markdown, CSV, an HTML report with plots"},
     {"compare", cmd_compare, "B against A: ratios with confidence intervals, or 'not distinguishable'"},
     {"whatif", cmd_whatif, "what a faster generator would change for a token job (Amdahl)"},

@@ -1,0 +1,772 @@
+/* load: see load.h. */
+#include "bench/load.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/pool.h"
+#include "bench/metrics.h"
+#include "bench/records_bench.h"
+#include "bench/runner.h"
+#include "machine/probe.h"
+#include "util/clock.h"
+#include "util/redact.h"
+
+#ifndef TOKMETER_VERSION
+#define TOKMETER_VERSION "0"
+#endif
+
+/* A send later than its schedule by more than this is late (open loop). */
+#define LATE_SEND_NS 1000000u
+/* More late sends than this share of a level's marks it behind schedule. */
+#define BEHIND_SHARE 0.01
+/* The pool's streams in open loop: requests in flight beyond it cannot be
+ * sent (each such send is late, and the level says so). */
+#define OPEN_LOOP_STREAMS 4096
+#define DRIVE_SLICE_MS 5
+
+const char *load_arrivals_name(enum load_arrivals a) {
+  switch (a) {
+  case LOAD_CONSTANT: return "constant";
+  case LOAD_GAMMA: return "gamma";
+  case LOAD_POISSON: break;
+  }
+  return "poisson";
+}
+
+void load_opts_init(struct load_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->arrivals = LOAD_POISSON;
+  o->burstiness = 1;
+  o->ramp_s = 2;
+  o->duration_s = 10;
+  o->prompt_tokens = 128;
+  o->max_tokens = 128;
+  o->idle_timeout_s = 60;
+  o->timeout_s = 600;
+  o->seed = 1;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The order statistic at p (0..1): linear between neighbours. */
+static double at(const double *v, size_t n, double p) {
+  double pos = p * (double)(n - 1);
+  size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+  return v[lo] + (v[hi] - v[lo]) * (pos - (double)lo);
+}
+
+void load_dist_of(const double *x, size_t n, struct load_dist *out) {
+  out->n = 0;
+  out->min = out->p50 = out->p90 = out->p95 = out->p99 = out->max = out->mean = NAN;
+  double *v = n ? malloc(n * sizeof *v) : NULL;
+  if (!v) return;
+  size_t k = 0;
+  double sum = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(x[i])) v[k++] = x[i], sum += x[i];
+  if (k) {
+    qsort(v, k, sizeof *v, cmp_double);
+    out->n = k;
+    out->min = v[0];
+    out->max = v[k - 1];
+    out->p50 = at(v, k, 0.50);
+    out->p90 = at(v, k, 0.90);
+    out->p95 = at(v, k, 0.95);
+    out->p99 = at(v, k, 0.99);
+    out->mean = sum / (double)k;
+  }
+  free(v);
+}
+
+/* -------------------------------------------------------------- requests */
+
+/* What a finished request leaves for its level's figures. */
+struct sample {
+  uint64_t t_sched, t_send, t_end;
+  bool ok, cache_hit, buffered, token_by_token, short_decode, implausible;
+  enum run_error error;
+  double ttft_ms, ttfat_ms, decode_tok_s, tpot_ms, e2e_ms, queue_ms;
+  double prompt_processed;  /* prompt - cached; NAN when unknown */
+  double tokens;            /* the server's generated count (client's without) */
+  uint32_t n_chunks;
+  uint64_t *chunk_t;        /* arrival of each text chunk */
+};
+
+/* One request in flight. */
+struct inflight {
+  struct run_result r;
+  struct backend_request req;
+  char *prompt;
+  uint64_t t_sched;
+  bool used;
+};
+
+struct run {
+  struct load_state *s;
+  struct backend *b;
+  struct backend_pool *pool;
+  struct inflight *fl;       /* pool capacity entries */
+  size_t n_fl;
+  struct metrics_options mopt;
+  struct runner_line line;
+  uint64_t rng;
+  uint32_t seq;
+  /* the level being run */
+  struct sample *samples;
+  size_t n_samples, cap_samples;
+  uint64_t w0, w1;           /* the window; w1 = 0 until known */
+  uint32_t in_window_done;   /* requests sent inside the window that ended */
+  size_t level_index;
+  double rate;               /* open loop */
+};
+
+static double uniform01(struct run *c) {
+  c->rng ^= c->rng << 13;
+  c->rng ^= c->rng >> 7;
+  c->rng ^= c->rng << 17;
+  return ((double)(c->rng >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double normal(struct run *c) {
+  return sqrt(-2 * log(uniform01(c))) * cos(2 * M_PI * uniform01(c));
+}
+
+/* Gamma(k, 1) (Marsaglia-Tsang; k < 1 by the boost U^(1/k)). */
+static double gamma_k(struct run *c, double k) {
+  if (k < 1) return gamma_k(c, k + 1) * pow(uniform01(c), 1 / k);
+  double d = k - 1.0 / 3, cc = 1 / sqrt(9 * d);
+  for (;;) {
+    double x = normal(c), v = 1 + cc * x;
+    if (v <= 0) continue;
+    v = v * v * v;
+    double u = uniform01(c);
+    if (log(u) < 0.5 * x * x + d - d * v + d * log(v)) return d * v;
+  }
+}
+
+/* The next gap between scheduled sends, seconds: mean 1 / rate. Gamma with
+ * shape k = 1 / burstiness^2 has mean 1 / rate and coefficient of variation
+ * `burstiness` (1: poisson; below 1 steadier, above 1 burstier). */
+static double next_gap_s(struct run *c) {
+  const struct load_opts *o = c->s->o;
+  if (o->arrivals == LOAD_CONSTANT) return 1 / c->rate;
+  if (o->arrivals == LOAD_POISSON) return -log(uniform01(c)) / c->rate;
+  double k = 1 / (o->burstiness * o->burstiness);
+  return gamma_k(c, k) / (k * c->rate);
+}
+
+static uint32_t draw(struct run *c, uint32_t mean, uint32_t sd) {
+  if (!sd) return mean;
+  double v = (double)mean + (double)sd * normal(c);
+  return v < 1 ? 1 : v > 1e6 ? 1000000 : (uint32_t)lround(v);
+}
+
+static void progress(struct run *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(struct run *c, const char *fmt, ...) {
+  if (!c->s->hooks.progress) return;
+  char buf[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  c->s->hooks.progress(buf, c->s->hooks.ctx);
+}
+
+static void request_done(void *tag, struct run_result *r, void *ctx);
+
+static int start_request(struct run *c, uint64_t t_sched) {
+  size_t i = 0;
+  while (i < c->n_fl && c->fl[i].used) i++;
+  if (i == c->n_fl) return -1;
+  struct inflight *f = &c->fl[i];
+  const struct load_opts *o = c->s->o;
+  char nonce[16];
+  runner_nonce(nonce);
+  uint32_t words = runner_words_for(&c->line, draw(c, o->prompt_tokens, o->prompt_sd));
+  f->prompt = runner_make_prompt("custom", nonce, words, c->seq++);
+  if (!f->prompt) return -1;
+  f->req = (struct backend_request){.model = o->model,
+                                    .prompt = f->prompt,
+                                    .max_tokens = draw(c, o->max_tokens, o->max_tokens_sd),
+                                    .exact_length = true,
+                                    .stream = true,
+                                    .seed = o->seed,
+                                    .idle_timeout_s = o->idle_timeout_s,
+                                    .total_timeout_s = o->timeout_s};
+  f->t_sched = t_sched;
+  f->used = true;
+  if (backend_pool_start(c->pool, &f->req, &f->r, f) != 0) {
+    /* failed before it was sent: it still counts, as a failure */
+    f->r.t_start_ns = f->r.t_send_ns = f->r.t_end_ns = tm_now_ns();
+    request_done(f, &f->r, c);
+    return 1;
+  }
+  return 0;
+}
+
+/* Time to the first answer (not reasoning) chunk, ms; NAN when none. */
+static double first_answer_ms(const struct run_result *r) {
+  if (!r->n_chunks || !r->t_send_ns) return NAN;
+  bool *reasoning = calloc(r->n_chunks, sizeof *reasoning);
+  if (!reasoning) return NAN;
+  metrics_classify_chunks(r, reasoning);
+  double ms = NAN;
+  for (size_t i = 0; i < r->n_chunks; i++)
+    if (!reasoning[i]) {
+      ms = (double)(r->chunks[i].t_ns - r->t_send_ns) / 1e6;
+      break;
+    }
+  free(reasoning);
+  return ms;
+}
+
+static void add_sample(struct run *c, const struct sample *sm) {
+  if (c->n_samples == c->cap_samples) {
+    size_t cap = c->cap_samples ? 2 * c->cap_samples : 256;
+    struct sample *n = realloc(c->samples, cap * sizeof *n);
+    if (!n) {
+      free(sm->chunk_t);
+      return;
+    }
+    c->samples = n;
+    c->cap_samples = cap;
+  }
+  c->samples[c->n_samples++] = *sm;
+}
+
+/* One request ended: judged by the shared method, recorded at once, and
+ * kept for the level's figures. */
+static void request_done(void *tag, struct run_result *r, void *ctx) {
+  struct run *c = ctx;
+  struct inflight *f = tag;
+  struct load_state *s = c->s;
+  struct run_metrics m;
+  run_metrics_compute(r, &f->req, &c->mopt, &m);
+  if (r->error == RUN_OK && m.error == RUN_ERR_INCONSISTENT) {
+    r->error = RUN_ERR_INCONSISTENT;
+    r->check = m.check;
+    snprintf(r->error_msg, sizeof r->error_msg, "%s", m.error_msg);
+  }
+  struct sample sm = {.t_sched = f->t_sched ? f->t_sched : r->t_send_ns,
+                      .t_send = r->t_send_ns ? r->t_send_ns : r->t_start_ns,
+                      .t_end = r->t_end_ns,
+                      .ok = r->error == RUN_OK,
+                      .error = r->error,
+                      .implausible = r->error == RUN_ERR_INCONSISTENT};
+  if (!f->t_sched) sm.t_sched = sm.t_send;
+  sm.cache_hit = m.cache == CACHE_HIT;
+  sm.buffered = m.stream == STREAM_BUFFERED;
+  sm.token_by_token = m.stream == STREAM_TOKEN_BY_TOKEN;
+  sm.ttft_ms = m.ttft_ms;
+  sm.ttfat_ms = first_answer_ms(r);
+  sm.decode_tok_s = m.decode_headline;
+  sm.short_decode = sm.ok && m.generated_tokens >= 0 &&
+                    m.generated_tokens < (int64_t)METRICS_MIN_DECODE_TOKENS;
+  sm.tpot_ms = isfinite(m.decode_headline) && m.decode_headline > 0 ? 1e3 / m.decode_headline
+                                                                    : NAN;
+  sm.e2e_ms = r->t_end_ns > sm.t_send ? (double)(r->t_end_ns - sm.t_send) / 1e6 : NAN;
+  /* queue = client TTFT - the runtime's prompt time - one decode step */
+  sm.queue_ms = isfinite(m.server_prompt_ms) && isfinite(m.ttft_ms) && isfinite(m.median_gap_ms)
+                    ? m.ttft_ms - m.server_prompt_ms - m.median_gap_ms
+                    : NAN;
+  if (isfinite(sm.queue_ms) && sm.queue_ms < 0) sm.queue_ms = 0;
+  sm.prompt_processed = m.prompt_processed >= 0 ? (double)m.prompt_processed : NAN;
+  sm.tokens = m.generated_tokens >= 0 ? (double)m.generated_tokens : (double)m.client_tokens;
+  sm.n_chunks = (uint32_t)r->n_chunks;
+  if (r->n_chunks && (sm.chunk_t = malloc(r->n_chunks * sizeof *sm.chunk_t)) != NULL)
+    for (size_t i = 0; i < r->n_chunks; i++) sm.chunk_t[i] = r->chunks[i].t_ns;
+  else
+    sm.n_chunks = 0;
+  if (!sm.ok) s->failed_total++;
+
+  /* the raw request record: the run record's fields, as kind "request" */
+  json_t *settings = json_pack("{s:i, s:I, s:b}", "level", (int)c->level_index, "scheduled_lag_ns",
+                               (json_int_t)(sm.t_send > sm.t_sched ? sm.t_send - sm.t_sched : 0),
+                               "nonce", 1);
+  struct record_run_in in = {.identity = s->session.identity,
+                             .workload = "load",
+                             .index = c->seq,
+                             .backend = api_family_name(s->api),
+                             .target = s->o->url,
+                             .model = s->o->model,
+                             .settings = settings,
+                             .max_tokens = f->req.max_tokens};
+  json_t *rec = record_run_build(&in, r, &m);
+  if (rec) json_object_set_new(rec, "record", json_string("request"));
+  bench_session_write(&s->session, rec);
+  json_decref(settings);
+
+  if (c->w0 && sm.t_send >= c->w0 && (!c->w1 || sm.t_send <= c->w1)) c->in_window_done++;
+  add_sample(c, &sm);
+  run_result_free(r);
+  free(f->prompt);
+  f->prompt = NULL;
+  f->used = false;
+}
+
+/* ---------------------------------------------------------------- levels */
+
+/* The level's figures from its samples over the window [w0, w1]. */
+static void evaluate(struct run *c, struct load_level *lv) {
+  const uint64_t w0 = c->w0, w1 = c->w1;
+  lv->window_s = (double)(w1 - w0) / 1e9;
+  size_t n = c->n_samples, n_gaps = 0;
+  for (size_t i = 0; i < n; i++)
+    if (c->samples[i].token_by_token && c->samples[i].n_chunks > 1)
+      n_gaps += c->samples[i].n_chunks - 1;
+  double *v[8];
+  for (int k = 0; k < 8; k++) v[k] = calloc(n ? n : 1, sizeof(double));
+  double *gaps = calloc(n_gaps ? n_gaps : 1, sizeof *gaps);
+  size_t m = 0, g = 0;
+  double out_tokens = 0, prompt_tokens = 0;
+  uint32_t ok_in_window = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct sample *sm = &c->samples[i];
+    /* tokens count where they arrived: chunk k brings the server's count
+     * in proportion (exact on token-by-token streams) */
+    for (uint32_t k = 0; k < sm->n_chunks; k++) {
+      uint64_t t = sm->chunk_t[k];
+      if (t < w0 || t > w1) continue;
+      out_tokens += sm->tokens / sm->n_chunks;
+    }
+    if (sm->ok && !sm->cache_hit && sm->n_chunks && sm->chunk_t[0] >= w0 &&
+        sm->chunk_t[0] <= w1 && isfinite(sm->prompt_processed))
+      prompt_tokens += sm->prompt_processed;
+    if (sm->ok && sm->t_end >= w0 && sm->t_end <= w1) ok_in_window++;
+    const bool in = sm->t_send >= w0 && sm->t_send <= w1;
+    if (!in) continue;
+    if (!sm->ok) {
+      lv->requests_failed++;
+      lv->failed_by_kind[sm->error]++;
+      lv->implausible += sm->implausible;
+      continue;
+    }
+    lv->requests_ok++;
+    lv->cache_hits += sm->cache_hit;
+    lv->buffered += sm->buffered;
+    lv->short_decode += sm->short_decode;
+    lv->client_chunks += sm->n_chunks;
+    lv->server_tokens += (uint64_t)sm->tokens;
+    if (sm->t_send > sm->t_sched + LATE_SEND_NS) lv->late_sends++;
+    double lag = (double)(sm->t_send - sm->t_sched) / 1e6;
+    if (lag > lv->max_send_lag_ms) lv->max_send_lag_ms = lag;
+    const bool prefill_ok = !sm->cache_hit; /* a hit's TTFT is no prefill */
+    v[0][m] = sm->decode_tok_s;
+    v[1][m] = prefill_ok ? sm->ttft_ms : NAN;
+    v[2][m] = prefill_ok && isfinite(sm->ttft_ms)
+                  ? sm->ttft_ms + (double)(sm->t_send - sm->t_sched) / 1e6
+                  : NAN;
+    v[3][m] = prefill_ok ? sm->ttfat_ms : NAN;
+    v[4][m] = sm->tpot_ms;
+    v[5][m] = sm->e2e_ms;
+    v[6][m] = prefill_ok ? sm->queue_ms : NAN;
+    m++;
+    if (sm->token_by_token && gaps)
+      for (uint32_t k = 1; k < sm->n_chunks; k++)
+        gaps[g++] = (double)(sm->chunk_t[k] - sm->chunk_t[k - 1]) / 1e6;
+  }
+  load_dist_of(v[0], m, &lv->per_stream_decode_tok_s);
+  load_dist_of(v[1], m, &lv->ttft_ms);
+  load_dist_of(v[2], m, &lv->ttft_sched_ms);
+  load_dist_of(v[3], m, &lv->ttfat_ms);
+  load_dist_of(v[4], m, &lv->tpot_ms);
+  load_dist_of(v[5], m, &lv->e2e_ms);
+  load_dist_of(v[6], m, &lv->queue_ms);
+  load_dist_of(gaps, g, &lv->itl_ms);
+  for (int k = 0; k < 8; k++) free(v[k]);
+  free(gaps);
+  lv->output_tokens_in_window = out_tokens;
+  lv->prompt_tokens_in_window = prompt_tokens;
+  lv->aggregate_output_tok_s = lv->window_s > 0 ? out_tokens / lv->window_s : NAN;
+  lv->aggregate_prompt_tok_s = lv->window_s > 0 ? prompt_tokens / lv->window_s : NAN;
+  lv->requests_per_s = lv->window_s > 0 ? ok_in_window / lv->window_s : NAN;
+  const uint32_t sent = lv->requests_ok + lv->requests_failed;
+  lv->behind_schedule = c->rate > 0 && sent && lv->late_sends > BEHIND_SHARE * sent;
+}
+
+static json_t *dist_json(const struct load_dist *d) {
+  if (!d->n) return json_null();
+  return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "min", record_json_num(d->min),
+                   "p50", record_json_num(d->p50), "p90", record_json_num(d->p90), "p95",
+                   record_json_num(d->p95), "p99", record_json_num(d->p99), "max",
+                   record_json_num(d->max), "mean", record_json_num(d->mean), "n",
+                   (json_int_t)d->n);
+}
+
+/* The level record (docs/records.md "load"): the --json contract. */
+static json_t *level_json(const struct load_state *s, const struct load_level *lv) {
+  json_t *failed = json_object();
+  for (int k = 1; k < RUN_ERR_COUNT; k++)
+    if (lv->failed_by_kind[k])
+      json_object_set_new(failed, run_error_name((enum run_error)k),
+                          json_integer(lv->failed_by_kind[k]));
+  json_t *o = json_object();
+  json_object_set_new(o, "record", json_string("load"));
+  json_object_set_new(o, "schema", json_integer(1));
+  json_object_set_new(o, "identity", json_string(s->session.identity));
+  json_object_set_new(o, "concurrency", lv->concurrency ? json_integer(lv->concurrency)
+                                                        : json_null());
+  json_object_set_new(o, "request_rate", record_json_num(lv->request_rate));
+  json_object_set_new(o, "arrivals", lv->concurrency ? json_null()
+                                                     : json_string(load_arrivals_name(s->o->arrivals)));
+  json_object_set_new(o, "window_s", record_json_num(lv->window_s));
+  json_object_set_new(o, "requests_ok", json_integer(lv->requests_ok));
+  json_object_set_new(o, "requests_failed", json_integer(lv->requests_failed));
+  json_object_set_new(o, "failed", failed);
+  json_object_set_new(o, "requests_per_s", record_json_num(lv->requests_per_s));
+  json_object_set_new(o, "aggregate_output_tok_s", record_json_num(lv->aggregate_output_tok_s));
+  json_object_set_new(o, "aggregate_prompt_tok_s", record_json_num(lv->aggregate_prompt_tok_s));
+  json_object_set_new(o, "output_tokens_in_window", record_json_num(lv->output_tokens_in_window));
+  json_object_set_new(o, "prompt_tokens_in_window", record_json_num(lv->prompt_tokens_in_window));
+  json_object_set_new(o, "per_stream_decode_tok_s", dist_json(&lv->per_stream_decode_tok_s));
+  json_object_set_new(o, "ttft_ms", dist_json(&lv->ttft_ms));
+  json_object_set_new(o, "ttft_sched_ms", lv->concurrency ? json_null()
+                                                          : dist_json(&lv->ttft_sched_ms));
+  json_object_set_new(o, "ttfat_ms", dist_json(&lv->ttfat_ms));
+  json_object_set_new(o, "itl_ms", dist_json(&lv->itl_ms));
+  json_object_set_new(o, "tpot_ms", dist_json(&lv->tpot_ms));
+  json_object_set_new(o, "e2e_ms", dist_json(&lv->e2e_ms));
+  json_object_set_new(o, "queue_ms", dist_json(&lv->queue_ms));
+  json_object_set_new(o, "cache_hits", json_integer(lv->cache_hits));
+  json_object_set_new(o, "buffered", json_integer(lv->buffered));
+  json_object_set_new(o, "short_decode", json_integer(lv->short_decode));
+  json_object_set_new(o, "implausible", json_integer(lv->implausible));
+  json_object_set_new(o, "client_chunks", json_integer((json_int_t)lv->client_chunks));
+  json_object_set_new(o, "server_tokens", json_integer((json_int_t)lv->server_tokens));
+  json_object_set_new(o, "late_sends", json_integer(lv->late_sends));
+  json_object_set_new(o, "max_send_lag_ms", record_json_num(lv->max_send_lag_ms));
+  json_object_set_new(o, "behind_schedule", json_boolean(lv->behind_schedule));
+  json_object_set_new(o, "aggregate_decode_ceiling_tok_s", json_null());
+  json_object_set_new(o, "slo_met_share", json_null());
+  json_object_set_new(o, "goodput_req_s", json_null());
+  return o;
+}
+
+static void level_findings(struct load_state *s, const struct load_level *lv) {
+  char where[32];
+  if (lv->concurrency) snprintf(where, sizeof where, "c=%u", lv->concurrency);
+  else snprintf(where, sizeof where, "rate=%g/s", lv->request_rate);
+  struct bench_finding *f;
+  if (lv->requests_failed) {
+    f = bench_findings_add(&s->findings, "requests_failed", BENCH_PROBLEM);
+    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+    bench_finding_figure(f, "failed", lv->requests_failed);
+    bench_finding_figure(f, "requests", lv->requests_ok + lv->requests_failed);
+    bench_finding_brief(f, "%s: %u of %u requests failed (kinds in the records)", where,
+                        lv->requests_failed, lv->requests_ok + lv->requests_failed);
+    bench_finding_text(f, "%s: %u of %u requests sent in the window failed; the others are "
+                          "measured.", where, lv->requests_failed,
+                       lv->requests_ok + lv->requests_failed);
+  }
+  if (lv->cache_hits) {
+    f = bench_findings_add(&s->findings, "cache_hit", BENCH_WARNING);
+    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+    bench_finding_figure(f, "cache_hit_requests", lv->cache_hits);
+    bench_finding_brief(f, "%s: prompt cache hit in %u requests: left out of prefill and TTFT",
+                        where, lv->cache_hits);
+    bench_finding_text(f, "%s: the prompt cache reached past the nonce in %u requests: they are "
+                          "left out of the TTFT and prompt figures.", where, lv->cache_hits);
+  }
+  if (lv->buffered) {
+    f = bench_findings_add(&s->findings, "stream_buffered", BENCH_PROBLEM);
+    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+    bench_finding_figure(f, "buffered_requests", lv->buffered);
+    bench_finding_brief(f, "%s: buffered stream in %u requests: their gaps are left out", where,
+                        lv->buffered);
+    bench_finding_text(f, "%s: %u requests arrived buffered (not token by token): their "
+                          "inter-token gaps are left out.", where, lv->buffered);
+  }
+  if (lv->behind_schedule) {
+    f = bench_findings_add(&s->findings, "behind_schedule", BENCH_PROBLEM);
+    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+    bench_finding_figure(f, "late_sends", lv->late_sends);
+    bench_finding_figure(f, "max_send_lag_ms", lv->max_send_lag_ms);
+    bench_finding_brief(f, "%s: %u sends behind schedule (up to %.0f ms): the client capped it",
+                        where, lv->late_sends, lv->max_send_lag_ms);
+    bench_finding_text(f, "%s: %u sends left later than scheduled (up to %.1f ms): the client "
+                          "could not drive this rate, so the level is not the server's.",
+                       where, lv->late_sends, lv->max_send_lag_ms);
+  }
+}
+
+/* The knee: the lowest level whose next raises aggregate output by less than
+ * 10% while raising p99 TTFT by more than 50%. */
+static void knee_finding(struct load_state *s) {
+  for (size_t i = 0; i + 1 < s->n_levels; i++) {
+    const struct load_level *a = &s->levels[i], *b = &s->levels[i + 1];
+    double gain = b->aggregate_output_tok_s / a->aggregate_output_tok_s - 1;
+    double lat = b->ttft_ms.p99 / a->ttft_ms.p99 - 1;
+    if (!(isfinite(gain) && isfinite(lat)) || !(gain < 0.10 && lat > 0.50)) continue;
+    struct bench_finding *f = bench_findings_add(&s->findings, "knee", BENCH_INFO);
+    char where[32];
+    if (a->concurrency) snprintf(where, sizeof where, "c=%u", a->concurrency);
+    else snprintf(where, sizeof where, "rate=%g/s", a->request_rate);
+    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+    bench_finding_figure(f, "aggregate_output_tok_s", a->aggregate_output_tok_s);
+    bench_finding_figure(f, "next_gain_fraction", gain);
+    bench_finding_figure(f, "next_ttft_p99_growth_fraction", lat);
+    bench_finding_brief(f, "knee at %s: the next level adds %.0f%% output, %.0f%% p99 TTFT",
+                        where, 100 * gain, 100 * lat);
+    bench_finding_text(f, "The knee is at %s (%.1f tok/s aggregate): the next level raises the "
+                          "aggregate output by %.0f%% and p99 TTFT by %.0f%%.",
+                       where, a->aggregate_output_tok_s, 100 * gain, 100 * lat);
+    return;
+  }
+}
+
+/* One level: ramp, window, drain. */
+static void run_level(struct run *c, struct load_level *lv) {
+  const struct load_opts *o = c->s->o;
+  c->n_samples = 0;
+  c->in_window_done = 0;
+  const uint64_t t0 = tm_now_ns();
+  c->w0 = t0 + (uint64_t)(o->ramp_s * 1e9);
+  c->w1 = o->requests ? 0 : c->w0 + (uint64_t)(o->duration_s * 1e9);
+  const uint32_t want = lv->concurrency;
+  bool sending = true;
+  uint64_t next_send = t0;
+  uint64_t last_note = t0;
+  while (!backend_interrupted()) {
+    const uint64_t now = tm_now_ns();
+    if (sending && c->w1 && now >= c->w1) sending = false;
+    if (sending && o->requests && c->in_window_done >= o->requests) {
+      c->w1 = now;
+      sending = false;
+    }
+    if (sending) {
+      if (want) {
+        while (backend_pool_active(c->pool) < want) {
+          if (start_request(c, 0) != 0) break; /* failed at once: retried next slice */
+        }
+      } else {
+        while (now >= next_send) {
+          if (start_request(c, next_send) < 0) break; /* no stream free: this send is late */
+          next_send += (uint64_t)(next_gap_s(c) * 1e9);
+        }
+      }
+    }
+    if (!sending && backend_pool_active(c->pool) == 0) break;
+    int wait = DRIVE_SLICE_MS;
+    if (sending && !want && next_send > now) {
+      uint64_t ms = (next_send - now) / 1000000u;
+      if (ms < (uint64_t)wait) wait = (int)ms;
+    }
+    backend_pool_drive(c->pool, wait, request_done, c);
+    if (now - last_note > 1000000000ull) {
+      last_note = now;
+      double left = c->w1 > now ? (double)(c->w1 - now) / 1e9 : 0;
+      progress(c, "level %zu/%zu (%s%g): %zu in flight, %zu done%s%.0f s left", c->level_index + 1,
+               c->s->n_levels, want ? "c=" : "rate=", want ? (double)want : c->rate,
+               backend_pool_active(c->pool), c->n_samples, sending ? ", " : ", draining, ",
+               sending ? left : 0);
+    }
+  }
+  if (!c->w1) c->w1 = tm_now_ns();
+  evaluate(c, lv);
+  for (size_t i = 0; i < c->n_samples; i++) free(c->samples[i].chunk_t);
+  c->n_samples = 0;
+}
+
+/* ------------------------------------------------------------------ run */
+
+void load_state_init(struct load_state *s, const struct load_opts *o, const struct load_hooks *h) {
+  memset(s, 0, sizeof *s);
+  s->o = o;
+  if (h) s->hooks = *h;
+  s->api = o->api;
+  record_redact_url(o->url, s->url_shown, sizeof s->url_shown);
+}
+
+void load_state_free(struct load_state *s) {
+  bench_session_end(&s->session, 0, NULL, false, NAN, NULL); /* only when still open */
+  bench_findings_free(&s->findings);
+}
+
+static int fail(struct load_state *s, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct load_state *s, int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->err.msg, sizeof s->err.msg, fmt, ap);
+  va_end(ap);
+  tm_redact(s->err.msg, sizeof s->err.msg, s->o->api_key);
+  tm_clean_control(s->err.msg);
+  return status;
+}
+
+static int open_session(struct load_state *s, const struct server_info *si) {
+  const struct load_opts *o = s->o;
+  json_t *levels = json_array();
+  for (size_t i = 0; i < o->n_concurrency; i++)
+    json_array_append_new(levels, json_integer(o->concurrency[i]));
+  json_t *rates = json_array();
+  for (size_t i = 0; i < o->n_rate; i++) json_array_append_new(rates, json_real(o->rate[i]));
+  json_t *settings = json_pack(
+      "{s:s, s:s, s:s?, s:o, s:o, s:s, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:f, s:f}", "url",
+      s->url_shown, "api", api_family_name(s->api), "model", o->model, "concurrency", levels,
+      "rate", rates, "arrivals", load_arrivals_name(o->arrivals), "burstiness", o->burstiness,
+      "ramp_s", o->ramp_s, "duration_s", o->requests ? 0.0 : o->duration_s, "requests",
+      (int)o->requests, "prompt_tokens", (int)o->prompt_tokens, "prompt_tokens_sd",
+      (int)o->prompt_sd, "max_tokens", (int)o->max_tokens, "max_tokens_sd", (int)o->max_tokens_sd,
+      "idle_timeout_s", o->idle_timeout_s, "timeout_s", o->timeout_s);
+  struct machine_info mi;
+  struct machine_thermal th;
+  struct tm_err err = {{0}};
+  if (machine_info_read(&mi, &err) != 0) memset(&mi, 0, sizeof mi);
+  machine_thermal_read(&th);
+  struct record_model rm = {.name = o->model ? o->model : si->model, .bytes_per_token = NAN};
+  struct record_identity_in in = {.tokmeter_version = TOKMETER_VERSION,
+                                  .settings = settings,
+                                  .machine = &mi,
+                                  .thermal_before = &th,
+                                  .server = si,
+                                  .model = &rm,
+                                  .backend = api_family_name(s->api),
+                                  .target = o->url,
+                                  .command = o->command};
+  int rc = bench_session_open(&s->session, o->out, &in, &err);
+  json_decref(settings);
+  if (rc != 0) return fail(s, rc == -1 ? BENCH_BAD_INPUT : BENCH_RUNTIME, "%s", err.msg);
+  return 0;
+}
+
+int load_run(struct load_state *s) {
+  const struct load_opts *o = s->o;
+  struct tm_err err = {{0}};
+  if ((o->n_concurrency == 0) == (o->n_rate == 0)) {
+    s->err_is_usage = true;
+    return fail(s, BENCH_BAD_INPUT, "give -c LIST or --rate LIST (one of them)");
+  }
+  const double info_timeout_s = o->idle_timeout_s < 10 ? o->idle_timeout_s : 10;
+  enum api_family api = o->api;
+  struct server_info si;
+  memset(&si, 0, sizeof si);
+  if (api == API_AUTO && backend_detect_within(o->url, o->api_key, info_timeout_s, &api, &err) != 0) {
+    /* nothing usable: the invocation still leaves its identity and end */
+    int rc = fail(s, BENCH_RUNTIME, "%s", err.msg);
+    if (open_session(s, &si) == 0) {
+      struct bench_finding *f = bench_findings_add(&s->findings, "server_not_identified",
+                                                   BENCH_PROBLEM);
+      bench_finding_brief(f, "the server could not be used: nothing measured");
+      bench_finding_text(f, "%s", s->err.msg);
+      uint32_t failed[RUN_ERR_COUNT] = {0};
+      failed[strstr(err.msg, "cannot reach") ? RUN_ERR_CONNECT : RUN_ERR_OTHER] = 1;
+      bench_session_end(&s->session, 0, failed, false, NAN, &s->findings);
+    }
+    return rc;
+  }
+  s->api = api;
+  struct backend_config cfg = {.base_url = o->url,
+                               .api = api,
+                               .endpoint = o->endpoint,
+                               .api_key = o->api_key,
+                               .connect_timeout_s = info_timeout_s};
+  struct backend *b = backend_new(&cfg, &err);
+  if (!b) {
+    s->err_is_usage = true;
+    return fail(s, BENCH_BAD_INPUT, "--url %s: %s", s->url_shown, err.msg);
+  }
+  if (backend_server_info(b, &si, &err) != 0) memset(&si, 0, sizeof si);
+  snprintf(s->server_kind, sizeof s->server_kind, "%s", si.kind);
+  int rc = open_session(s, &si);
+  if (rc != 0) {
+    backend_free(b);
+    return rc;
+  }
+
+  struct run c = {.s = s, .b = b, .rng = 0x9e3779b97f4a7c15ull ^ o->seed};
+  metrics_options_init(&c.mopt);
+  /* the shared calibration: the cache baseline and the prompt-length line */
+  struct runner_options ro;
+  runner_options_init(&ro);
+  ro.backend = b;
+  ro.model = o->model;
+  ro.idle_timeout_s = o->idle_timeout_s;
+  ro.total_timeout_s = o->timeout_s;
+  ro.skip_tokenize = true; /* lengths vary per request: the calibrated line sizes them */
+  ro.progress = s->hooks.progress;
+  ro.ctx = s->hooks.ctx;
+  struct runner_result *cal = calloc(1, sizeof *cal);
+  if (!cal) {
+    backend_free(b);
+    return fail(s, BENCH_RUNTIME, "out of memory");
+  }
+  if (runner_calibrate(&ro, cal, &c.line, &err) != 0) {
+    rc = fail(s, BENCH_RUNTIME, "%s", err.msg);
+    struct bench_finding *f = bench_findings_add(&s->findings, "calibration_failed", BENCH_PROBLEM);
+    bench_finding_brief(f, "the calibration failed: nothing measured");
+    bench_finding_text(f, "%s", s->err.msg);
+    bench_session_end(&s->session, 0, cal->failed_by_kind, backend_interrupted(), NAN,
+                      &s->findings);
+    free(cal);
+    backend_free(b);
+    return rc;
+  }
+  c.mopt.cache_baseline_tokens = cal->cache_baseline_tokens;
+  free(cal);
+
+  s->n_levels = o->n_concurrency ? o->n_concurrency : o->n_rate;
+  size_t cap = 0;
+  for (size_t i = 0; i < o->n_concurrency; i++)
+    if (o->concurrency[i] > cap) cap = o->concurrency[i];
+  if (o->n_rate) cap = OPEN_LOOP_STREAMS;
+  c.pool = backend_pool_new(b, cap, &err);
+  c.fl = calloc(cap, sizeof *c.fl);
+  c.n_fl = cap;
+  if (!c.pool || !c.fl) {
+    rc = fail(s, BENCH_RUNTIME, "%s", c.pool ? "out of memory" : err.msg);
+    goto done;
+  }
+  for (size_t i = 0; i < s->n_levels && !backend_interrupted(); i++) {
+    struct load_level *lv = &s->levels[i];
+    memset(lv, 0, sizeof *lv);
+    lv->concurrency = o->n_concurrency ? o->concurrency[i] : 0;
+    lv->request_rate = o->n_rate ? o->rate[i] : NAN;
+    c.rate = o->n_rate ? o->rate[i] : 0;
+    c.level_index = i;
+    run_level(&c, lv);
+    if (backend_interrupted()) {
+      s->interrupted = true;
+      s->n_levels = i; /* a level cut short is no level */
+      break;
+    }
+    json_t *rec = level_json(s, lv);
+    if (rec && s->hooks.level) s->hooks.level(lv, rec, s->hooks.ctx);
+    level_findings(s, lv);
+    bench_session_write(&s->session, rec);
+  }
+  knee_finding(s);
+  rc = BENCH_OK;
+  if (s->interrupted) rc = fail(s, BENCH_RUNTIME, "interrupted: the levels finished are recorded");
+  else if (s->session.write_failures)
+    rc = fail(s, BENCH_RUNTIME, "results not safely kept: %llu records missing from %s",
+              (unsigned long long)s->session.write_failures, s->session.path);
+  else if (s->failed_total)
+    rc = fail(s, BENCH_RUNTIME, "%u requests failed (kinds in %s)", s->failed_total,
+              s->session.path);
+done: {
+  uint32_t failed[RUN_ERR_COUNT] = {0};
+  uint32_t runs = 0;
+  for (size_t i = 0; i < s->n_levels; i++) {
+    runs += s->levels[i].requests_ok + s->levels[i].requests_failed;
+    for (int k = 0; k < RUN_ERR_COUNT; k++) failed[k] += s->levels[i].failed_by_kind[k];
+  }
+  bench_session_end(&s->session, runs, failed, s->interrupted, NAN, &s->findings);
+}
+  backend_pool_free(c.pool);
+  for (size_t i = 0; c.fl && i < c.n_fl; i++) free(c.fl[i].prompt);
+  free(c.fl);
+  free(c.samples);
+  backend_free(b);
+  return rc;
+}

@@ -1,0 +1,287 @@
+/* cmd_load: `tokmeter load --url URL`: aggregate throughput under
+ * concurrency (closed loop, -c) or arrival rate (open loop, --rate). Parses
+ * the flags, runs src/bench/load.c, prints a table per level. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "bench/load.h"
+#include "cli/cli.h"
+#include "record/record.h"
+#include "util/redact.h"
+
+static const char *const CMD = "load";
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: tokmeter load --url URL (-c LIST | --rate LIST) [options]\n"
+          "Aggregate throughput of a server under load, each request judged as bench\n"
+          "judges a run. Method and records: docs/load.md.\n"
+          "  --url URL            base URL, e.g. http://127.0.0.1:8080\n"
+          "  --api KIND           auto, openai, ollama or llamacpp (default auto)\n"
+          "  --endpoint E         chat or completion (default chat)\n"
+          "  --model NAME         the served model (default the server's)\n"
+          "  --api-key-env VAR    variable with the API key (default OPENAI_API_KEY)\n"
+          "  -c, --concurrency L  closed loop: requests in flight per level, e.g. 1,4,16\n"
+          "  --rate L             open loop: requests/s per level, e.g. 0.5,1,2\n"
+          "  --arrivals A         poisson, constant or gamma (default poisson)\n"
+          "  --burstiness X       gamma's coefficient of variation (default 1)\n"
+          "  -p, --prompt-tokens N[:SD]  prompt length, mean and sd (default 128)\n"
+          "  -n, --max-tokens N[:SD]     output length, mean and sd (default 128)\n"
+          "  --ramp S             seconds per level not counted (default 2)\n"
+          "  --duration S         the measured window per level (default 10)\n"
+          "  --requests N         or: the window ends when N requests sent in it ended\n"
+          "  --idle-timeout S     fail a request silent for S seconds (default 60)\n"
+          "  --timeout S          fail a request longer than S seconds (default 600)\n"
+          "  --out FILE           results file to append to (tokmeter-results.jsonl)\n"
+          "  --json               one level record per line on stdout\n"
+          "  -v, --verbose        every finding in full\n"
+          "  --[no-]progress      a progress line (default on a terminal)\n"
+          "  -h, --help           this help\n"
+          "Exit: 0 all done; 1 a runtime failure or failed requests; 2 bad usage.\n");
+}
+
+static void on_sigint(int sig) {
+  (void)sig;
+  backend_interrupt();
+}
+
+/* "N" or "N:SD", whole numbers. */
+static int parse_mean_sd(const char *s, const char *flag, uint32_t *mean, uint32_t *sd) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", s);
+  char *colon = strchr(buf, ':');
+  if (colon) *colon = 0;
+  double m, d = 0;
+  if (cli_parse_number(CMD, buf, flag, true, 1, 1000000, &m)) return -1;
+  if (colon && cli_parse_number(CMD, colon + 1, flag, true, 0, 1000000, &d)) return -1;
+  *mean = (uint32_t)m;
+  *sd = (uint32_t)d;
+  return 0;
+}
+
+static int parse_list(const char *s, const char *flag, bool whole, double min, double max,
+                      double *out, size_t *n) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", s);
+  *n = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (*n == LOAD_MAX_LEVELS)
+      return cli_usage_error(CMD, "%s: at most %d levels", flag, LOAD_MAX_LEVELS) ? -1 : -1;
+    if (cli_parse_number(CMD, t, flag, whole, min, max, &out[(*n)++])) return -1;
+  }
+  if (!*n) {
+    cli_usage_error(CMD, "%s: an empty list", flag);
+    return -1;
+  }
+  return 0;
+}
+
+static void print_dist_row(const char *name, const struct load_dist *d, const char *unit) {
+  if (!d->n) {
+    printf("  %-22s -\n", name);
+    return;
+  }
+  printf("  %-22s p50 %9.1f  p90 %9.1f  p99 %9.1f  max %9.1f %s\n", name, d->p50, d->p90, d->p99,
+         d->max, unit);
+}
+
+static void hook_level(const struct load_level *lv, const void *rec, void *ctx) {
+  const bool *json = ctx;
+  if (*json) {
+    char *line = record_dump(rec);
+    if (line) printf("%s\n", line);
+    free(line);
+    fflush(stdout);
+  }
+  (void)lv;
+}
+
+static void print_levels(const struct load_state *s, bool verbose) {
+  printf("tokmeter load: %s (%s)\n", s->url_shown, s->server_kind[0] ? s->server_kind : "server");
+  printf("%-12s %7s %6s %8s %12s %12s %12s %12s %12s\n", "level", "ok", "failed", "req/s",
+         "output tok/s", "prompt tok/s", "stream tok/s", "TTFT p50 ms", "TTFT p99 ms");
+  for (size_t i = 0; i < s->n_levels; i++) {
+    const struct load_level *lv = &s->levels[i];
+    char name[32];
+    if (lv->concurrency) snprintf(name, sizeof name, "c=%u", lv->concurrency);
+    else snprintf(name, sizeof name, "rate=%g/s", lv->request_rate);
+    printf("%-12s %7u %6u %8.2f %12.1f %12.1f %12.1f %12.1f %12.1f%s\n", name, lv->requests_ok,
+           lv->requests_failed, lv->requests_per_s, lv->aggregate_output_tok_s,
+           lv->aggregate_prompt_tok_s, lv->per_stream_decode_tok_s.p50, lv->ttft_ms.p50,
+           lv->ttft_ms.p99, lv->behind_schedule ? "  (client behind schedule)" : "");
+    if (verbose) {
+      print_dist_row("per-stream decode", &lv->per_stream_decode_tok_s, "tok/s");
+      print_dist_row("TTFT", &lv->ttft_ms, "ms");
+      if (!lv->concurrency) print_dist_row("TTFT from schedule", &lv->ttft_sched_ms, "ms");
+      print_dist_row("first answer token", &lv->ttfat_ms, "ms");
+      print_dist_row("inter-token gap", &lv->itl_ms, "ms");
+      print_dist_row("time per output token", &lv->tpot_ms, "ms");
+      print_dist_row("end to end", &lv->e2e_ms, "ms");
+      print_dist_row("queue", &lv->queue_ms, "ms");
+    }
+  }
+  printf("(output/prompt tok/s: every stream together over the %s window; stream tok/s: one\n"
+         " stream's decode, p50; TTFT of any token, cache hits left out)\n",
+         s->n_levels ? "measured" : "");
+  size_t shown = 0;
+  size_t *order = s->findings.n ? malloc(s->findings.n * sizeof *order) : NULL;
+  if (order) {
+    bench_findings_order(&s->findings, order);
+    for (size_t i = 0; i < s->findings.n && (verbose || shown < 5); i++, shown++) {
+      const struct bench_finding *f = &s->findings.v[order[i]];
+      if (verbose) printf("%s\n", f->text);
+      else printf("%-7s %s\n", bench_severity_name(f->severity), f->brief);
+    }
+    if (s->findings.n > shown) printf("(%zu more findings: -v)\n", s->findings.n - shown);
+    free(order);
+  }
+  printf("records: %s (%llu lines this run)\n", s->session.path,
+         (unsigned long long)s->session.lines);
+}
+
+int cmd_load(int argc, char **argv) {
+  enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_RATE, O_ARRIVALS, O_BURST, O_RAMP,
+         O_DURATION, O_REQUESTS, O_IDLE, O_TIMEOUT, O_OUT, O_JSON, O_PROGRESS, O_NO_PROGRESS };
+  static const struct option longopts[] = {
+      {"url", required_argument, 0, O_URL},           {"api", required_argument, 0, O_API},
+      {"endpoint", required_argument, 0, O_ENDPOINT}, {"model", required_argument, 0, O_MODEL},
+      {"api-key-env", required_argument, 0, O_KEYENV},
+      {"concurrency", required_argument, 0, 'c'},     {"rate", required_argument, 0, O_RATE},
+      {"arrivals", required_argument, 0, O_ARRIVALS}, {"burstiness", required_argument, 0, O_BURST},
+      {"prompt-tokens", required_argument, 0, 'p'},   {"max-tokens", required_argument, 0, 'n'},
+      {"ramp", required_argument, 0, O_RAMP},         {"duration", required_argument, 0, O_DURATION},
+      {"requests", required_argument, 0, O_REQUESTS}, {"idle-timeout", required_argument, 0, O_IDLE},
+      {"timeout", required_argument, 0, O_TIMEOUT},   {"out", required_argument, 0, O_OUT},
+      {"json", no_argument, 0, O_JSON},               {"verbose", no_argument, 0, 'v'},
+      {"progress", no_argument, 0, O_PROGRESS},       {"no-progress", no_argument, 0, O_NO_PROGRESS},
+      {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
+  struct load_opts o;
+  load_opts_init(&o);
+  const char *key_env = NULL;
+  bool json = false, verbose = false, burst_given = false;
+  double list[LOAD_MAX_LEVELS], v;
+  size_t n;
+  optind = 1;
+  opterr = 0;
+  int ch;
+  while ((ch = getopt_long(argc, argv, ":c:p:n:vh", longopts, NULL)) != -1) {
+    switch (ch) {
+      case O_URL: o.url = optarg; break;
+      case O_API: {
+        int a = api_family_from_name(optarg);
+        if (a < 0) return cli_usage_error(CMD, "--api: '%s' is not auto, openai, ollama or llamacpp", optarg);
+        o.api = (enum api_family)a;
+        break;
+      }
+      case O_ENDPOINT:
+        if (!strcmp(optarg, "chat")) o.endpoint = ENDPOINT_CHAT;
+        else if (!strcmp(optarg, "completion")) o.endpoint = ENDPOINT_COMPLETION;
+        else return cli_usage_error(CMD, "--endpoint: '%s' is not chat or completion", optarg);
+        break;
+      case O_MODEL: o.model = optarg; break;
+      case O_KEYENV: key_env = optarg; break;
+      case 'c':
+        if (parse_list(optarg, "--concurrency", true, 1, LOAD_MAX_CONCURRENCY, list, &n)) return TM_EXIT_USAGE;
+        for (size_t i = 0; i < n; i++) o.concurrency[i] = (uint32_t)list[i];
+        o.n_concurrency = n;
+        break;
+      case O_RATE:
+        if (parse_list(optarg, "--rate", false, 1e-3, 1e5, o.rate, &o.n_rate)) return TM_EXIT_USAGE;
+        break;
+      case O_ARRIVALS:
+        if (!strcmp(optarg, "poisson")) o.arrivals = LOAD_POISSON;
+        else if (!strcmp(optarg, "constant")) o.arrivals = LOAD_CONSTANT;
+        else if (!strcmp(optarg, "gamma")) o.arrivals = LOAD_GAMMA;
+        else return cli_usage_error(CMD, "--arrivals: '%s' is not poisson, constant or gamma", optarg);
+        break;
+      case O_BURST:
+        if (cli_parse_number(CMD, optarg, "--burstiness", false, 0.01, 100, &o.burstiness)) return TM_EXIT_USAGE;
+        burst_given = true;
+        break;
+      case 'p':
+        if (parse_mean_sd(optarg, "--prompt-tokens", &o.prompt_tokens, &o.prompt_sd)) return TM_EXIT_USAGE;
+        break;
+      case 'n':
+        if (parse_mean_sd(optarg, "--max-tokens", &o.max_tokens, &o.max_tokens_sd)) return TM_EXIT_USAGE;
+        break;
+      case O_RAMP:
+        if (cli_parse_number(CMD, optarg, "--ramp", false, 0, 3600, &o.ramp_s)) return TM_EXIT_USAGE;
+        break;
+      case O_DURATION:
+        if (cli_parse_number(CMD, optarg, "--duration", false, 0.1, 86400, &o.duration_s)) return TM_EXIT_USAGE;
+        break;
+      case O_REQUESTS:
+        if (cli_parse_number(CMD, optarg, "--requests", true, 1, 10000000, &v)) return TM_EXIT_USAGE;
+        o.requests = (uint32_t)v;
+        break;
+      case O_IDLE:
+        if (cli_parse_number(CMD, optarg, "--idle-timeout", false, 0.01, 86400, &o.idle_timeout_s)) return TM_EXIT_USAGE;
+        break;
+      case O_TIMEOUT:
+        if (cli_parse_number(CMD, optarg, "--timeout", false, 0.01, 86400, &o.timeout_s)) return TM_EXIT_USAGE;
+        break;
+      case O_OUT: o.out = optarg; break;
+      case O_JSON: json = true; break;
+      case 'v': verbose = true; break;
+      case O_PROGRESS: cli_progress_force(1); break;
+      case O_NO_PROGRESS: cli_progress_force(0); break;
+      case 'h': usage(stdout); return TM_EXIT_OK;
+      case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+      default: return cli_bad_option(CMD, argv[optind - 1], longopts);
+    }
+  }
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (!o.url) return cli_usage_error(CMD, "--url is needed (a server to load; in-process load is not built yet)");
+  if (!o.n_concurrency && !o.n_rate) return cli_usage_error(CMD, "give -c LIST (closed loop) or --rate LIST (open loop)");
+  if (o.n_concurrency && o.n_rate) return cli_usage_error(CMD, "-c and --rate: one loop at a time");
+  if (o.n_concurrency && (o.arrivals != LOAD_POISSON || burst_given))
+    return cli_usage_error(CMD, "--arrivals and --burstiness are for --rate (open loop)");
+  if (burst_given && o.arrivals != LOAD_GAMMA)
+    return cli_usage_error(CMD, "--burstiness needs --arrivals gamma");
+  struct tm_err err = {{0}};
+  if (backend_url_check(o.url, NULL, &err) != 0) {
+    tm_redact(err.msg, sizeof err.msg, NULL);
+    return cli_usage_error(CMD, "--url: %s", err.msg);
+  }
+  const char *env = key_env ? key_env : "OPENAI_API_KEY";
+  o.api_key = getenv(env);
+  if (key_env && (!o.api_key || !*o.api_key))
+    return cli_usage_error(CMD, "--api-key-env %s: that environment variable is not set", env);
+  if (o.api_key && !*o.api_key) o.api_key = NULL;
+  const char *out = o.out ? o.out : RECORD_DEFAULT_FILE;
+  if (record_check_writable(out, &err) != 0) return cli_usage_error(CMD, "--out: %s", err.msg);
+  char command[2048] = "tokmeter";
+  for (int i = 0; i < argc; i++) {
+    size_t len = strlen(command);
+    snprintf(command + len, sizeof command - len, " %s", argv[i]);
+  }
+  char shown[2048];
+  snprintf(shown, sizeof shown, "%s", command);
+  tm_redact(shown, sizeof shown, o.api_key);
+  o.command = shown;
+
+  const struct load_hooks hooks = {.progress = cli_progress, .level = hook_level, .ctx = &json};
+  struct load_state *st = calloc(1, sizeof *st);
+  if (!st) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  load_state_init(st, &o, &hooks);
+  struct sigaction sa = {0}, old_sa;
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_sa);
+  int rc = load_run(st);
+  sigaction(SIGINT, &old_sa, NULL);
+  cli_progress_done();
+  if (!json && st->session.lines) print_levels(st, verbose);
+  if (rc != BENCH_OK) {
+    if (st->err_is_usage) rc = cli_usage_error(CMD, "%s", st->err.msg);
+    else rc = cli_fail(CMD, rc == BENCH_BAD_INPUT ? TM_EXIT_USAGE : TM_EXIT_RUNTIME, "%s", st->err.msg);
+  }
+  load_state_free(st);
+  free(st);
+  return rc;
+}
