@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/pool.h"
 #include "bench/metrics.h"
@@ -320,6 +321,13 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
 static void evaluate(struct run *c, struct load_level *lv) {
   const uint64_t w0 = c->w0, w1 = c->w1;
   lv->window_s = (double)(w1 - w0) / 1e9;
+  /* the monotonic window on the wall clock, through one reading of both */
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  const double real_now = (double)rt.tv_sec + rt.tv_nsec / 1e9;
+  const double mono_now = (double)tm_now_ns() / 1e9;
+  lv->window_start_unix = real_now - (mono_now - (double)w0 / 1e9);
+  lv->window_end_unix = real_now - (mono_now - (double)w1 / 1e9);
   size_t n = c->n_samples, n_gaps = 0;
   for (size_t i = 0; i < n; i++)
     if (c->samples[i].token_by_token && c->samples[i].n_chunks > 1)
@@ -420,6 +428,8 @@ static json_t *level_json(const struct load_state *s, const struct load_level *l
   json_object_set_new(o, "arrivals", lv->concurrency ? json_null()
                                                      : json_string(load_arrivals_name(s->o->arrivals)));
   json_object_set_new(o, "window_s", record_json_num(lv->window_s));
+  json_object_set_new(o, "window_start_unix", record_json_num(lv->window_start_unix));
+  json_object_set_new(o, "window_end_unix", record_json_num(lv->window_end_unix));
   json_object_set_new(o, "requests_ok", json_integer(lv->requests_ok));
   json_object_set_new(o, "requests_failed", json_integer(lv->requests_failed));
   json_object_set_new(o, "failed", failed);

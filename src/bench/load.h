@@ -84,6 +84,8 @@ struct load_level {
   uint32_t concurrency;         /* closed loop; 0 in open loop */
   double request_rate;          /* open loop, requests/s; NAN in closed loop */
   double window_s;
+  double window_start_unix, window_end_unix; /* the window on the wall clock (s):
+                                   shards and servers' logs line up on it */
   uint32_t requests_ok, requests_failed;
   uint32_t failed_by_kind[RUN_ERR_COUNT];
   uint32_t cache_hits;          /* requests whose cache reached past the nonce:
