@@ -1,7 +1,7 @@
 /* fakeserver: LLM servers on loopback for tests, with exactly known behaviour.
  *
  * One server = one thread accepting on 127.0.0.1:<ephemeral port>, HTTP/1.1
- * keep-alive, plain sockets (no libcurl). Up to 16 connections may be open at
+ * keep-alive, plain sockets (no libcurl). Up to 128 connections may be open at
  * once (a kept-alive one plus side requests); requests are answered one at a
  * time, each to completion (a single-slot server). Content-Length request
  * bodies; "Expect: 100-continue" is honoured. Streams go out chunked, one

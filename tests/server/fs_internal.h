@@ -25,7 +25,7 @@
 
 #include "fakeserver.h"
 
-#define FS_MAX_CONNS 16
+#define FS_MAX_CONNS 128
 #define FS_MAX_REQUEST_BYTES (8u << 20) /* headers + body: larger is refused */
 #define FS_CACHE_PROMPTS 64             /* prompts remembered for prompt_cache */
 
