@@ -52,6 +52,59 @@ void load_opts_init(struct load_opts *o) {
   o->seed = 1;
 }
 
+/* ------------------------------------------------------------------ SLOs */
+
+const char *load_slo_name(enum load_slo_metric m) {
+  static const char *const names[LOAD_SLO_COUNT] = {"ttft", "tpot", "e2e"};
+  return (unsigned)m < LOAD_SLO_COUNT ? names[m] : "?";
+}
+
+int load_slo_parse(const char *s, struct load_slo *out, struct tm_err *err) {
+  memset(out, 0, sizeof *out);
+  char buf[512];
+  if (!s || !*s || strlen(s) >= sizeof buf) return tm_errf(err, "an empty or too long list");
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
+       item = strtok_r(NULL, ",", &save)) {
+    double pct = 99;
+    char *spec = item;
+    if (item[0] == 'p' && strchr(item, ':')) {
+      char *colon = strchr(item, ':'), *end;
+      *colon = 0;
+      pct = strtod(item + 1, &end);
+      if (end == item + 1 || *end || !(pct > 0 && pct <= 100))
+        return tm_errf(err, "'%s': the percentile is p1..p100 (p99:ttft=500ms)", item);
+      spec = colon + 1;
+    }
+    char *eq = strchr(spec, '=');
+    if (!eq) return tm_errf(err, "'%s' is not NAME=LIMIT (ttft=500ms)", spec);
+    *eq = 0;
+    int m = -1;
+    for (int k = 0; k < LOAD_SLO_COUNT; k++)
+      if (!strcmp(spec, load_slo_name((enum load_slo_metric)k))) m = k;
+    if (m < 0) return tm_errf(err, "'%s' is not ttft, tpot or e2e", spec);
+    if (out->set[m]) return tm_errf(err, "%s is given twice", spec);
+    char *end;
+    double v = strtod(eq + 1, &end);
+    double scale = 1;
+    if (!strcmp(end, "s")) scale = 1000;
+    else if (strcmp(end, "ms") != 0 && *end)
+      return tm_errf(err, "%s=%s: a time in ms or s (500ms, 0.5s)", spec, eq + 1);
+    if (end == eq + 1 || !(v > 0) || !isfinite(v))
+      return tm_errf(err, "%s=%s: a time above 0 (500ms, 0.5s)", spec, eq + 1);
+    out->set[m] = true;
+    out->limit_ms[m] = v * scale;
+    out->percentile[m] = pct;
+  }
+  return 0;
+}
+
+static bool slo_any(const struct load_slo *slo) {
+  for (int k = 0; k < LOAD_SLO_COUNT; k++)
+    if (slo->set[k]) return true;
+  return false;
+}
+
 /* ------------------------------------------------------------ statistics */
 
 static int cmp_double(const void *a, const void *b) {
@@ -128,6 +181,7 @@ struct run {
   uint64_t w0, w1;           /* the window; w1 = 0 until known */
   uint32_t in_window_done;   /* requests sent inside the window that ended */
   size_t level_index;
+  size_t n_planned;          /* levels planned (0: a capacity search) */
   double rate;               /* open loop */
 };
 
@@ -318,6 +372,8 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
 /* ---------------------------------------------------------------- levels */
 
 /* The level's figures from its samples over the window [w0, w1]. */
+static void slo_figures(struct run *c, struct load_level *lv);
+
 static void evaluate(struct run *c, struct load_level *lv) {
   const uint64_t w0 = c->w0, w1 = c->w1;
   lv->window_s = (double)(w1 - w0) / 1e9;
@@ -400,6 +456,55 @@ static void evaluate(struct run *c, struct load_level *lv) {
   lv->requests_per_s = lv->window_s > 0 ? ok_in_window / lv->window_s : NAN;
   const uint32_t sent = lv->requests_ok + lv->requests_failed;
   lv->behind_schedule = c->rate > 0 && sent && lv->late_sends > BEHIND_SHARE * sent;
+  slo_figures(c, lv);
+}
+
+/* The SLO figures of the level's requests (load.h struct load_slo). */
+static void slo_figures(struct run *c, struct load_level *lv) {
+  const struct load_slo *slo = &c->s->o->slo;
+  lv->slo_met_share = lv->goodput_req_s = lv->goodput_tok_s = NAN;
+  lv->slo_met = false;
+  if (!slo_any(slo)) return;
+  const uint64_t w0 = c->w0, w1 = c->w1;
+  size_t n = 0, met = 0;
+  double good_req = 0, good_tok = 0;
+  double *v[LOAD_SLO_COUNT];
+  for (int k = 0; k < LOAD_SLO_COUNT; k++) v[k] = calloc(c->n_samples + 1, sizeof(double));
+  for (size_t i = 0; i < c->n_samples; i++) {
+    const struct sample *sm = &c->samples[i];
+    if (sm->t_send < w0 || sm->t_send > w1) continue;
+    const double fig[LOAD_SLO_COUNT] = {sm->ok ? sm->ttft_ms : INFINITY,
+                                        sm->ok ? sm->tpot_ms : INFINITY,
+                                        sm->ok ? sm->e2e_ms : INFINITY};
+    bool ok = sm->ok;
+    for (int k = 0; k < LOAD_SLO_COUNT; k++) {
+      if (v[k]) v[k][n] = fig[k];
+      if (slo->set[k] && isfinite(fig[k]) && fig[k] > slo->limit_ms[k]) ok = false;
+      if (slo->set[k] && !isfinite(fig[k]) && !(k == LOAD_SLO_TPOT && sm->ok)) ok = false;
+    }
+    n++;
+    if (!ok) continue;
+    met++;
+    if (sm->t_end >= w0 && sm->t_end <= w1) good_req++, good_tok += sm->tokens;
+  }
+  lv->slo_met_share = n ? (double)met / (double)n : NAN;
+  lv->goodput_req_s = lv->window_s > 0 ? good_req / lv->window_s : NAN;
+  lv->goodput_tok_s = lv->window_s > 0 ? good_tok / lv->window_s : NAN;
+  bool meets = n > 0;
+  for (int k = 0; k < LOAD_SLO_COUNT; k++) {
+    if (!slo->set[k] || !v[k]) continue;
+    /* the percentile over the requests, failed ones infinitely late (an
+     * unknown time per output token is left out of its objective) */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (!isnan(v[k][i])) v[k][m++] = v[k][i];
+    if (!m) continue;
+    qsort(v[k], m, sizeof(double), cmp_double);
+    double at_p = at(v[k], m, slo->percentile[k] / 100);
+    if (!(at_p <= slo->limit_ms[k])) meets = false;
+  }
+  lv->slo_met = meets;
+  for (int k = 0; k < LOAD_SLO_COUNT; k++) free(v[k]);
 }
 
 static json_t *dist_json(const struct load_dist *d) {
@@ -457,8 +562,10 @@ static json_t *level_json(const struct load_state *s, const struct load_level *l
   json_object_set_new(o, "max_send_lag_ms", record_json_num(lv->max_send_lag_ms));
   json_object_set_new(o, "behind_schedule", json_boolean(lv->behind_schedule));
   json_object_set_new(o, "aggregate_decode_ceiling_tok_s", json_null());
-  json_object_set_new(o, "slo_met_share", json_null());
-  json_object_set_new(o, "goodput_req_s", json_null());
+  json_object_set_new(o, "slo_met_share", record_json_num(lv->slo_met_share));
+  json_object_set_new(o, "goodput_req_s", record_json_num(lv->goodput_req_s));
+  json_object_set_new(o, "goodput_tok_s", record_json_num(lv->goodput_tok_s));
+  json_object_set_new(o, "slo_met", slo_any(&s->o->slo) ? json_boolean(lv->slo_met) : json_null());
   return o;
 }
 
@@ -575,8 +682,11 @@ static void run_level(struct run *c, struct load_level *lv) {
     if (now - last_note > 1000000000ull) {
       last_note = now;
       double left = c->w1 > now ? (double)(c->w1 - now) / 1e9 : 0;
-      progress(c, "level %zu/%zu (%s%g): %zu in flight, %zu done%s%.0f s left", c->level_index + 1,
-               c->s->n_levels, want ? "c=" : "rate=", want ? (double)want : c->rate,
+      char plan[32];
+      if (c->n_planned) snprintf(plan, sizeof plan, "level %zu/%zu", c->level_index + 1, c->n_planned);
+      else snprintf(plan, sizeof plan, "capacity probe %zu", c->level_index + 1);
+      progress(c, "%s (%s%g): %zu in flight, %zu done%s%.0f s left", plan,
+               want ? "c=" : "rate=", want ? (double)want : c->rate,
                backend_pool_active(c->pool), c->n_samples, sending ? ", " : ", draining, ",
                sending ? left : 0);
     }
@@ -585,6 +695,89 @@ static void run_level(struct run *c, struct load_level *lv) {
   evaluate(c, lv);
   for (size_t i = 0; i < c->n_samples; i++) free(c->samples[i].chunk_t);
   c->n_samples = 0;
+}
+
+/* Runs one level (concurrency, or rate when concurrency is 0) as
+ * s->levels[s->n_levels], records it; false when interrupted or full. */
+static bool one_level(struct run *c, uint32_t concurrency, double rate) {
+  struct load_state *s = c->s;
+  if (s->n_levels == LOAD_MAX_LEVELS || backend_interrupted()) return false;
+  struct load_level *lv = &s->levels[s->n_levels];
+  memset(lv, 0, sizeof *lv);
+  lv->concurrency = concurrency;
+  lv->request_rate = concurrency ? NAN : rate;
+  c->rate = concurrency ? 0 : rate;
+  c->level_index = s->n_levels;
+  run_level(c, lv);
+  if (backend_interrupted()) {
+    s->interrupted = true; /* a level cut short is no level */
+    return false;
+  }
+  s->n_levels++;
+  json_t *rec = level_json(s, lv);
+  if (rec && s->hooks.level) s->hooks.level(lv, rec, s->hooks.ctx);
+  level_findings(s, lv);
+  bench_session_write(&s->session, rec);
+  return true;
+}
+
+/* --find-capacity: the largest load in the given range that meets the SLOs,
+ * by bisection (concurrency to one stream; rate to 5%). */
+static void find_capacity(struct run *c) {
+  struct load_state *s = c->s;
+  const struct load_opts *o = s->o;
+  const bool closed = o->n_concurrency > 0;
+  double lo = INFINITY, hi = 0;
+  for (size_t i = 0; i < (closed ? o->n_concurrency : o->n_rate); i++) {
+    double v = closed ? o->concurrency[i] : o->rate[i];
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (lo == hi) lo = closed ? 1 : hi / 16;
+#define PROBE(x) (one_level(c, closed ? (uint32_t)(x) : 0, closed ? 0 : (x)) \
+                      ? (int)s->levels[s->n_levels - 1].slo_met : -1)
+  int top = PROBE(hi);
+  if (top < 0) return;
+  if (top) {
+    s->capacity_found = s->capacity_at_top = true;
+  } else {
+    int bottom = PROBE(lo);
+    if (bottom < 0) return;
+    if (bottom) {
+      s->capacity_found = true;
+      while (closed ? hi - lo > 1 : hi / lo > 1.05) {
+        double mid = closed ? floor((lo + hi) / 2) : sqrt(lo * hi);
+        int met = PROBE(mid);
+        if (met < 0) return;
+        if (met) lo = mid;
+        else hi = mid;
+      }
+    }
+  }
+#undef PROBE
+  if (closed) s->capacity_concurrency = s->capacity_found ? (uint32_t)(s->capacity_at_top ? hi : lo) : 0;
+  else s->capacity_rate = s->capacity_found ? (s->capacity_at_top ? hi : lo) : NAN;
+  struct bench_finding *f = bench_findings_add(&s->findings, "capacity", BENCH_INFO);
+  char what[48], next[48];
+  if (closed) snprintf(what, sizeof what, "c=%u", s->capacity_concurrency);
+  else snprintf(what, sizeof what, "rate=%.3g/s", s->capacity_rate);
+  if (closed) snprintf(next, sizeof next, "c=%.0f", hi);
+  else snprintf(next, sizeof next, "rate=%.3g/s", hi);
+  if (!s->capacity_found) {
+    bench_finding_brief(f, "capacity: not even %s%.3g meets the SLOs", closed ? "c=" : "rate=", lo);
+    bench_finding_text(f, "No load in the range meets the SLOs: the lowest tried (%s%.3g) "
+                          "misses them.", closed ? "c=" : "rate=", lo);
+  } else if (s->capacity_at_top) {
+    bench_finding_brief(f, "capacity: at least %s (the top of the range meets the SLOs)", what);
+    bench_finding_text(f, "The top of the range, %s, meets the SLOs: the capacity is at least "
+                          "that; give a higher range to find it.", what);
+  } else {
+    bench_finding_brief(f, "capacity: %s meets the SLOs, %s does not", what, next);
+    bench_finding_text(f, "The largest load that meets the SLOs is %s; %s misses them.", what,
+                       next);
+  }
+  if (closed) bench_finding_figure(f, "capacity_concurrency", s->capacity_concurrency);
+  else bench_finding_figure(f, "capacity_request_rate", s->capacity_rate);
 }
 
 /* ------------------------------------------------------------------ run */
@@ -657,6 +850,10 @@ int load_run(struct load_state *s) {
     s->err_is_usage = true;
     return fail(s, BENCH_BAD_INPUT, "give -c LIST or --rate LIST (one of them)");
   }
+  if (o->find_capacity && !slo_any(&o->slo)) {
+    s->err_is_usage = true;
+    return fail(s, BENCH_BAD_INPUT, "--find-capacity needs --slo (the objectives to meet)");
+  }
   const double info_timeout_s = o->idle_timeout_s < 10 ? o->idle_timeout_s : 10;
   enum api_family api = o->api;
   struct server_info si;
@@ -725,7 +922,8 @@ int load_run(struct load_state *s) {
   c.mopt.cache_baseline_tokens = cal->cache_baseline_tokens;
   free(cal);
 
-  s->n_levels = o->n_concurrency ? o->n_concurrency : o->n_rate;
+  /* the levels as given, or (--find-capacity) a bisection of their range */
+  const size_t n_given = o->n_concurrency ? o->n_concurrency : o->n_rate;
   size_t cap = 0;
   for (size_t i = 0; i < o->n_concurrency; i++)
     if (o->concurrency[i] > cap) cap = o->concurrency[i];
@@ -737,25 +935,15 @@ int load_run(struct load_state *s) {
     rc = fail(s, BENCH_RUNTIME, "%s", c.pool ? "out of memory" : err.msg);
     goto done;
   }
-  for (size_t i = 0; i < s->n_levels && !backend_interrupted(); i++) {
-    struct load_level *lv = &s->levels[i];
-    memset(lv, 0, sizeof *lv);
-    lv->concurrency = o->n_concurrency ? o->concurrency[i] : 0;
-    lv->request_rate = o->n_rate ? o->rate[i] : NAN;
-    c.rate = o->n_rate ? o->rate[i] : 0;
-    c.level_index = i;
-    run_level(&c, lv);
-    if (backend_interrupted()) {
-      s->interrupted = true;
-      s->n_levels = i; /* a level cut short is no level */
-      break;
-    }
-    json_t *rec = level_json(s, lv);
-    if (rec && s->hooks.level) s->hooks.level(lv, rec, s->hooks.ctx);
-    level_findings(s, lv);
-    bench_session_write(&s->session, rec);
+  s->n_levels = 0;
+  c.n_planned = o->find_capacity ? 0 : n_given;
+  if (!o->find_capacity) {
+    for (size_t i = 0; i < n_given && !backend_interrupted(); i++)
+      one_level(&c, o->n_concurrency ? o->concurrency[i] : 0, o->n_rate ? o->rate[i] : 0);
+    if (!s->interrupted) knee_finding(s);
+  } else {
+    find_capacity(&c);
   }
-  knee_finding(s);
   rc = BENCH_OK;
   if (s->interrupted) rc = fail(s, BENCH_RUNTIME, "interrupted: the levels finished are recorded");
   else if (s->session.write_failures)

@@ -45,6 +45,24 @@
 #define LOAD_MAX_CONCURRENCY 65536
 
 enum load_arrivals { LOAD_POISSON = 0, LOAD_CONSTANT, LOAD_GAMMA };
+
+/* Service-level objectives (--slo ttft=500ms,tpot=50ms,e2e=10s; an item may
+ * carry its percentile, p99:ttft=500ms; default p99). A request meets them
+ * when each figure it has is within its limit (a request under the decode
+ * minimum has no time per output token: that objective is not held against
+ * it); a failed request meets none. A level meets them when each figure's
+ * percentile over the level's requests (failed ones as infinitely late) is
+ * within its limit. */
+enum load_slo_metric { LOAD_SLO_TTFT = 0, LOAD_SLO_TPOT, LOAD_SLO_E2E, LOAD_SLO_COUNT };
+struct load_slo {
+  bool set[LOAD_SLO_COUNT];
+  double limit_ms[LOAD_SLO_COUNT];
+  double percentile[LOAD_SLO_COUNT]; /* 0..100 */
+};
+const char *load_slo_name(enum load_slo_metric m); /* "ttft", "tpot", "e2e" */
+/* Parses "ttft=500ms,p95:tpot=50ms,e2e=10s" (ms, s or a bare number of ms).
+ * 0, or -1 with err naming the bad item. */
+int load_slo_parse(const char *s, struct load_slo *out, struct tm_err *err);
 const char *load_arrivals_name(enum load_arrivals a); /* "poisson"... */
 
 struct load_opts {
@@ -72,6 +90,9 @@ struct load_opts {
   uint32_t max_tokens, max_tokens_sd;  /* -n MEAN[:SD] (default 128) */
   double idle_timeout_s, timeout_s;
   uint32_t seed;
+  struct load_slo slo;          /* no objective set: no SLO figures */
+  bool find_capacity;           /* bisect the -c (or --rate) range for the
+                                   largest load that meets the SLOs */
 };
 void load_opts_init(struct load_opts *o);
 
@@ -103,6 +124,11 @@ struct load_level {
   double max_send_lag_ms;
   bool behind_schedule;
   uint64_t client_chunks, server_tokens; /* over the level's ok requests */
+  /* --slo: the share of the level's requests that met every objective, the
+   * goodput (those that ended inside the window, per second, and their
+   * tokens), and whether the level meets them at their percentiles */
+  double slo_met_share, goodput_req_s, goodput_tok_s;
+  bool slo_met;
 };
 
 struct load_hooks {
@@ -124,6 +150,11 @@ struct load_state {
   char server_kind[32];
   enum api_family api;          /* as given, or as detected */
   uint32_t failed_total;
+  /* --find-capacity: the largest load that met the SLOs (0 / NAN: none in
+   * the range), whether the top of the range met them too */
+  uint32_t capacity_concurrency;
+  double capacity_rate;
+  bool capacity_found, capacity_at_top;
   bool interrupted;
 };
 

@@ -32,6 +32,10 @@ static void usage(FILE *out) {
           "  --burstiness X       gamma's coefficient of variation (default 1)\n"
           "  -p, --prompt-tokens N[:SD]  prompt length, mean and sd (default 128)\n"
           "  -n, --max-tokens N[:SD]     output length, mean and sd (default 128)\n"
+          "  --slo LIST           objectives, e.g. ttft=500ms,p95:tpot=50ms,e2e=10s\n"
+          "                       (default percentile p99): share met, goodput\n"
+          "  --find-capacity      bisect the -c or --rate range for the largest load\n"
+          "                       meeting --slo\n"
           "  --ramp S             seconds per level not counted (default 2)\n"
           "  --duration S         the measured window per level (default 10)\n"
           "  --requests N         or: the window ends when N requests sent in it ended\n"
@@ -81,6 +85,13 @@ static int parse_list(const char *s, const char *flag, bool whole, double min, d
   return 0;
 }
 
+/* A figure for the table: "-" when there is none. */
+static const char *cell(char buf[16], double v, const char *fmt) {
+  if (!isfinite(v)) return "-";
+  snprintf(buf, 16, fmt, v);
+  return buf;
+}
+
 static void print_dist_row(const char *name, const struct load_dist *d, const char *unit) {
   if (!d->n) {
     printf("  %-22s -\n", name);
@@ -110,10 +121,17 @@ static void print_levels(const struct load_state *s, bool verbose) {
     char name[32];
     if (lv->concurrency) snprintf(name, sizeof name, "c=%u", lv->concurrency);
     else snprintf(name, sizeof name, "rate=%g/s", lv->request_rate);
-    printf("%-12s %7u %6u %8.2f %12.1f %12.1f %12.1f %12.1f %12.1f%s\n", name, lv->requests_ok,
-           lv->requests_failed, lv->requests_per_s, lv->aggregate_output_tok_s,
-           lv->aggregate_prompt_tok_s, lv->per_stream_decode_tok_s.p50, lv->ttft_ms.p50,
-           lv->ttft_ms.p99, lv->behind_schedule ? "  (client behind schedule)" : "");
+    char slo[64] = "";
+    if (isfinite(lv->slo_met_share))
+      snprintf(slo, sizeof slo, "  SLO %s: %.0f%% met, goodput %.2f req/s",
+               lv->slo_met ? "met" : "MISSED", 100 * lv->slo_met_share, lv->goodput_req_s);
+    char c1[16], c2[16], c3[16], c4[16], c5[16], c6[16];
+    printf("%-12s %7u %6u %8s %12s %12s %12s %12s %12s%s%s\n", name, lv->requests_ok,
+           lv->requests_failed, cell(c1, lv->requests_per_s, "%.2f"),
+           cell(c2, lv->aggregate_output_tok_s, "%.1f"), cell(c3, lv->aggregate_prompt_tok_s, "%.1f"),
+           cell(c4, lv->per_stream_decode_tok_s.p50, "%.1f"), cell(c5, lv->ttft_ms.p50, "%.1f"),
+           cell(c6, lv->ttft_ms.p99, "%.1f"), slo,
+           lv->behind_schedule ? "  (client behind schedule)" : "");
     if (verbose) {
       print_dist_row("per-stream decode", &lv->per_stream_decode_tok_s, "tok/s");
       print_dist_row("TTFT", &lv->ttft_ms, "ms");
@@ -125,9 +143,8 @@ static void print_levels(const struct load_state *s, bool verbose) {
       print_dist_row("queue", &lv->queue_ms, "ms");
     }
   }
-  printf("(output/prompt tok/s: every stream together over the %s window; stream tok/s: one\n"
-         " stream's decode, p50; TTFT of any token, cache hits left out)\n",
-         s->n_levels ? "measured" : "");
+  printf("(output/prompt tok/s: every stream together over the measured window; stream tok/s:\n"
+         " one stream's decode, p50, none under 24 tokens; TTFT of any token, cache hits out)\n");
   size_t shown = 0;
   size_t *order = s->findings.n ? malloc(s->findings.n * sizeof *order) : NULL;
   if (order) {
@@ -146,7 +163,8 @@ static void print_levels(const struct load_state *s, bool verbose) {
 
 int cmd_load(int argc, char **argv) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_RATE, O_ARRIVALS, O_BURST, O_RAMP,
-         O_DURATION, O_REQUESTS, O_IDLE, O_TIMEOUT, O_OUT, O_JSON, O_PROGRESS, O_NO_PROGRESS };
+         O_DURATION, O_REQUESTS, O_IDLE, O_TIMEOUT, O_OUT, O_JSON, O_PROGRESS, O_NO_PROGRESS,
+         O_SLO, O_CAPACITY };
   static const struct option longopts[] = {
       {"url", required_argument, 0, O_URL},           {"api", required_argument, 0, O_API},
       {"endpoint", required_argument, 0, O_ENDPOINT}, {"model", required_argument, 0, O_MODEL},
@@ -159,11 +177,12 @@ int cmd_load(int argc, char **argv) {
       {"timeout", required_argument, 0, O_TIMEOUT},   {"out", required_argument, 0, O_OUT},
       {"json", no_argument, 0, O_JSON},               {"verbose", no_argument, 0, 'v'},
       {"progress", no_argument, 0, O_PROGRESS},       {"no-progress", no_argument, 0, O_NO_PROGRESS},
+      {"slo", required_argument, 0, O_SLO},           {"find-capacity", no_argument, 0, O_CAPACITY},
       {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
   struct load_opts o;
   load_opts_init(&o);
   const char *key_env = NULL;
-  bool json = false, verbose = false, burst_given = false;
+  bool json = false, verbose = false, burst_given = false, slo_given = false;
   double list[LOAD_MAX_LEVELS], v;
   size_t n;
   optind = 1;
@@ -226,6 +245,13 @@ int cmd_load(int argc, char **argv) {
         if (cli_parse_number(CMD, optarg, "--timeout", false, 0.01, 86400, &o.timeout_s)) return TM_EXIT_USAGE;
         break;
       case O_OUT: o.out = optarg; break;
+      case O_SLO: {
+        struct tm_err e = {{0}};
+        if (load_slo_parse(optarg, &o.slo, &e) != 0) return cli_usage_error(CMD, "--slo: %s", e.msg);
+        slo_given = true;
+        break;
+      }
+      case O_CAPACITY: o.find_capacity = true; break;
       case O_JSON: json = true; break;
       case 'v': verbose = true; break;
       case O_PROGRESS: cli_progress_force(1); break;
@@ -241,6 +267,8 @@ int cmd_load(int argc, char **argv) {
   if (o.n_concurrency && o.n_rate) return cli_usage_error(CMD, "-c and --rate: one loop at a time");
   if (o.n_concurrency && (o.arrivals != LOAD_POISSON || burst_given))
     return cli_usage_error(CMD, "--arrivals and --burstiness are for --rate (open loop)");
+  if (o.find_capacity && !slo_given)
+    return cli_usage_error(CMD, "--find-capacity needs --slo (the objectives to meet)");
   if (burst_given && o.arrivals != LOAD_GAMMA)
     return cli_usage_error(CMD, "--burstiness needs --arrivals gamma");
   struct tm_err err = {{0}};

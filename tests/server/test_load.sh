@@ -82,6 +82,22 @@ expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 30 
 grep -q "^c=2 " "$dir/out" || fail "no table row: $(cat "$dir/out")"
 grep -q "records: $dir/t.jsonl" "$dir/out" || fail "no records line: $(cat "$dir/out")"
 
+# --- 1b. SLOs and capacity: past the 4 slots a request waits a whole answer,
+# so the largest concurrency meeting p99 TTFT <= 200 ms is 4 -----------------
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,16 -p 50 -n 20 --ramp 0.5 \
+  --duration 2 --slo ttft=200ms --find-capacity --out "$dir/cap.jsonl"
+grep -q "capacity: c=4 meets the SLOs, c=5 does not" "$dir/out" || fail "capacity: $(cat "$dir/out")"
+python3 - "$dir/cap.jsonl" <<'PY' || fail "capacity records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+levels = {r["concurrency"]: r for r in recs if r["record"] == "load"}
+assert levels[4]["slo_met"] is True and levels[4]["slo_met_share"] == 1, levels[4]
+assert levels[5]["slo_met"] is False and levels[16]["slo_met_share"] < 0.5, levels[16]
+assert levels[4]["goodput_req_s"] > 0, levels[4]
+f = [f for f in recs[-1]["findings"] if f["code"] == "capacity"][0]
+assert f["figures"]["capacity_concurrency"] == 4, f
+PY
+
 # --- 2. open loop: sent on schedule, latency from the schedule too ------------
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" --rate 20 --arrivals constant \
   -p 50 -n 8 --ramp 0.5 --duration 3 --json --out "$dir/o.jsonl"
@@ -137,7 +153,8 @@ PY
 for args in "-c 1" "--url http://127.0.0.1:$BPORT" "--url http://127.0.0.1:$BPORT -c 0" \
   "--url http://127.0.0.1:$BPORT -c 1 --rate 2" "--url http://127.0.0.1:$BPORT -c 2 --arrivals gamma" \
   "--url http://127.0.0.1:$BPORT --rate 2 --burstiness 2" "--url http://127.0.0.1:$BPORT -c 1 -p x" \
-  "--url http://127.0.0.1:$BPORT -c 1 --out /dev/full" "--url ftp://x -c 1" "--url http://127.0.0.1:$BPORT -c 1 --bogus"; do
+  "--url http://127.0.0.1:$BPORT -c 1 --out /dev/full" "--url ftp://x -c 1" "--url http://127.0.0.1:$BPORT -c 1 --bogus" \
+  "--url http://127.0.0.1:$BPORT -c 1 --find-capacity" "--url http://127.0.0.1:$BPORT -c 1 --slo ttft=fast"; do
   # shellcheck disable=SC2086
   expect_exit 2 "$TOKMETER" load $args
   [ "$(grep -cv "^Try 'tokmeter" "$dir/err")" = 1 ] || fail "load $args: not one line: $(cat "$dir/err")"

@@ -27,4 +27,27 @@ static void test_order_statistics(void) {
   CHECK(d.n == 0 && isnan(d.max));
 }
 
-void tm_run_tests(void) { TM_RUN(test_order_statistics); }
+static void test_slo_parse(void) {
+  struct load_slo slo;
+  struct tm_err err = {{0}};
+  CHECK_EQ_INT(load_slo_parse("ttft=500ms,p95:tpot=50,e2e=10s", &slo, &err), 0);
+  CHECK(slo.set[LOAD_SLO_TTFT] && slo.set[LOAD_SLO_TPOT] && slo.set[LOAD_SLO_E2E]);
+  CHECK_NEAR(slo.limit_ms[LOAD_SLO_TTFT], 500, 1e-9);
+  CHECK_NEAR(slo.percentile[LOAD_SLO_TTFT], 99, 1e-9);
+  CHECK_NEAR(slo.limit_ms[LOAD_SLO_TPOT], 50, 1e-9);
+  CHECK_NEAR(slo.percentile[LOAD_SLO_TPOT], 95, 1e-9);
+  CHECK_NEAR(slo.limit_ms[LOAD_SLO_E2E], 10000, 1e-9);
+  CHECK_EQ_INT(load_slo_parse("e2e=0.5s", &slo, &err), 0);
+  CHECK(!slo.set[LOAD_SLO_TTFT] && slo.set[LOAD_SLO_E2E]);
+  const char *bad[] = {"", "ttft", "ttft=", "ttft=-1ms", "ttft=5min", "speed=5ms",
+                       "p0:ttft=5ms", "p101:ttft=5ms", "ttft=5ms,ttft=6ms", "ttft=nan"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err.msg[0] = 0;
+    CHECK_MSG(load_slo_parse(bad[i], &slo, &err) == -1 && err.msg[0], "accepted '%s'", bad[i]);
+  }
+}
+
+void tm_run_tests(void) {
+  TM_RUN(test_order_statistics);
+  TM_RUN(test_slo_parse);
+}
