@@ -234,6 +234,17 @@ struct server_info {
  * a tokenizer that hangs costs one timeout here, never a failed call). */
 int backend_server_info(struct backend *b, struct server_info *out, struct tm_err *err);
 
+/* The server's own token counters (Prometheus text at GET /metrics: llama.cpp
+ * with --metrics, llamacpp:prompt_tokens_total / tokens_predicted_total;
+ * vLLM, vllm:prompt_tokens_total / generation_tokens_total, summed over
+ * their label sets). source "" when the server exposes none (no endpoint, or
+ * none of these names): not an error. */
+struct server_counters {
+  char source[16];          /* "llama.cpp", "vllm", "" */
+  double prompt_tokens, generated_tokens; /* NAN when absent */
+};
+int backend_server_counters(struct backend *b, struct server_counters *out, struct tm_err *err);
+
 /* Model listing (/v1/models, /api/tags, LM Studio /api/v0/models): writes up to
  * max names; returns the count or -1. */
 int backend_list_models(struct backend *b, char (*names)[256], int max, struct tm_err *err);

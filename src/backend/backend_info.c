@@ -22,6 +22,7 @@
  * from the kind: a llama.cpp behind a proxy, or an OpenAI-compatible server,
  * may answer 404, and the identity says so (server_info.has_tokenize). */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -459,4 +460,50 @@ static void probe_tokenize(struct backend *b, struct server_info *out) {
   snprintf(out->tokenize_error, sizeof out->tokenize_error, "%.*s",
            (int)sizeof out->tokenize_error - 1, err.msg); /* cut: one line */
   transport_scrub_secret(b, out->tokenize_error, sizeof out->tokenize_error);
+}
+
+/* ------------------------------------------------------------- /metrics */
+
+/* The value of every sample of metric `name` in Prometheus text, summed
+ * (label sets apart); NAN when the name never appears. */
+static double prom_sum(const char *text, const char *name) {
+  const size_t n = strlen(name);
+  double sum = NAN;
+  for (const char *line = text; line && *line;) {
+    const char *eol = strchr(line, '\n');
+    if (line[0] != '#' && strncmp(line, name, n) == 0 && (line[n] == ' ' || line[n] == '{')) {
+      const char *v = line + n;
+      if (*v == '{') v = strchr(v, '}');
+      if (v && (!eol || v < eol)) {
+        char *end;
+        double x = strtod(v + (*v == '}'), &end);
+        if (end != v + (*v == '}') && isfinite(x)) sum = isnan(sum) ? x : sum + x;
+      }
+    }
+    line = eol ? eol + 1 : NULL;
+  }
+  return sum;
+}
+
+int backend_server_counters(struct backend *b, struct server_counters *out, struct tm_err *err) {
+  memset(out, 0, sizeof *out);
+  out->prompt_tokens = out->generated_tokens = NAN;
+  struct http_response resp;
+  if (http_request(b, "GET", "/metrics", NULL, info_timeout(b), &resp, err) != 0) return -1;
+  if (resp.status == 200 && resp.body) {
+    static const struct {
+      const char *source, *prompt, *generated;
+    } known[] = {{"llama.cpp", "llamacpp:prompt_tokens_total", "llamacpp:tokens_predicted_total"},
+                 {"vllm", "vllm:prompt_tokens_total", "vllm:generation_tokens_total"}};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+      double p = prom_sum(resp.body, known[i].prompt), g = prom_sum(resp.body, known[i].generated);
+      if (isnan(p) && isnan(g)) continue;
+      snprintf(out->source, sizeof out->source, "%s", known[i].source);
+      out->prompt_tokens = p;
+      out->generated_tokens = g;
+      break;
+    }
+  }
+  http_response_free(&resp);
+  return 0;
 }

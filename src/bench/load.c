@@ -151,6 +151,7 @@ struct sample {
   enum run_error error;
   double ttft_ms, ttfat_ms, decode_tok_s, tpot_ms, e2e_ms, queue_ms;
   double prompt_processed;  /* prompt - cached; NAN when unknown */
+  double prompt_reported;   /* the server's prompt count; NAN when unknown */
   double tokens;            /* the server's generated count (client's without) */
   uint32_t n_chunks;
   uint64_t *chunk_t;        /* arrival of each text chunk */
@@ -336,6 +337,7 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
                     : NAN;
   if (isfinite(sm.queue_ms) && sm.queue_ms < 0) sm.queue_ms = 0;
   sm.prompt_processed = m.prompt_processed >= 0 ? (double)m.prompt_processed : NAN;
+  sm.prompt_reported = m.prompt_tokens >= 0 ? (double)m.prompt_tokens : NAN;
   sm.tokens = m.generated_tokens >= 0 ? (double)m.generated_tokens : (double)m.client_tokens;
   sm.n_chunks = (uint32_t)r->n_chunks;
   if (r->n_chunks && (sm.chunk_t = malloc(r->n_chunks * sizeof *sm.chunk_t)) != NULL)
@@ -562,6 +564,16 @@ static json_t *level_json(const struct load_state *s, const struct load_level *l
   json_object_set_new(o, "max_send_lag_ms", record_json_num(lv->max_send_lag_ms));
   json_object_set_new(o, "behind_schedule", json_boolean(lv->behind_schedule));
   json_object_set_new(o, "aggregate_decode_ceiling_tok_s", json_null());
+  json_object_set_new(
+      o, "server_counters",
+      lv->counters_source[0]
+          ? json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}", "source", lv->counters_source,
+                      "server_prompt_tokens", record_json_num(lv->server_prompt_tokens),
+                      "server_generated_tokens", record_json_num(lv->server_generated_tokens),
+                      "client_prompt_tokens", record_json_num(lv->client_prompt_tokens),
+                      "client_generated_tokens", record_json_num(lv->client_generated_tokens),
+                      "disagree", lv->counters_disagree)
+          : json_null());
   json_object_set_new(o, "slo_met_share", record_json_num(lv->slo_met_share));
   json_object_set_new(o, "goodput_req_s", record_json_num(lv->goodput_req_s));
   json_object_set_new(o, "goodput_tok_s", record_json_num(lv->goodput_tok_s));
@@ -693,8 +705,58 @@ static void run_level(struct run *c, struct load_level *lv) {
   }
   if (!c->w1) c->w1 = tm_now_ns();
   evaluate(c, lv);
+}
+
+static void drop_samples(struct run *c) {
   for (size_t i = 0; i < c->n_samples; i++) free(c->samples[i].chunk_t);
   c->n_samples = 0;
+}
+
+/* The server's counters over the level against the client's sums (every
+ * request of the level, ramp and drain included: the reads bracket them). */
+static void counters_check(struct run *c, struct load_level *lv, const struct server_counters *a,
+                           const struct server_counters *b) {
+  snprintf(lv->counters_source, sizeof lv->counters_source, "%s", a->source);
+  lv->server_prompt_tokens = b->prompt_tokens - a->prompt_tokens;
+  lv->server_generated_tokens = b->generated_tokens - a->generated_tokens;
+  const bool llama = !strcmp(a->source, "llama.cpp");
+  double p = 0, g = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_samples; i++) {
+    const struct sample *sm = &c->samples[i];
+    if (sm->n_chunks == 0 && !sm->ok) continue; /* never reached generation */
+    n++;
+    double pp = llama ? sm->prompt_processed : sm->prompt_reported;
+    if (isfinite(pp)) p += pp;
+    g += sm->tokens;
+  }
+  lv->client_prompt_tokens = p;
+  lv->client_generated_tokens = g;
+  const double slack = 2.0 * (double)n;
+  const bool off_p = isfinite(lv->server_prompt_tokens) &&
+                     fabs(lv->server_prompt_tokens - p) > 0.02 * p + slack;
+  const bool off_g = isfinite(lv->server_generated_tokens) &&
+                     fabs(lv->server_generated_tokens - g) > 0.02 * g + slack;
+  lv->counters_disagree = off_p || off_g;
+  if (!lv->counters_disagree) return;
+  struct bench_finding *f = bench_findings_add(&c->s->findings, "server_counters_disagree",
+                                               BENCH_WARNING);
+  char where[32];
+  if (lv->concurrency) snprintf(where, sizeof where, "c=%u", lv->concurrency);
+  else snprintf(where, sizeof where, "rate=%g/s", lv->request_rate);
+  if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+  bench_finding_figure(f, "server_generated_tokens", lv->server_generated_tokens);
+  bench_finding_figure(f, "client_generated_tokens", g);
+  bench_finding_figure(f, "server_prompt_tokens", lv->server_prompt_tokens);
+  bench_finding_figure(f, "client_prompt_tokens", p);
+  bench_finding_brief(f, "%s: the server's /metrics counted %.0f generated, %.0f prompt tokens; "
+                         "the requests %.0f, %.0f", where, lv->server_generated_tokens,
+                      lv->server_prompt_tokens, g, p);
+  bench_finding_text(f, "%s: the server's own counters (%s /metrics) moved by %.0f generated and "
+                        "%.0f prompt tokens over the level, its answers to tokmeter's %zu requests "
+                        "add up to %.0f and %.0f: another client shares the server, or its "
+                        "counters and its answers disagree.", where, a->source,
+                     lv->server_generated_tokens, lv->server_prompt_tokens, n, g, p);
 }
 
 /* Runs one level (concurrency, or rate when concurrency is 0) as
@@ -708,7 +770,14 @@ static bool one_level(struct run *c, uint32_t concurrency, double rate) {
   lv->request_rate = concurrency ? NAN : rate;
   c->rate = concurrency ? 0 : rate;
   c->level_index = s->n_levels;
+  struct server_counters before, after;
+  struct tm_err err = {{0}};
+  if (backend_server_counters(c->b, &before, &err) != 0) before.source[0] = 0;
   run_level(c, lv);
+  if (before.source[0] && backend_server_counters(c->b, &after, &err) == 0 &&
+      !strcmp(after.source, before.source))
+    counters_check(c, lv, &before, &after);
+  drop_samples(c);
   if (backend_interrupted()) {
     s->interrupted = true; /* a level cut short is no level */
     return false;

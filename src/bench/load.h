@@ -129,6 +129,14 @@ struct load_level {
    * tokens), and whether the level meets them at their percentiles */
   double slo_met_share, goodput_req_s, goodput_tok_s;
   bool slo_met;
+  /* The server's own counters (GET /metrics) read before the ramp and after
+   * the drain, beside the client's sums over the level's requests (llama.cpp
+   * counts prompt tokens evaluated, cached ones out; vLLM every prompt
+   * token); source "" when the server exposes none */
+  char counters_source[16];
+  double server_prompt_tokens, server_generated_tokens;
+  double client_prompt_tokens, client_generated_tokens;
+  bool counters_disagree;       /* beyond 2% + 2 tokens per request */
 };
 
 struct load_hooks {

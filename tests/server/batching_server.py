@@ -20,7 +20,9 @@ llama.cpp-style `timings`). Scheduling, exactly:
     last. So a request's time to first token is its queue, its prefill and
     one step's c0 + c1 x S: the split tokmeter's queue_ms makes.
 
-Prompt tokens = the words of the last user message. GET /truth answers, per
+Prompt tokens = the words of the last user message. GET /metrics gives
+llama.cpp's token counters (x --metrics-scale: a server whose counters and
+answers disagree; 0: no /metrics). GET /truth answers, per
 request, the server's own times (time.time(), seconds): arrival, admission,
 every token's emission; tokmeter's figures are checked against them. The
 port is written to --port-file once listening.
@@ -36,6 +38,8 @@ ap.add_argument("--c0", type=float, default=20.0)
 ap.add_argument("--c1", type=float, default=2.0)
 ap.add_argument("--b", type=float, default=0.0)
 ap.add_argument("--port-file", required=True)
+ap.add_argument("--metrics-scale", type=float, default=1.0,
+                help="GET /metrics reports the token counters x this (0: no /metrics)")
 args = ap.parse_args()
 
 
@@ -51,6 +55,7 @@ class Req:
 
 
 queue, active, truth = [], [], []
+counters = {"prompt": 0, "predicted": 0}
 wake = asyncio.Event()
 
 
@@ -73,6 +78,7 @@ async def scheduler():
             active.append(r)
             admitted.append(r)
         prefill = args.b * sum(r.n_prompt for r in admitted)
+        counters["prompt"] += sum(r.n_prompt for r in admitted)
         step = args.c0 + args.c1 * len(active) + prefill
         await asyncio.sleep(max(0.0, start + step / 1e3 - loop.time()))
         now = time.time()
@@ -82,6 +88,7 @@ async def scheduler():
             else:
                 r.predicted_ms += step
             r.tokens.append(now)
+            counters["predicted"] += 1
             i = len(r.tokens) - 1
             sse(r.writer, {"choices": [{"index": 0, "delta": {"content": "w%d " % i},
                                         "finish_reason": None}], "object": "chat.completion.chunk"})
@@ -137,6 +144,13 @@ async def handle(reader, writer):
             elif method == "GET" and path == "/v1/models":
                 await respond(writer, 200, json.dumps(
                     {"object": "list", "data": [{"id": "batching", "object": "model"}]}))
+            elif method == "GET" and path == "/metrics" and args.metrics_scale > 0:
+                k = args.metrics_scale
+                await respond(writer, 200, "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n"
+                              "# TYPE llamacpp:prompt_tokens_total counter\n"
+                              "llamacpp:prompt_tokens_total %g\n"
+                              "llamacpp:tokens_predicted_total %g\n"
+                              % (k * counters["prompt"], k * counters["predicted"]), "text/plain")
             elif method == "GET" and path == "/truth":
                 await respond(writer, 200, json.dumps(truth))
             elif method == "POST" and path == "/tokenize":

@@ -73,6 +73,11 @@ for l in levels:
     # one stream's decode: a step of min(c, 4) streams takes 20 + 1 x S ms
     step = 20 + 1 * min(c, 4)
     assert abs(l["per_stream_decode_tok_s"]["p50"] - 1e3 / step) <= 0.03 * 1e3 / step, (c, l)
+# the server's own /metrics counters agree with its answers
+for l in levels:
+    sc = l["server_counters"]
+    assert sc and sc["source"] == "llama.cpp" and sc["disagree"] is False, sc
+    assert sc["server_generated_tokens"] == sc["client_generated_tokens"], sc
 # past the 4 slots the aggregate stops growing and the queue grows: the knee
 knee = [f for f in recs[-1]["findings"] if f["code"] == "knee"]
 assert knee and knee[0]["config"]["test"] == "c=4", recs[-1]["findings"]
@@ -97,6 +102,13 @@ assert levels[4]["goodput_req_s"] > 0, levels[4]
 f = [f for f in recs[-1]["findings"] if f["code"] == "capacity"][0]
 assert f["figures"]["capacity_concurrency"] == 4, f
 PY
+
+# --- 1c. counters that disagree with the answers: a finding, the run goes on --
+start_batching --slots 4 --c0 5 --c1 1 --b 0.5 --metrics-scale 2
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 --ramp 0 \
+  --duration 1 --out "$dir/m.jsonl"
+grep -q '"server_counters_disagree"' "$dir/m.jsonl" || fail "counters: no finding: $(tail -1 "$dir/m.jsonl")"
+grep -q "warning c=2: the server's /metrics counted" "$dir/out" || fail "counters: $(cat "$dir/out")"
 
 # --- 2. open loop: sent on schedule, latency from the schedule too ------------
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" --rate 20 --arrivals constant \
