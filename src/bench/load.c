@@ -13,7 +13,9 @@
 #include "bench/metrics.h"
 #include "bench/records_bench.h"
 #include "bench/runner.h"
+#include "gguf/ggml_types.h"
 #include "machine/probe.h"
+#include "model/analysis.h"
 #include "util/clock.h"
 #include "util/redact.h"
 
@@ -563,7 +565,13 @@ static json_t *level_json(const struct load_state *s, const struct load_level *l
   json_object_set_new(o, "late_sends", json_integer(lv->late_sends));
   json_object_set_new(o, "max_send_lag_ms", record_json_num(lv->max_send_lag_ms));
   json_object_set_new(o, "behind_schedule", json_boolean(lv->behind_schedule));
-  json_object_set_new(o, "aggregate_decode_ceiling_tok_s", json_null());
+  json_object_set_new(o, "aggregate_decode_ceiling_tok_s",
+                      record_json_num(lv->aggregate_decode_ceiling_tok_s));
+  json_object_set_new(o, "ceiling_batch", record_json_num(lv->ceiling_batch));
+  json_object_set_new(o, "ceiling_depth", record_json_num(lv->ceiling_depth));
+  json_object_set_new(o, "ceiling_bound", lv->ceiling_bound ? json_string(lv->ceiling_bound)
+                                                            : json_null());
+  json_object_set_new(o, "percent_of_ceiling", record_json_num(lv->percent_of_ceiling));
   json_object_set_new(
       o, "server_counters",
       lv->counters_source[0]
@@ -759,6 +767,26 @@ static void counters_check(struct run *c, struct load_level *lv, const struct se
                      lv->server_generated_tokens, lv->server_prompt_tokens, n, g, p);
 }
 
+/* -m: the aggregate decode ceiling at the level's batch and mean depth. */
+static void level_ceiling(struct load_state *s, struct load_level *lv) {
+  lv->ceiling_batch = lv->ceiling_depth = lv->aggregate_decode_ceiling_tok_s = NAN;
+  lv->percent_of_ceiling = NAN;
+  lv->ceiling_bound = NULL;
+  if (!s->have_model) return;
+  double b = lv->concurrency ? (double)lv->concurrency
+                             : lv->requests_per_s * lv->e2e_ms.mean / 1e3; /* Little's law */
+  if (!(b >= 0.5)) return;
+  const struct load_opts *o = s->o;
+  struct ceiling_batch_point p;
+  lv->ceiling_depth = (double)o->prompt_tokens + (double)o->max_tokens / 2;
+  ceiling_batch(s->cost, &s->rates, (uint32_t)lround(b), lv->ceiling_depth, &p);
+  lv->ceiling_batch = p.batch;
+  lv->aggregate_decode_ceiling_tok_s = p.aggregate_decode_tok_s;
+  lv->ceiling_bound = p.bound;
+  if (isfinite(p.aggregate_decode_tok_s) && p.aggregate_decode_tok_s > 0)
+    lv->percent_of_ceiling = 100 * lv->aggregate_output_tok_s / p.aggregate_decode_tok_s;
+}
+
 /* Runs one level (concurrency, or rate when concurrency is 0) as
  * s->levels[s->n_levels], records it; false when interrupted or full. */
 static bool one_level(struct run *c, uint32_t concurrency, double rate) {
@@ -778,6 +806,7 @@ static bool one_level(struct run *c, uint32_t concurrency, double rate) {
       !strcmp(after.source, before.source))
     counters_check(c, lv, &before, &after);
   drop_samples(c);
+  level_ceiling(c->s, lv);
   if (backend_interrupted()) {
     s->interrupted = true; /* a level cut short is no level */
     return false;
@@ -861,6 +890,8 @@ void load_state_init(struct load_state *s, const struct load_opts *o, const stru
 
 void load_state_free(struct load_state *s) {
   bench_session_end(&s->session, 0, NULL, false, NAN, NULL); /* only when still open */
+  free(s->cost);
+  s->cost = NULL;
   bench_findings_free(&s->findings);
 }
 
@@ -891,12 +922,16 @@ static int open_session(struct load_state *s, const struct server_info *si) {
       (int)o->requests, "prompt_tokens", (int)o->prompt_tokens, "prompt_tokens_sd",
       (int)o->prompt_sd, "max_tokens", (int)o->max_tokens, "max_tokens_sd", (int)o->max_tokens_sd,
       "idle_timeout_s", o->idle_timeout_s, "timeout_s", o->timeout_s);
+  json_object_set_new(settings, "gguf", o->gguf ? json_string(o->gguf) : json_null());
   struct machine_info mi;
   struct machine_thermal th;
   struct tm_err err = {{0}};
   if (machine_info_read(&mi, &err) != 0) memset(&mi, 0, sizeof mi);
   machine_thermal_read(&th);
-  struct record_model rm = {.name = o->model ? o->model : si->model, .bytes_per_token = NAN};
+  struct record_model rm = {.name = o->model ? o->model : si->model,
+                            .file = o->gguf,
+                            .arch = s->have_model ? s->cost->arch : NULL,
+                            .bytes_per_token = s->have_model ? s->cost->weight_bytes_per_token : NAN};
   struct record_identity_in in = {.tokmeter_version = TOKMETER_VERSION,
                                   .settings = settings,
                                   .machine = &mi,
@@ -922,6 +957,26 @@ int load_run(struct load_state *s) {
   if (o->find_capacity && !slo_any(&o->slo)) {
     s->err_is_usage = true;
     return fail(s, BENCH_BAD_INPUT, "--find-capacity needs --slo (the objectives to meet)");
+  }
+  if (o->gguf) {
+    s->cost = calloc(1, sizeof *s->cost);
+    if (!s->cost) return fail(s, BENCH_RUNTIME, "out of memory");
+    if (model_cost_from_file(o->gguf, GGML_TYPE_F16, s->cost, NULL, &err) != 0) {
+      s->err_is_usage = true;
+      return fail(s, BENCH_BAD_INPUT, "%s", err.msg);
+    }
+    struct machine_probe *p = calloc(1, sizeof *p);
+    if (p && probe_get(p, false, s->hooks.progress, s->hooks.ctx, &err) == 0) {
+      s->rates = (struct ceiling_rates){.read_bw_bytes_s = probe_best_read_bw(p, NULL),
+                                        .f32_flops = probe_best_f32(p, NULL),
+                                        .int8_ops = probe_best_int8(p, NULL),
+                                        .int8_tile_ops = probe_best_int8_tile(p, NULL)};
+      s->have_model = true;
+      s->batch_turn = ceiling_batch_turn(s->cost, &s->rates,
+                                         (double)o->prompt_tokens + (double)o->max_tokens / 2,
+                                         4096);
+    }
+    free(p);
   }
   const double info_timeout_s = o->idle_timeout_s < 10 ? o->idle_timeout_s : 10;
   enum api_family api = o->api;
@@ -1012,6 +1067,24 @@ int load_run(struct load_state *s) {
     if (!s->interrupted) knee_finding(s);
   } else {
     find_capacity(&c);
+  }
+  if (s->have_model && s->n_levels) {
+    struct bench_finding *f = bench_findings_add(&s->findings, "batch_turn", BENCH_INFO);
+    const double depth = (double)o->prompt_tokens + (double)o->max_tokens / 2;
+    bench_finding_figure(f, "batch", s->batch_turn);
+    bench_finding_figure(f, "depth", depth);
+    if (s->batch_turn) {
+      bench_finding_brief(f, "ceiling: the decode step turns compute bound at %u streams (depth %.0f)",
+                          s->batch_turn, depth);
+      bench_finding_text(f, "On this machine's figures the decode step of %u streams at depth %.0f "
+                            "is compute bound: below that more streams share one read of the "
+                            "weights, above it each adds its arithmetic.", s->batch_turn, depth);
+    } else {
+      bench_finding_brief(f, "ceiling: memory bound up to 4096 streams at depth %.0f", depth);
+      bench_finding_text(f, "On this machine's figures the decode step stays memory bound up to "
+                            "4096 streams at depth %.0f (each stream's KV cache grows the bytes "
+                            "with the batch), or no compute rate is known.", depth);
+    }
   }
   rc = BENCH_OK;
   if (s->interrupted) rc = fail(s, BENCH_RUNTIME, "interrupted: the levels finished are recorded");

@@ -39,6 +39,7 @@
 #include "backend/backend.h"
 #include "bench/findings.h"
 #include "bench/session.h"
+#include "model/ceiling.h"
 #include "util/err.h"
 
 #define LOAD_MAX_LEVELS 32
@@ -54,6 +55,7 @@ enum load_arrivals { LOAD_POISSON = 0, LOAD_CONSTANT, LOAD_GAMMA };
  * percentile over the level's requests (failed ones as infinitely late) is
  * within its limit. */
 enum load_slo_metric { LOAD_SLO_TTFT = 0, LOAD_SLO_TPOT, LOAD_SLO_E2E, LOAD_SLO_COUNT };
+struct model_cost;
 struct load_slo {
   bool set[LOAD_SLO_COUNT];
   double limit_ms[LOAD_SLO_COUNT];
@@ -91,6 +93,9 @@ struct load_opts {
   double idle_timeout_s, timeout_s;
   uint32_t seed;
   struct load_slo slo;          /* no objective set: no SLO figures */
+  const char *gguf;             /* -m: the file the server serves: the aggregate
+                                   decode ceiling per level (model/ceiling.h
+                                   ceiling_batch, this machine's probe) */
   bool find_capacity;           /* bisect the -c (or --rate) range for the
                                    largest load that meets the SLOs */
 };
@@ -137,6 +142,12 @@ struct load_level {
   double server_prompt_tokens, server_generated_tokens;
   double client_prompt_tokens, client_generated_tokens;
   bool counters_disagree;       /* beyond 2% + 2 tokens per request */
+  /* -m: the aggregate decode ceiling of `ceiling_batch` streams (the level's
+   * concurrency; in open loop the mean in flight, requests/s x mean
+   * end-to-end) at each stream's mean depth (prompt + output / 2), and the
+   * measured aggregate as a share of it; NAN without -m */
+  double ceiling_batch, ceiling_depth, aggregate_decode_ceiling_tok_s, percent_of_ceiling;
+  const char *ceiling_bound;    /* "memory" / "compute"; NULL */
 };
 
 struct load_hooks {
@@ -163,6 +174,13 @@ struct load_state {
   uint32_t capacity_concurrency;
   double capacity_rate;
   bool capacity_found, capacity_at_top;
+  /* -m: the model's cost and this machine's rates; the batch at which its
+   * decode step turns compute bound at the workload's depth (0: not within
+   * 4096, or no compute rate) */
+  bool have_model;
+  struct model_cost *cost;
+  struct ceiling_rates rates;
+  uint32_t batch_turn;
   bool interrupted;
 };
 

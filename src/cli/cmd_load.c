@@ -25,6 +25,7 @@ static void usage(FILE *out) {
           "  --api KIND           auto, openai, ollama or llamacpp (default auto)\n"
           "  --endpoint E         chat or completion (default chat)\n"
           "  --model NAME         the served model (default the server's)\n"
+          "  -m, --gguf FILE      the file the server serves: the aggregate ceiling\n"
           "  --api-key-env VAR    variable with the API key (default OPENAI_API_KEY)\n"
           "  -c, --concurrency L  closed loop: requests in flight per level, e.g. 1,4,16\n"
           "  --rate L             open loop: requests/s per level, e.g. 0.5,1,2\n"
@@ -121,10 +122,15 @@ static void print_levels(const struct load_state *s, bool verbose) {
     char name[32];
     if (lv->concurrency) snprintf(name, sizeof name, "c=%u", lv->concurrency);
     else snprintf(name, sizeof name, "rate=%g/s", lv->request_rate);
-    char slo[64] = "";
+    char slo[160] = "";
     if (isfinite(lv->slo_met_share))
       snprintf(slo, sizeof slo, "  SLO %s: %.0f%% met, goodput %.2f req/s",
                lv->slo_met ? "met" : "MISSED", 100 * lv->slo_met_share, lv->goodput_req_s);
+    if (isfinite(lv->aggregate_decode_ceiling_tok_s)) {
+      size_t l = strlen(slo);
+      snprintf(slo + l, sizeof slo - l, "  ceiling %.0f tok/s (%.0f%%, %s)",
+               lv->aggregate_decode_ceiling_tok_s, lv->percent_of_ceiling, lv->ceiling_bound);
+    }
     char c1[16], c2[16], c3[16], c4[16], c5[16], c6[16];
     printf("%-12s %7u %6u %8s %12s %12s %12s %12s %12s%s%s\n", name, lv->requests_ok,
            lv->requests_failed, cell(c1, lv->requests_per_s, "%.2f"),
@@ -178,6 +184,7 @@ int cmd_load(int argc, char **argv) {
       {"json", no_argument, 0, O_JSON},               {"verbose", no_argument, 0, 'v'},
       {"progress", no_argument, 0, O_PROGRESS},       {"no-progress", no_argument, 0, O_NO_PROGRESS},
       {"slo", required_argument, 0, O_SLO},           {"find-capacity", no_argument, 0, O_CAPACITY},
+      {"gguf", required_argument, 0, 'm'},
       {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
   struct load_opts o;
   load_opts_init(&o);
@@ -188,7 +195,7 @@ int cmd_load(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   int ch;
-  while ((ch = getopt_long(argc, argv, ":c:p:n:vh", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":c:p:n:m:vh", longopts, NULL)) != -1) {
     switch (ch) {
       case O_URL: o.url = optarg; break;
       case O_API: {
@@ -245,6 +252,7 @@ int cmd_load(int argc, char **argv) {
         if (cli_parse_number(CMD, optarg, "--timeout", false, 0.01, 86400, &o.timeout_s)) return TM_EXIT_USAGE;
         break;
       case O_OUT: o.out = optarg; break;
+      case 'm': o.gguf = optarg; break;
       case O_SLO: {
         struct tm_err e = {{0}};
         if (load_slo_parse(optarg, &o.slo, &e) != 0) return cli_usage_error(CMD, "--slo: %s", e.msg);

@@ -121,6 +121,8 @@ int model_analyze(const struct model_desc *d, const struct model_analyze_options
   c->context_length = d->context_length;
   c->sliding_window = d->sliding_window;
   c->moe = d->n_expert > 0;
+  c->n_expert = d->n_expert;
+  c->n_expert_used = d->n_expert_used;
   c->kv_unknown = d->heads_unknown;
 
   bool has_output = false;
@@ -181,6 +183,7 @@ int model_analyze(const struct model_desc *d, const struct model_analyze_options
                t->ne[t->n_dims - 1] == d->n_expert) {
       /* Routed experts: only expert_used_count of expert_count are read. */
       c->weight_bytes_per_token += (double)bytes * expert_frac;
+      c->routed_expert_bytes += (double)bytes;
       c->params_active += (double)n * expert_frac;
       c->params_layers_active += (double)n * expert_frac;
     } else {

@@ -124,6 +124,10 @@ struct model_cost {
   bool tied;                    /* no output.weight: token_embd is the head */
   bool moe;
   double weight_bytes_per_token;/* weights read per generated token */
+  double routed_expert_bytes;   /* every routed expert's bytes, all layers (a
+                                   decode step of one token reads n_expert_used /
+                                   n_expert of them); 0 for a dense model */
+  uint32_t n_expert, n_expert_used;
   double state_bytes;           /* recurrent state (all recurrent layers), read per token */
   double kv_bytes_per_token_full; /* KV bytes per token of context, full-attention layers */
   double kv_bytes_per_token_swa;  /* same for sliding-window layers (until the window) */

@@ -58,6 +58,51 @@ void ceiling_of_workload(const struct model_cost *c, const struct ceiling_rates 
   }
 }
 
+void ceiling_batch(const struct model_cost *c, const struct ceiling_rates *r, uint32_t batch,
+                   double depth, struct ceiling_batch_point *out) {
+  memset(out, 0, sizeof *out);
+  const uint32_t b = batch ? batch : 1;
+  const uint64_t d = depth > 0 ? (uint64_t)llround(depth) : 0;
+  out->batch = b;
+  out->depth = (double)d;
+  /* one token's bytes: weights (experts at k/E) + state + KV at d */
+  const double one = model_decode_bytes_at_depth(c, d);
+  const double per_stream = one - c->weight_bytes_per_token; /* KV + state */
+  double weights = c->weight_bytes_per_token;
+  if (c->n_expert && c->routed_expert_bytes > 0) {
+    const double k_e = (double)c->n_expert_used / c->n_expert;
+    const double touched = 1 - pow(1 - k_e, (double)b); /* share of experts read */
+    weights += c->routed_expert_bytes * (touched - k_e);
+  }
+  out->bytes_per_step = weights + (double)b * per_stream;
+  out->flops_per_step = (double)b * model_decode_flops_at_depth(c, d);
+  out->memory_s = known(r->read_bw_bytes_s) ? out->bytes_per_step / r->read_bw_bytes_s : NAN;
+  out->compute_path = ceiling_compute_path(c->quantized_bytes_fraction, r, b);
+  const char *p = out->compute_path;
+  const double ops = !p                        ? NAN
+                     : !strcmp(p, "given")     ? r->given_compute_ops_s
+                     : !strcmp(p, "int8_tile") ? r->int8_tile_ops
+                     : !strcmp(p, "int8")      ? r->int8_ops
+                                               : r->f32_flops;
+  out->compute_s = known(ops) ? out->flops_per_step / ops : NAN;
+  const bool compute_bound = isfinite(out->compute_s) && !(out->compute_s <= out->memory_s);
+  out->bound = compute_bound ? "compute" : "memory";
+  const double step = compute_bound ? out->compute_s : out->memory_s;
+  out->aggregate_decode_tok_s = step > 0 && isfinite(step) ? (double)b / step : NAN;
+  out->per_stream_decode_tok_s = out->aggregate_decode_tok_s / b;
+}
+
+uint32_t ceiling_batch_turn(const struct model_cost *c, const struct ceiling_rates *r,
+                            double depth, uint32_t max_batch) {
+  for (uint32_t b = 1; b <= max_batch; b++) {
+    struct ceiling_batch_point p;
+    ceiling_batch(c, r, b, depth, &p);
+    if (!isfinite(p.compute_s)) return 0;
+    if (!strcmp(p.bound, "compute")) return b;
+  }
+  return 0;
+}
+
 int ceiling_verdict_make(const char *phase, double measured_tok_s, double ceiling_tok_s,
                          struct ceiling_verdict *v) {
   memset(v, 0, sizeof *v);

@@ -77,6 +77,33 @@ const char *ceiling_compute_path(double quantized_bytes_fraction, const struct c
 void ceiling_of_workload(const struct model_cost *c, const struct ceiling_rates *r,
                          const struct ceiling_workload *w, struct ceiling_result *out);
 
+/* ---- many streams decoding together (a batch of B) ----
+ * One decode step of B streams, each at context depth d, reads the dense
+ * weights once, the routed experts' expected union (per layer E x (1 - (1 -
+ * k/E)^B) of E experts with k used per token: routing taken as uniform and
+ * independent) and each stream's own KV cache and recurrent state; it
+ * computes B x the FLOPs of one token at d, on the path the prefill's rule
+ * picks for B tokens (ceiling_compute_path). Its time is at least the larger
+ * of bytes / bandwidth and FLOPs / compute; the aggregate ceiling is B over
+ * that time. With no compute rate known, the memory bound alone (bound
+ * "memory", compute_known false). */
+struct ceiling_batch_point {
+  uint32_t batch;
+  double depth;
+  double bytes_per_step, flops_per_step;
+  double memory_s, compute_s;        /* the two lower bounds of a step; compute NAN unknown */
+  double aggregate_decode_tok_s;     /* NAN when the bandwidth is unknown */
+  double per_stream_decode_tok_s;    /* aggregate / B */
+  const char *bound;                 /* "memory" or "compute" */
+  const char *compute_path;          /* as ceiling_compute_path; NULL unknown */
+};
+void ceiling_batch(const struct model_cost *c, const struct ceiling_rates *r, uint32_t batch,
+                   double depth, struct ceiling_batch_point *out);
+/* The smallest batch (1..max_batch) whose step is compute bound; 0 when
+ * none is (or no compute rate is known). */
+uint32_t ceiling_batch_turn(const struct model_cost *c, const struct ceiling_rates *r,
+                            double depth, uint32_t max_batch);
+
 enum ceiling_verdict_kind {
   CEILING_ABOVE = 0,       /* > 100% */
   CEILING_WELL_TUNED_K,    /* 75%..100% */

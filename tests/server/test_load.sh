@@ -103,6 +103,31 @@ f = [f for f in recs[-1]["findings"] if f["code"] == "capacity"][0]
 assert f["figures"]["capacity_concurrency"] == 4, f
 PY
 
+# --- 1b'. -m FILE: the aggregate decode ceiling beside each level, on a
+# crafted probe (an AVX-512 VNNI machine's figures, whatever this CPU) -------
+model="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
+expect_exit 0 "$TOKMETER" probe
+python3 "$TOKMETER_SOURCE_DIR/tests/cli/craft_probe.py" "$TOKMETER_CACHE_DIR" avx512_vnni >/dev/null ||
+  fail "crafting an avx512_vnni probe"
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,4 -p 50 -n 30 --ramp 0.5 \
+  --duration 1.5 -m "$model" --out "$dir/g.jsonl"
+grep -q "ceiling .* tok/s (.*%, memory)" "$dir/out" || fail "-m: no ceiling in the table: $(cat "$dir/out")"
+python3 - "$dir/g.jsonl" <<'PY' || fail "-m: records"
+import json, math, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert recs[0]["model"]["file"].endswith("tiny-llama-Q4_0.gguf"), recs[0]["model"]
+lv = {r["concurrency"]: r for r in recs if r["record"] == "load"}
+for c, l in lv.items():
+    assert l["ceiling_batch"] == c and l["ceiling_depth"] == 65, l
+    cl = l["aggregate_decode_ceiling_tok_s"]
+    assert cl > 0 and math.isclose(l["percent_of_ceiling"], 100 * l["aggregate_output_tok_s"] / cl), l
+# four streams share one read of the weights: a higher ceiling than one
+assert lv[4]["aggregate_decode_ceiling_tok_s"] > 2 * lv[1]["aggregate_decode_ceiling_tok_s"], lv
+assert any(f["code"] == "batch_turn" for f in recs[-1]["findings"]), recs[-1]["findings"]
+PY
+expect_exit 2 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1 -m "$dir/none.gguf"
+grep -q "none.gguf" "$dir/err" || fail "-m missing file: $(cat "$dir/err")"
+
 # --- 1c. counters that disagree with the answers: a finding, the run goes on --
 start_batching --slots 4 --c0 5 --c1 1 --b 0.5 --metrics-scale 2
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 --ramp 0 \
