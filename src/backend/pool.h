@@ -1,7 +1,10 @@
 /* pool: many streamed requests in flight at once to one backend's server.
  *
- * One thread, one libcurl multi handle, one easy handle per stream slot (its
- * connection kept alive for the slot's next request): no thread per stream.
+ * One thread, one libcurl multi handle driven by its socket API over one
+ * epoll set, one easy handle per stream slot (its connection kept alive for
+ * the slot's next request): no thread per stream, and a wake-up costs the
+ * sockets that are ready. The process's descriptor limit is raised to fit
+ * the streams (or the pool is refused, naming the limit).
  * Each request follows backend_run's rules exactly (the same dialect, the
  * same framing, arrival stamps taken in curl's callbacks, the same idle and
  * total timeouts, the same failure kinds and messages, the key scrubbed from
