@@ -287,6 +287,36 @@ static bool is_inprocess(json_t *run, const char *backend) {
          (backend && (!strcmp(backend, "engine") || !strcmp(backend, "llama-bench")));
 }
 
+/* A load level (docs/records.md "load"): the figures the report draws, typed. */
+static int check_load(const struct where *w, json_t *line) {
+  json_t *c = json_object_get(line, "concurrency"), *r = json_object_get(line, "request_rate");
+  const bool closed = json_is_integer(c) && json_integer_value(c) >= 1;
+  const bool open = json_is_number(r) && json_number_value(r) > 0;
+  if (closed == open || !(closed ? json_is_null(r) || !r : json_is_null(c) || !c))
+    return bad(w, "load record: one of concurrency (a whole number >= 1) and request_rate (a "
+                  "number > 0) is expected, the other null");
+  static const char *const rates[] = {"window_s", "aggregate_output_tok_s", "aggregate_prompt_tok_s",
+                                      "requests_per_s", "aggregate_decode_ceiling_tok_s"};
+  for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+    json_t *v = json_object_get(line, rates[i]);
+    if (v && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) >= 0))
+      return bad(w, "load record: %s is not a number >= 0 or null", rates[i]);
+  }
+  static const char *const dists[] = {"ttft_ms", "per_stream_decode_tok_s"};
+  static const char *const fields[] = {"p50", "p99"};
+  for (size_t i = 0; i < 2; i++) {
+    json_t *d = json_object_get(line, dists[i]);
+    if (!d || json_is_null(d)) continue;
+    if (!json_is_object(d)) return bad(w, "load record: %s is not an object or null", dists[i]);
+    for (size_t k = 0; k < 2; k++) {
+      json_t *v = json_object_get(d, fields[k]);
+      if (v && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) >= 0))
+        return bad(w, "load record: %s.%s is not a number >= 0", dists[i], fields[k]);
+    }
+  }
+  return 0;
+}
+
 static int check_record(const struct where *w, const char *kind, json_t *line) {
   if (!strcmp(kind, "identity")) {
     json_t *id = json_object_get(line, "id");
@@ -314,6 +344,7 @@ static int check_record(const struct where *w, const char *kind, json_t *line) {
                              "a non-negative integer")
                ? -1
                : 0;
+  if (!strcmp(kind, "load")) return check_load(w, line);
   if (strcmp(kind, "run")) return 0; /* summaries: no figure is read back from them */
   if (check_bool(w, line, RK_WARMUP) || check_bool(w, line, RK_OK) ||
       check_bool(w, line, RK_COLD) || check_bool(w, line, RK_CALIBRATION) ||
@@ -378,7 +409,7 @@ static int add_record(struct results *r, json_t *line, const char *source, size_
   r->n_lines_by_source[r->n_sources - 1]++;
   bool is_identity = !strcmp(kind, "identity");
   bool known = is_identity || !strcmp(kind, "run") || !strcmp(kind, "summary") ||
-               !strcmp(kind, "end");
+               !strcmp(kind, "end") || !strcmp(kind, "load");
   if (!known) {
     json_decref(line);
     return 0;
@@ -403,6 +434,8 @@ static int add_record(struct results *r, json_t *line, const char *source, size_
     if (push(&g->runs, &g->n_runs, line)) goto oom;
   } else if (!strcmp(kind, "summary")) {
     if (push(&g->summaries, &g->n_summaries, line)) goto oom;
+  } else if (!strcmp(kind, "load")) {
+    if (push(&g->loads, &g->n_loads, line)) goto oom;
   } else {
     if (g->end) json_decref(g->end);
     g->end = line;
@@ -556,9 +589,11 @@ void results_free(struct results *r) {
     if (g->identity) json_decref(g->identity);
     for (size_t j = 0; j < g->n_runs; j++) json_decref(g->runs[j]);
     for (size_t j = 0; j < g->n_summaries; j++) json_decref(g->summaries[j]);
+    for (size_t j = 0; j < g->n_loads; j++) json_decref(g->loads[j]);
     if (g->end) json_decref(g->end);
     free(g->runs);
     free(g->summaries);
+    free(g->loads);
   }
   free(r->inv);
   for (size_t i = 0; i < r->n_sources; i++) free(r->sources[i]);

@@ -60,6 +60,8 @@ struct results_invocation {
   json_t **summaries;   /* "summary" lines in file order */
   size_t n_summaries;
   json_t *end;          /* the "end" line, or NULL (the invocation died) */
+  json_t **loads;       /* "load" lines (tokmeter load: one per level), in file order */
+  size_t n_loads;
 };
 
 struct results {

@@ -130,7 +130,7 @@ int cmd_report(int argc, char **argv) {
     return cli_fail(CMD, TM_EXIT_RUNTIME, "%s", err.msg);
   }
   int rc = TM_EXIT_OK;
-  if (rep.n_rows == 0) {
+  if (rep.n_rows == 0 && !report_load_levels(&r)) {
     rc = cli_fail(CMD, TM_EXIT_USAGE, "no timed runs in %s%s (only warm-ups, calibration, "
                   "failed runs or identity lines)", paths[0], n_paths > 1 ? " and the others" : "");
     goto done;

@@ -28,8 +28,11 @@
  *    run, the median per thread count as a line;
  *  - % of ceiling: one bar per configuration x rate with a ceiling, and the
  *    100% line;
- *  - aggregate against per-stream rate: no record carries load data yet; the
- *    page says so instead of drawing an empty plot. */
+ *  - aggregate throughput and one stream's decode against the load, and TTFT
+ *    p50 / p99 against the load, one plot each per `tokmeter load`
+ *    invocation (report_load.c: one mark per level record, the aggregate
+ *    ceiling dashed where recorded, the knee as a line); with none, the page
+ *    says so instead of drawing an empty plot. */
 #ifndef TM_REPORT_H
 #define TM_REPORT_H
 
@@ -74,6 +77,10 @@ struct report {
  * report with n_rows == 0 (the CLI says "no timed runs"). */
 int report_build(const struct results *r, struct report *rep, struct tm_err *err);
 void report_free(struct report *rep);
+
+/* The `tokmeter load` level records in r (a report of load records alone
+ * has no rows: its tables and plots are the levels). */
+size_t report_load_levels(const struct results *r);
 
 /* Writers: append to out; 0, or -1 with err (out of memory). */
 int report_write_table(const struct report *rep, struct sbuf *out, struct tm_err *err);

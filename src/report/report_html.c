@@ -180,8 +180,8 @@ int report_write_html(const struct report *rep, const char *title, struct sbuf *
                "the time to first token</dd>"
                "<dt>DC</dt><dd>decode rate (generated tok/s, one stream): how fast one answer "
                "is written; a curve over output length</dd>"
-               "<dt>AT</dt><dd>aggregate throughput (tok/s over concurrent streams): no record "
-               "carries it yet</dd>"
+               "<dt>AT</dt><dd>aggregate throughput (tok/s over concurrent streams): "
+               "<code>tokmeter load</code>'s levels, plotted below</dd>"
                "<dt>FX</dt><dd>fixed costs (ms): load, warm-up, request overhead, round "
                "trip</dd></dl>\n");
   result_tables(rep, o);

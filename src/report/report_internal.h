@@ -32,4 +32,11 @@ int report_ceiling_notes(const struct report *rep, struct sbuf *o, enum report_f
  * paragraph saying why there is none) to out. 0 or -1 with err. */
 int report_plots_html(const struct report *rep, struct sbuf *out, struct tm_err *err);
 
+/* report_load.c: `tokmeter load` levels. The count of level records; the
+ * levels as text tables (appended after the runs' table); the HTML section
+ * (aggregate and one stream against load, TTFT against load), or the line
+ * saying there are none. */
+int report_load_text(const struct results *r, struct sbuf *o);
+int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err);
+
 #endif

@@ -436,12 +436,7 @@ int report_plots_html(const struct report *rep, struct sbuf *o, struct tm_err *e
   if (!rc) rc = section_threads(rep, o, &pl, METRIC_PREFILL_TOK_S, err);
   if (!rc) rc = section_threads(rep, o, &pl, METRIC_DECODE_TOK_S, err);
   if (!rc) rc = section_ceiling(rep, o, &pl, err);
-  if (!rc) {
-    sbuf_puts(o, "<h3 id=\"plot-aggregate\">AT aggregate against per-stream rate</h3>\n"
-                 "<p class=\"tm-none\">No record carries load data yet (concurrent streams: the "
-                 "planned <code>tokmeter load</code>), so there is no aggregate-throughput plot. "
-                 "Every rate above is one stream.</p>\n");
-  }
+  if (!rc) rc = report_load_html(rep->results, o, err);
   if (!rc && pl.oom) rc = tm_errf(err, "report: out of memory");
   pool_free(&pl);
   return rc;

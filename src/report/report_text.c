@@ -101,8 +101,8 @@ static void pad(struct sbuf *o, size_t n) {
 
 const char *const report_legend_text =
     "CC context (tokens), PF prefill rate (prompt tok/s), DC decode rate (generated tok/s, one "
-    "stream), FX fixed costs (ms; TTFT in-process: the pp test's time); AT aggregate throughput: no "
-    "record carries it yet. DC client: the client's own decode rate beside the server's.\n"
+    "stream), FX fixed costs (ms; TTFT in-process: the pp test's time); AT aggregate throughput: the "
+    "load tables (tokmeter load). DC client: the client's own decode rate beside the server's.\n"
     "Cells: median \xc2\xb1 sample sd over the timed runs (warm-ups, calibration and failed runs "
     "excluded); % of ceiling = 100 x median / the mean of the runs' ceilings; blank = not measured or blank by rule.\n";
 
@@ -147,9 +147,12 @@ int report_write_table(const struct report *rep, struct sbuf *o, struct tm_err *
     }
     sbuf_puts(o, "\n");
   }
-  sbuf_puts(o, "\n");
-  report_ceiling_notes(rep, o, REPORT_TABLE);
-  sbuf_puts(o, report_legend_text);
+  if (rep->n_rows) {
+    sbuf_puts(o, "\n");
+    report_ceiling_notes(rep, o, REPORT_TABLE);
+    sbuf_puts(o, report_legend_text);
+  }
+  report_load_text(rep->results, o);
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");
 }
 
@@ -186,8 +189,8 @@ int report_write_markdown(const struct report *rep, struct sbuf *o, struct tm_er
   report_ceiling_notes(rep, o, REPORT_MARKDOWN);
   /* markdown joins lines of a paragraph: keep the two sentences apart */
   sbuf_puts(o, "CC context (tokens), PF prefill rate (prompt tok/s), DC decode rate (generated "
-               "tok/s, one stream), FX fixed costs (ms); AT aggregate throughput: no record "
-               "carries it yet.\n\n"
+               "tok/s, one stream), FX fixed costs (ms); AT aggregate throughput: "
+               "tokmeter load's records (the table and the HTML page).\n\n"
                "Cells: median \xc2\xb1 sample sd over the timed runs (warm-ups, calibration and "
                "failed runs excluded); % of ceiling = 100 x median / the mean of the runs' ceilings; blank = not "
                "measured or blank by rule.\n");

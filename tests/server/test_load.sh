@@ -82,6 +82,13 @@ for l in levels:
 knee = [f for f in recs[-1]["findings"] if f["code"] == "knee"]
 assert knee and knee[0]["config"]["test"] == "c=4", recs[-1]["findings"]
 PY
+# the report: the levels as a table, and two plots per invocation (one mark
+# per level and series: aggregate and one stream; TTFT p50 and p99)
+expect_exit 0 "$TOKMETER" report "$dir/c.jsonl" --html "$dir/r.html"
+grep -q "^load: http://127.0.0.1:$BPORT (invocation .*, 4 levels)" "$dir/out" || fail "report: $(cat "$dir/out")"
+grep -Eq "^  c=8 +[0-9]+ +0 " "$dir/out" || fail "report: no c=8 row: $(cat "$dir/out")"
+grep -q 'data-plot="load-0-throughput" data-marks="8"' "$dir/r.html" || fail "report: no throughput plot"
+grep -q 'data-plot="load-0-ttft" data-marks="8"' "$dir/r.html" || fail "report: no TTFT plot"
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 30 --ramp 0.5 \
   --duration 2 --out "$dir/t.jsonl"
 grep -q "^c=2 " "$dir/out" || fail "no table row: $(cat "$dir/out")"

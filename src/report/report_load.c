@@ -1,0 +1,185 @@
+/* report_load: `tokmeter load` records in the report (see report_internal.h):
+ * per invocation, the levels as a table (terminal) and, on the HTML page,
+ * aggregate output tok/s and one stream's decode rate against the load (with
+ * the aggregate ceiling where the records carry it, and the knee), and TTFT
+ * p50 / p99 against the load. One mark per level record; nothing derived. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+#include "report/svg.h"
+
+static double num(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static double dist(json_t *o, const char *k, const char *q) {
+  json_t *d = json_object_get(o, k);
+  return json_is_object(d) ? num(d, q) : NAN;
+}
+
+/* The level's load: concurrency, or requests/s in open loop. */
+static double load_of(json_t *l, bool *closed) {
+  json_t *c = json_object_get(l, "concurrency");
+  *closed = json_is_integer(c);
+  return *closed ? (double)json_integer_value(c) : num(l, "request_rate");
+}
+
+static const char *target_of(const struct results_invocation *inv) {
+  const char *t = inv->identity ? json_string_value(json_object_get(inv->identity, "target")) : NULL;
+  return t ? t : "(no identity)";
+}
+
+static void cell(char *buf, size_t n, double v, const char *fmt) {
+  if (isfinite(v)) snprintf(buf, n, fmt, v);
+  else snprintf(buf, n, "-");
+}
+
+size_t report_load_levels(const struct results *r) {
+  size_t n = 0;
+  for (size_t i = 0; r && i < r->n_inv; i++) n += r->inv[i].n_loads;
+  return n;
+}
+
+int report_load_text(const struct results *r, struct sbuf *o) {
+  for (size_t i = 0; r && i < r->n_inv; i++) {
+    const struct results_invocation *inv = &r->inv[i];
+    if (!inv->n_loads) continue;
+    sbuf_puts(o, "\nload: ");
+    sbuf_put_line(o, target_of(inv));
+    sbuf_printf(o, " (invocation %.8s, %zu levels)\n", inv->id, inv->n_loads);
+    sbuf_printf(o, "  %-12s %7s %6s %12s %12s %12s %11s %11s %8s\n", "level", "ok", "failed",
+                "AT out tok/s", "AT in tok/s", "DC p50 tok/s", "TTFT p50 ms", "TTFT p99 ms",
+                "% ceil");
+    for (size_t k = 0; k < inv->n_loads; k++) {
+      json_t *l = inv->loads[k];
+      bool closed;
+      const double load = load_of(l, &closed);
+      char name[32], a[24], b[24], c[24], d[24], e[24], f[24];
+      if (closed) snprintf(name, sizeof name, "c=%.0f", load);
+      else snprintf(name, sizeof name, "rate=%g/s", load);
+      cell(a, sizeof a, num(l, "aggregate_output_tok_s"), "%.1f");
+      cell(b, sizeof b, num(l, "aggregate_prompt_tok_s"), "%.1f");
+      cell(c, sizeof c, dist(l, "per_stream_decode_tok_s", "p50"), "%.1f");
+      cell(d, sizeof d, dist(l, "ttft_ms", "p50"), "%.1f");
+      cell(e, sizeof e, dist(l, "ttft_ms", "p99"), "%.1f");
+      cell(f, sizeof f, num(l, "percent_of_ceiling"), "%.0f%%");
+      sbuf_printf(o, "  %-12s %7lld %6lld %12s %12s %12s %11s %11s %8s\n", name,
+                  (long long)num(l, "requests_ok"), (long long)num(l, "requests_failed"), a, b, c,
+                  d, e, f);
+    }
+  }
+  if (report_load_levels(r))
+    sbuf_puts(o, "AT out/in: every stream's generated / prompt tokens together over the measured "
+                 "window; DC: one stream's decode; % ceil: AT out / the aggregate decode ceiling "
+                 "(load -m).\n");
+  return 0;
+}
+
+/* The knee's level ("c=4", "rate=2/s") from the end record's findings. */
+static double knee_of(const struct results_invocation *inv) {
+  json_t *fs = inv->end ? json_object_get(inv->end, "findings") : NULL;
+  size_t i;
+  json_t *f;
+  json_array_foreach(fs, i, f) {
+    const char *code = json_string_value(json_object_get(f, "code"));
+    const char *test = json_string_value(json_object_get(json_object_get(f, "config"), "test"));
+    if (!code || strcmp(code, "knee") || !test) continue;
+    const char *eq = strchr(test, '=');
+    return eq ? atof(eq + 1) : NAN;
+  }
+  return NAN;
+}
+
+int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err) {
+  sbuf_puts(o, "<h3 id=\"plot-aggregate\">AT aggregate throughput against load</h3>\n");
+  if (!report_load_levels(r)) {
+    sbuf_puts(o, "<p class=\"tm-none\">No load records here (<code>tokmeter load</code> writes "
+                 "them), so there is no aggregate-throughput plot. Every rate above is one "
+                 "stream.</p>\n");
+    return 0;
+  }
+  for (size_t i = 0; i < r->n_inv; i++) {
+    const struct results_invocation *inv = &r->inv[i];
+    const size_t n = inv->n_loads;
+    if (!n) continue;
+    double *x = calloc(n, sizeof *x), *agg = calloc(n, sizeof *agg), *per = calloc(n, sizeof *per),
+           *ceil = calloc(n, sizeof *ceil), *t50 = calloc(n, sizeof *t50),
+           *t99 = calloc(n, sizeof *t99);
+    if (!x || !agg || !per || !ceil || !t50 || !t99) {
+      free(x), free(agg), free(per), free(ceil), free(t50), free(t99);
+      return tm_errf(err, "report: out of memory");
+    }
+    bool closed = true, any_ceiling = false;
+    /* in load order, so the lines join neighbours (a capacity search runs
+     * its probes out of order) */
+    size_t *order = calloc(n, sizeof *order);
+    for (size_t k = 0; order && k < n; k++) order[k] = k;
+    for (size_t a = 1; order && a < n; a++)
+      for (size_t b = a; b > 0; b--) {
+        bool c1, c2;
+        if (load_of(inv->loads[order[b - 1]], &c1) <= load_of(inv->loads[order[b]], &c2)) break;
+        size_t t = order[b];
+        order[b] = order[b - 1];
+        order[b - 1] = t;
+      }
+    for (size_t k = 0; k < n; k++) {
+      json_t *l = inv->loads[order ? order[k] : k];
+      x[k] = load_of(l, &closed);
+      agg[k] = num(l, "aggregate_output_tok_s");
+      per[k] = dist(l, "per_stream_decode_tok_s", "p50");
+      ceil[k] = num(l, "aggregate_decode_ceiling_tok_s");
+      any_ceiling |= isfinite(ceil[k]);
+      t50[k] = dist(l, "ttft_ms", "p50");
+      t99[k] = dist(l, "ttft_ms", "p99");
+    }
+    free(order);
+    char id1[48], id2[48], title[300], title2[300];
+    snprintf(id1, sizeof id1, "load-%zu-throughput", i);
+    snprintf(id2, sizeof id2, "load-%zu-ttft", i);
+    snprintf(title, sizeof title, "%.200s: aggregate and one stream", target_of(inv));
+    snprintf(title2, sizeof title2, "%.200s: time to first token", target_of(inv));
+    const struct svg_series s1[] = {
+        {.name = "AT aggregate output (tok/s)", .x = x, .y = agg, .n = n, .line = true,
+         .shape = SVG_CIRCLE, .color = 0},
+        {.name = "DC one stream, p50 (tok/s)", .x = x, .y = per, .n = n, .line = true,
+         .shape = SVG_SQUARE, .color = 1},
+        {.name = "aggregate decode ceiling (tok/s)", .x = x, .y = ceil, .n = n, .line = true,
+         .shape = SVG_NO_MARK, .dashed = true, .color = -1}};
+    const double knee = knee_of(inv);
+    const struct svg_refline ref = {.vertical = true, .value = knee, .label = "knee"};
+    const struct svg_chart c1 = {.kind = SVG_XY, .id = id1, .title = title,
+                                 .x_label = closed ? "concurrency" : "request rate",
+                                 .x_unit = closed ? "streams" : "req/s",
+                                 .y_label = "rate", .y_unit = "tok/s", .y_zero = true,
+                                 .x_integer = closed, .series = s1, .n_series = any_ceiling ? 3 : 2,
+                                 .refs = isfinite(knee) ? &ref : NULL, .n_refs = isfinite(knee)};
+    const struct svg_series s2[] = {
+        {.name = "TTFT p50 (ms)", .x = x, .y = t50, .n = n, .line = true, .shape = SVG_CIRCLE,
+         .color = 0},
+        {.name = "TTFT p99 (ms)", .x = x, .y = t99, .n = n, .line = true, .shape = SVG_TRIANGLE,
+         .color = 2}};
+    const struct svg_chart c2 = {.kind = SVG_XY, .id = id2, .title = title2,
+                                 .x_label = closed ? "concurrency" : "request rate",
+                                 .x_unit = closed ? "streams" : "req/s",
+                                 .y_label = "time to first token", .y_unit = "ms", .y_zero = true,
+                                 .x_integer = closed, .series = s2, .n_series = 2};
+    int rc = 0;
+    sbuf_puts(o, "<figure class=\"tm-figure\">\n");
+    rc = svg_render(&c1, o, err);
+    sbuf_puts(o, "<figcaption>One mark per level: every stream's generated tokens that arrived "
+                 "inside the measured window, per second (AT), and one stream's decode rate "
+                 "(DC, the median request); the dashed line is the aggregate decode ceiling "
+                 "(load -m) where recorded; the knee is where more load stops buying "
+                 "throughput.</figcaption>\n</figure>\n<figure class=\"tm-figure\">\n");
+    if (!rc) rc = svg_render(&c2, o, err);
+    sbuf_puts(o, "<figcaption>Time to first token of the level's requests (p50, p99), cache "
+                 "hits left out: past the knee it is queueing.</figcaption>\n</figure>\n");
+    free(x), free(agg), free(per), free(ceil), free(t50), free(t99);
+    if (rc) return -1;
+  }
+  return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");
+}
