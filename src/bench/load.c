@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "backend/pool.h"
@@ -565,6 +566,8 @@ static json_t *level_json(const struct load_state *s, const struct load_level *l
   json_object_set_new(o, "late_sends", json_integer(lv->late_sends));
   json_object_set_new(o, "max_send_lag_ms", record_json_num(lv->max_send_lag_ms));
   json_object_set_new(o, "behind_schedule", json_boolean(lv->behind_schedule));
+  json_object_set_new(o, "client_cpu_share", record_json_num(lv->client_cpu_share));
+  json_object_set_new(o, "client_saturated", json_boolean(lv->client_saturated));
   json_object_set_new(o, "aggregate_decode_ceiling_tok_s",
                       record_json_num(lv->aggregate_decode_ceiling_tok_s));
   json_object_set_new(o, "ceiling_batch", record_json_num(lv->ceiling_batch));
@@ -623,6 +626,16 @@ static void level_findings(struct load_state *s, const struct load_level *lv) {
     bench_finding_text(f, "%s: %u requests arrived buffered (not token by token): their "
                           "inter-token gaps are left out.", where, lv->buffered);
   }
+  if (lv->client_saturated) {
+    f = bench_findings_add(&s->findings, "client_saturated", BENCH_PROBLEM);
+    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+    bench_finding_figure(f, "client_cpu_share", lv->client_cpu_share);
+    bench_finding_brief(f, "%s: the client used %.0f%% of a CPU: the level may be its limit",
+                        where, 100 * lv->client_cpu_share);
+    bench_finding_text(f, "%s: tokmeter's own loop used %.0f%% of a CPU over the level: its "
+                          "figures may be the client's limit, not the server's (fewer streams, "
+                          "or shards on other machines).", where, 100 * lv->client_cpu_share);
+  }
   if (lv->behind_schedule) {
     f = bench_findings_add(&s->findings, "behind_schedule", BENCH_PROBLEM);
     if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
@@ -662,8 +675,16 @@ static void knee_finding(struct load_state *s) {
 }
 
 /* One level: ramp, window, drain. */
+static double cpu_seconds(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return NAN;
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
 static void run_level(struct run *c, struct load_level *lv) {
   const struct load_opts *o = c->s->o;
+  const double cpu0 = cpu_seconds();
   c->n_samples = 0;
   c->in_window_done = 0;
   const uint64_t t0 = tm_now_ns();
@@ -712,6 +733,9 @@ static void run_level(struct run *c, struct load_level *lv) {
     }
   }
   if (!c->w1) c->w1 = tm_now_ns();
+  const double wall = (double)(tm_now_ns() - t0) / 1e9;
+  lv->client_cpu_share = wall > 0 ? (cpu_seconds() - cpu0) / wall : NAN;
+  lv->client_saturated = lv->client_cpu_share > LOAD_CLIENT_SATURATED;
   evaluate(c, lv);
 }
 

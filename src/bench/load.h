@@ -44,6 +44,7 @@
 
 #define LOAD_MAX_LEVELS 32
 #define LOAD_MAX_CONCURRENCY 65536
+#define LOAD_CLIENT_SATURATED 0.9
 
 enum load_arrivals { LOAD_POISSON = 0, LOAD_CONSTANT, LOAD_GAMMA };
 
@@ -128,6 +129,11 @@ struct load_level {
   uint32_t late_sends;
   double max_send_lag_ms;
   bool behind_schedule;
+  /* the client's own CPU time over the level's wall time (one thread: 1 is a
+   * whole CPU); saturated above LOAD_CLIENT_SATURATED: the figures may be
+   * the client's limit, not the server's */
+  double client_cpu_share;
+  bool client_saturated;
   uint64_t client_chunks, server_tokens; /* over the level's ok requests */
   /* --slo: the share of the level's requests that met every objective, the
    * goodput (those that ended inside the window, per second, and their

@@ -137,7 +137,8 @@ static void print_levels(const struct load_state *s, bool verbose) {
            cell(c2, lv->aggregate_output_tok_s, "%.1f"), cell(c3, lv->aggregate_prompt_tok_s, "%.1f"),
            cell(c4, lv->per_stream_decode_tok_s.p50, "%.1f"), cell(c5, lv->ttft_ms.p50, "%.1f"),
            cell(c6, lv->ttft_ms.p99, "%.1f"), slo,
-           lv->behind_schedule ? "  (client behind schedule)" : "");
+           lv->behind_schedule ? "  (client behind schedule)"
+           : lv->client_saturated ? "  (client saturated)" : "");
     if (verbose) {
       print_dist_row("per-stream decode", &lv->per_stream_decode_tok_s, "tok/s");
       print_dist_row("TTFT", &lv->ttft_ms, "ms");
