@@ -1,5 +1,6 @@
 /* load: see load.h. */
 #include "bench/load.h"
+#include "bench/load_internal.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -53,96 +54,6 @@ void load_opts_init(struct load_opts *o) {
   o->idle_timeout_s = 60;
   o->timeout_s = 600;
   o->seed = 1;
-}
-
-/* ------------------------------------------------------------------ SLOs */
-
-const char *load_slo_name(enum load_slo_metric m) {
-  static const char *const names[LOAD_SLO_COUNT] = {"ttft", "tpot", "e2e"};
-  return (unsigned)m < LOAD_SLO_COUNT ? names[m] : "?";
-}
-
-int load_slo_parse(const char *s, struct load_slo *out, struct tm_err *err) {
-  memset(out, 0, sizeof *out);
-  char buf[512];
-  if (!s || !*s || strlen(s) >= sizeof buf) return tm_errf(err, "an empty or too long list");
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
-       item = strtok_r(NULL, ",", &save)) {
-    double pct = 99;
-    char *spec = item;
-    if (item[0] == 'p' && strchr(item, ':')) {
-      char *colon = strchr(item, ':'), *end;
-      *colon = 0;
-      pct = strtod(item + 1, &end);
-      if (end == item + 1 || *end || !(pct > 0 && pct <= 100))
-        return tm_errf(err, "'%s': the percentile is p1..p100 (p99:ttft=500ms)", item);
-      spec = colon + 1;
-    }
-    char *eq = strchr(spec, '=');
-    if (!eq) return tm_errf(err, "'%s' is not NAME=LIMIT (ttft=500ms)", spec);
-    *eq = 0;
-    int m = -1;
-    for (int k = 0; k < LOAD_SLO_COUNT; k++)
-      if (!strcmp(spec, load_slo_name((enum load_slo_metric)k))) m = k;
-    if (m < 0) return tm_errf(err, "'%s' is not ttft, tpot or e2e", spec);
-    if (out->set[m]) return tm_errf(err, "%s is given twice", spec);
-    char *end;
-    double v = strtod(eq + 1, &end);
-    double scale = 1;
-    if (!strcmp(end, "s")) scale = 1000;
-    else if (strcmp(end, "ms") != 0 && *end)
-      return tm_errf(err, "%s=%s: a time in ms or s (500ms, 0.5s)", spec, eq + 1);
-    if (end == eq + 1 || !(v > 0) || !isfinite(v))
-      return tm_errf(err, "%s=%s: a time above 0 (500ms, 0.5s)", spec, eq + 1);
-    out->set[m] = true;
-    out->limit_ms[m] = v * scale;
-    out->percentile[m] = pct;
-  }
-  return 0;
-}
-
-static bool slo_any(const struct load_slo *slo) {
-  for (int k = 0; k < LOAD_SLO_COUNT; k++)
-    if (slo->set[k]) return true;
-  return false;
-}
-
-/* ------------------------------------------------------------ statistics */
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The order statistic at p (0..1): linear between neighbours. */
-static double at(const double *v, size_t n, double p) {
-  double pos = p * (double)(n - 1);
-  size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
-  return v[lo] + (v[hi] - v[lo]) * (pos - (double)lo);
-}
-
-void load_dist_of(const double *x, size_t n, struct load_dist *out) {
-  out->n = 0;
-  out->min = out->p50 = out->p90 = out->p95 = out->p99 = out->max = out->mean = NAN;
-  double *v = n ? malloc(n * sizeof *v) : NULL;
-  if (!v) return;
-  size_t k = 0;
-  double sum = 0;
-  for (size_t i = 0; i < n; i++)
-    if (isfinite(x[i])) v[k++] = x[i], sum += x[i];
-  if (k) {
-    qsort(v, k, sizeof *v, cmp_double);
-    out->n = k;
-    out->min = v[0];
-    out->max = v[k - 1];
-    out->p50 = at(v, k, 0.50);
-    out->p90 = at(v, k, 0.90);
-    out->p95 = at(v, k, 0.95);
-    out->p99 = at(v, k, 0.99);
-    out->mean = sum / (double)k;
-  }
-  free(v);
 }
 
 /* -------------------------------------------------------------- requests */
@@ -469,7 +380,7 @@ static void slo_figures(struct run *c, struct load_level *lv) {
   const struct load_slo *slo = &c->s->o->slo;
   lv->slo_met_share = lv->goodput_req_s = lv->goodput_tok_s = NAN;
   lv->slo_met = false;
-  if (!slo_any(slo)) return;
+  if (!load_slo_any(slo)) return;
   const uint64_t w0 = c->w0, w1 = c->w1;
   size_t n = 0, met = 0;
   double good_req = 0, good_tok = 0;
@@ -504,177 +415,14 @@ static void slo_figures(struct run *c, struct load_level *lv) {
     for (size_t i = 0; i < n; i++)
       if (!isnan(v[k][i])) v[k][m++] = v[k][i];
     if (!m) continue;
-    qsort(v[k], m, sizeof(double), cmp_double);
-    double at_p = at(v[k], m, slo->percentile[k] / 100);
+    qsort(v[k], m, sizeof(double), load_cmp_double);
+    double at_p = load_order_stat(v[k], m, slo->percentile[k] / 100);
     if (!(at_p <= slo->limit_ms[k])) meets = false;
   }
   lv->slo_met = meets;
   for (int k = 0; k < LOAD_SLO_COUNT; k++) free(v[k]);
 }
 
-static json_t *dist_json(const struct load_dist *d) {
-  if (!d->n) return json_null();
-  return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "min", record_json_num(d->min),
-                   "p50", record_json_num(d->p50), "p90", record_json_num(d->p90), "p95",
-                   record_json_num(d->p95), "p99", record_json_num(d->p99), "max",
-                   record_json_num(d->max), "mean", record_json_num(d->mean), "n",
-                   (json_int_t)d->n);
-}
-
-/* The level record (docs/records.md "load"): the --json contract. */
-static json_t *level_json(const struct load_state *s, const struct load_level *lv) {
-  json_t *failed = json_object();
-  for (int k = 1; k < RUN_ERR_COUNT; k++)
-    if (lv->failed_by_kind[k])
-      json_object_set_new(failed, run_error_name((enum run_error)k),
-                          json_integer(lv->failed_by_kind[k]));
-  json_t *o = json_object();
-  json_object_set_new(o, "record", json_string("load"));
-  json_object_set_new(o, "schema", json_integer(1));
-  json_object_set_new(o, "identity", json_string(s->session.identity));
-  json_object_set_new(o, "concurrency", lv->concurrency ? json_integer(lv->concurrency)
-                                                        : json_null());
-  json_object_set_new(o, "request_rate", record_json_num(lv->request_rate));
-  json_object_set_new(o, "arrivals", lv->concurrency ? json_null()
-                                                     : json_string(load_arrivals_name(s->o->arrivals)));
-  json_object_set_new(o, "window_s", record_json_num(lv->window_s));
-  json_object_set_new(o, "window_start_unix", record_json_num(lv->window_start_unix));
-  json_object_set_new(o, "window_end_unix", record_json_num(lv->window_end_unix));
-  json_object_set_new(o, "requests_ok", json_integer(lv->requests_ok));
-  json_object_set_new(o, "requests_failed", json_integer(lv->requests_failed));
-  json_object_set_new(o, "failed", failed);
-  json_object_set_new(o, "requests_per_s", record_json_num(lv->requests_per_s));
-  json_object_set_new(o, "aggregate_output_tok_s", record_json_num(lv->aggregate_output_tok_s));
-  json_object_set_new(o, "aggregate_prompt_tok_s", record_json_num(lv->aggregate_prompt_tok_s));
-  json_object_set_new(o, "output_tokens_in_window", record_json_num(lv->output_tokens_in_window));
-  json_object_set_new(o, "prompt_tokens_in_window", record_json_num(lv->prompt_tokens_in_window));
-  json_object_set_new(o, "per_stream_decode_tok_s", dist_json(&lv->per_stream_decode_tok_s));
-  json_object_set_new(o, "ttft_ms", dist_json(&lv->ttft_ms));
-  json_object_set_new(o, "ttft_sched_ms", lv->concurrency ? json_null()
-                                                          : dist_json(&lv->ttft_sched_ms));
-  json_object_set_new(o, "ttfat_ms", dist_json(&lv->ttfat_ms));
-  json_object_set_new(o, "itl_ms", dist_json(&lv->itl_ms));
-  json_object_set_new(o, "tpot_ms", dist_json(&lv->tpot_ms));
-  json_object_set_new(o, "e2e_ms", dist_json(&lv->e2e_ms));
-  json_object_set_new(o, "queue_ms", dist_json(&lv->queue_ms));
-  json_object_set_new(o, "cache_hits", json_integer(lv->cache_hits));
-  json_object_set_new(o, "buffered", json_integer(lv->buffered));
-  json_object_set_new(o, "short_decode", json_integer(lv->short_decode));
-  json_object_set_new(o, "implausible", json_integer(lv->implausible));
-  json_object_set_new(o, "client_chunks", json_integer((json_int_t)lv->client_chunks));
-  json_object_set_new(o, "server_tokens", json_integer((json_int_t)lv->server_tokens));
-  json_object_set_new(o, "late_sends", json_integer(lv->late_sends));
-  json_object_set_new(o, "max_send_lag_ms", record_json_num(lv->max_send_lag_ms));
-  json_object_set_new(o, "behind_schedule", json_boolean(lv->behind_schedule));
-  json_object_set_new(o, "client_cpu_share", record_json_num(lv->client_cpu_share));
-  json_object_set_new(o, "client_saturated", json_boolean(lv->client_saturated));
-  json_object_set_new(o, "aggregate_decode_ceiling_tok_s",
-                      record_json_num(lv->aggregate_decode_ceiling_tok_s));
-  json_object_set_new(o, "ceiling_batch", record_json_num(lv->ceiling_batch));
-  json_object_set_new(o, "ceiling_depth", record_json_num(lv->ceiling_depth));
-  json_object_set_new(o, "ceiling_bound", lv->ceiling_bound ? json_string(lv->ceiling_bound)
-                                                            : json_null());
-  json_object_set_new(o, "percent_of_ceiling", record_json_num(lv->percent_of_ceiling));
-  json_object_set_new(
-      o, "server_counters",
-      lv->counters_source[0]
-          ? json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}", "source", lv->counters_source,
-                      "server_prompt_tokens", record_json_num(lv->server_prompt_tokens),
-                      "server_generated_tokens", record_json_num(lv->server_generated_tokens),
-                      "client_prompt_tokens", record_json_num(lv->client_prompt_tokens),
-                      "client_generated_tokens", record_json_num(lv->client_generated_tokens),
-                      "disagree", lv->counters_disagree)
-          : json_null());
-  json_object_set_new(o, "slo_met_share", record_json_num(lv->slo_met_share));
-  json_object_set_new(o, "goodput_req_s", record_json_num(lv->goodput_req_s));
-  json_object_set_new(o, "goodput_tok_s", record_json_num(lv->goodput_tok_s));
-  json_object_set_new(o, "slo_met", slo_any(&s->o->slo) ? json_boolean(lv->slo_met) : json_null());
-  return o;
-}
-
-static void level_findings(struct load_state *s, const struct load_level *lv) {
-  char where[32];
-  if (lv->concurrency) snprintf(where, sizeof where, "c=%u", lv->concurrency);
-  else snprintf(where, sizeof where, "rate=%g/s", lv->request_rate);
-  struct bench_finding *f;
-  if (lv->requests_failed) {
-    f = bench_findings_add(&s->findings, "requests_failed", BENCH_PROBLEM);
-    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
-    bench_finding_figure(f, "failed", lv->requests_failed);
-    bench_finding_figure(f, "requests", lv->requests_ok + lv->requests_failed);
-    bench_finding_brief(f, "%s: %u of %u requests failed (kinds in the records)", where,
-                        lv->requests_failed, lv->requests_ok + lv->requests_failed);
-    bench_finding_text(f, "%s: %u of %u requests sent in the window failed; the others are "
-                          "measured.", where, lv->requests_failed,
-                       lv->requests_ok + lv->requests_failed);
-  }
-  if (lv->cache_hits) {
-    f = bench_findings_add(&s->findings, "cache_hit", BENCH_WARNING);
-    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
-    bench_finding_figure(f, "cache_hit_requests", lv->cache_hits);
-    bench_finding_brief(f, "%s: prompt cache hit in %u requests: left out of prefill and TTFT",
-                        where, lv->cache_hits);
-    bench_finding_text(f, "%s: the prompt cache reached past the nonce in %u requests: they are "
-                          "left out of the TTFT and prompt figures.", where, lv->cache_hits);
-  }
-  if (lv->buffered) {
-    f = bench_findings_add(&s->findings, "stream_buffered", BENCH_PROBLEM);
-    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
-    bench_finding_figure(f, "buffered_requests", lv->buffered);
-    bench_finding_brief(f, "%s: buffered stream in %u requests: their gaps are left out", where,
-                        lv->buffered);
-    bench_finding_text(f, "%s: %u requests arrived buffered (not token by token): their "
-                          "inter-token gaps are left out.", where, lv->buffered);
-  }
-  if (lv->client_saturated) {
-    f = bench_findings_add(&s->findings, "client_saturated", BENCH_PROBLEM);
-    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
-    bench_finding_figure(f, "client_cpu_share", lv->client_cpu_share);
-    bench_finding_brief(f, "%s: the client used %.0f%% of a CPU: the level may be its limit",
-                        where, 100 * lv->client_cpu_share);
-    bench_finding_text(f, "%s: tokmeter's own loop used %.0f%% of a CPU over the level: its "
-                          "figures may be the client's limit, not the server's (fewer streams, "
-                          "or shards on other machines).", where, 100 * lv->client_cpu_share);
-  }
-  if (lv->behind_schedule) {
-    f = bench_findings_add(&s->findings, "behind_schedule", BENCH_PROBLEM);
-    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
-    bench_finding_figure(f, "late_sends", lv->late_sends);
-    bench_finding_figure(f, "max_send_lag_ms", lv->max_send_lag_ms);
-    bench_finding_brief(f, "%s: %u sends behind schedule (up to %.0f ms): the client capped it",
-                        where, lv->late_sends, lv->max_send_lag_ms);
-    bench_finding_text(f, "%s: %u sends left later than scheduled (up to %.1f ms): the client "
-                          "could not drive this rate, so the level is not the server's.",
-                       where, lv->late_sends, lv->max_send_lag_ms);
-  }
-}
-
-/* The knee: the lowest level whose next raises aggregate output by less than
- * 10% while raising p99 TTFT by more than 50%. */
-static void knee_finding(struct load_state *s) {
-  for (size_t i = 0; i + 1 < s->n_levels; i++) {
-    const struct load_level *a = &s->levels[i], *b = &s->levels[i + 1];
-    double gain = b->aggregate_output_tok_s / a->aggregate_output_tok_s - 1;
-    double lat = b->ttft_ms.p99 / a->ttft_ms.p99 - 1;
-    if (!(isfinite(gain) && isfinite(lat)) || !(gain < 0.10 && lat > 0.50)) continue;
-    struct bench_finding *f = bench_findings_add(&s->findings, "knee", BENCH_INFO);
-    char where[32];
-    if (a->concurrency) snprintf(where, sizeof where, "c=%u", a->concurrency);
-    else snprintf(where, sizeof where, "rate=%g/s", a->request_rate);
-    if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
-    bench_finding_figure(f, "aggregate_output_tok_s", a->aggregate_output_tok_s);
-    bench_finding_figure(f, "next_gain_fraction", gain);
-    bench_finding_figure(f, "next_ttft_p99_growth_fraction", lat);
-    bench_finding_brief(f, "knee at %s: the next level adds %.0f%% output, %.0f%% p99 TTFT",
-                        where, 100 * gain, 100 * lat);
-    bench_finding_text(f, "The knee is at %s (%.1f tok/s aggregate): the next level raises the "
-                          "aggregate output by %.0f%% and p99 TTFT by %.0f%%.",
-                       where, a->aggregate_output_tok_s, 100 * gain, 100 * lat);
-    return;
-  }
-}
-
-/* One level: ramp, window, drain. */
 static double cpu_seconds(void) {
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) != 0) return NAN;
@@ -682,6 +430,7 @@ static double cpu_seconds(void) {
          ru.ru_stime.tv_usec / 1e6;
 }
 
+/* One level: ramp, window, drain. */
 static void run_level(struct run *c, struct load_level *lv) {
   const struct load_opts *o = c->s->o;
   const double cpu0 = cpu_seconds();
@@ -771,12 +520,9 @@ static void counters_check(struct run *c, struct load_level *lv, const struct se
                      fabs(lv->server_generated_tokens - g) > 0.02 * g + slack;
   lv->counters_disagree = off_p || off_g;
   if (!lv->counters_disagree) return;
-  struct bench_finding *f = bench_findings_add(&c->s->findings, "server_counters_disagree",
-                                               BENCH_WARNING);
   char where[32];
-  if (lv->concurrency) snprintf(where, sizeof where, "c=%u", lv->concurrency);
-  else snprintf(where, sizeof where, "rate=%g/s", lv->request_rate);
-  if (f) snprintf(f->config.test, sizeof f->config.test, "%s", where);
+  load_level_name(lv, where, sizeof where);
+  struct bench_finding *f = load_level_finding(c->s, "server_counters_disagree", BENCH_WARNING, where);
   bench_finding_figure(f, "server_generated_tokens", lv->server_generated_tokens);
   bench_finding_figure(f, "client_generated_tokens", g);
   bench_finding_figure(f, "server_prompt_tokens", lv->server_prompt_tokens);
@@ -836,9 +582,9 @@ static bool one_level(struct run *c, uint32_t concurrency, double rate) {
     return false;
   }
   s->n_levels++;
-  json_t *rec = level_json(s, lv);
+  json_t *rec = load_level_json(s, lv);
   if (rec && s->hooks.level) s->hooks.level(lv, rec, s->hooks.ctx);
-  level_findings(s, lv);
+  load_level_findings(s, lv);
   bench_session_write(&s->session, rec);
   return true;
 }
@@ -978,7 +724,7 @@ int load_run(struct load_state *s) {
     s->err_is_usage = true;
     return fail(s, BENCH_BAD_INPUT, "give -c LIST or --rate LIST (one of them)");
   }
-  if (o->find_capacity && !slo_any(&o->slo)) {
+  if (o->find_capacity && !load_slo_any(&o->slo)) {
     s->err_is_usage = true;
     return fail(s, BENCH_BAD_INPUT, "--find-capacity needs --slo (the objectives to meet)");
   }
@@ -1088,7 +834,7 @@ int load_run(struct load_state *s) {
   if (!o->find_capacity) {
     for (size_t i = 0; i < n_given && !backend_interrupted(); i++)
       one_level(&c, o->n_concurrency ? o->concurrency[i] : 0, o->n_rate ? o->rate[i] : 0);
-    if (!s->interrupted) knee_finding(s);
+    if (!s->interrupted) load_knee_finding(s);
   } else {
     find_capacity(&c);
   }

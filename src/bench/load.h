@@ -28,7 +28,9 @@
  * token), time to first answer token, inter-token gap (pooled over
  * token-by-token streams), time per output token, end-to-end latency and
  * queue time (client TTFT - the server's prompt time - one decode step).
- * Library code: nothing printed; progress and each level go to hooks. */
+ * Library code: nothing printed; progress and each level go to hooks.
+ * Files: load.c (the run), load_stats.c, load_json.c, load_findings.c
+ * (load_internal.h). */
 #ifndef TM_BENCH_LOAD_H
 #define TM_BENCH_LOAD_H
 

@@ -648,14 +648,14 @@ static void cool_down(const struct run_ctx *c, const char *next) {
   pause_for(c->opt->cooldown_s);
 }
 
-int runner_calibrate(const struct runner_options *opt, struct runner_result *res,
-                     struct runner_line *line, struct tm_err *err) {
+/* A fresh result and the context of one invocation (both runner_run's and
+ * runner_calibrate's). */
+static struct run_ctx begin(const struct runner_options *opt, struct runner_result *res) {
   memset(res, 0, sizeof *res);
   res->cache_baseline_tokens = -1;
   res->template_tokens = -1;
   res->tokens_per_word = NAN;
   res->retry_after_asked_s = res->retry_after_waited_s = NAN;
-  if (!opt->backend) return tm_errf(err, "runner: no backend");
   struct run_ctx c = {.opt = opt,
                       .res = res,
                       .tokens_per_word = RUNNER_ASSUMED_TOKENS_PER_WORD,
@@ -664,6 +664,13 @@ int runner_calibrate(const struct runner_options *opt, struct runner_result *res
                       .aim_words = NAN};
   if (opt->max_wait_s > 0) c.deadline_ns = tm_now_ns() + (uint64_t)(opt->max_wait_s * 1e9);
   metrics_options_init(&c.mopt);
+  return c;
+}
+
+int runner_calibrate(const struct runner_options *opt, struct runner_result *res,
+                     struct runner_line *line, struct tm_err *err) {
+  struct run_ctx c = begin(opt, res);
+  if (!opt->backend) return tm_errf(err, "runner: no backend");
   int rc = calibrate(&c, err);
   line->tokens_per_word = c.tokens_per_word;
   line->overhead_tokens = c.overhead_tokens;
@@ -677,24 +684,12 @@ uint32_t runner_words_for(const struct runner_line *line, uint32_t tokens) {
 }
 
 int runner_run(const struct runner_options *opt, struct runner_result *res, struct tm_err *err) {
-  memset(res, 0, sizeof *res);
-  res->cache_baseline_tokens = -1;
-  res->template_tokens = -1;
-  res->tokens_per_word = NAN;
+  struct run_ctx c = begin(opt, res);
   if (!opt->backend || opt->n_workloads == 0 || opt->n_workloads > RUNNER_MAX_WORKLOADS)
     return tm_errf(err, "runner: no backend or no workload");
   if (opt->reps == 0 || opt->reps > RUNNER_MAX_REPS)
     return tm_errf(err, "runner: repetitions must be 1..%d", RUNNER_MAX_REPS);
 
-  res->retry_after_asked_s = res->retry_after_waited_s = NAN;
-  struct run_ctx c = {.opt = opt,
-                      .res = res,
-                      .tokens_per_word = RUNNER_ASSUMED_TOKENS_PER_WORD,
-                      .overhead_tokens = 10,
-                      .aim_total = NAN,
-                      .aim_words = NAN};
-  if (opt->max_wait_s > 0) c.deadline_ns = tm_now_ns() + (uint64_t)(opt->max_wait_s * 1e9);
-  metrics_options_init(&c.mopt);
   if (calibrate(&c, err) != 0) {
     if (backend_interrupted()) {
       res->interrupted = true;

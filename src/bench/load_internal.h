@@ -1,0 +1,30 @@
+/* load_internal: what load.c and its helpers share (not a public API).
+ *
+ *   load.c           the run: requests on the pool, levels, the capacity
+ *                    search, the server's counters, the ceiling, records
+ *   load_stats.c     SLO parsing, exact order statistics
+ *   load_json.c      a level as its "load" record
+ *   load_findings.c  the levels' findings and the knee */
+#ifndef TM_BENCH_LOAD_INTERNAL_H
+#define TM_BENCH_LOAD_INTERNAL_H
+
+#include <jansson.h>
+
+#include "bench/load.h"
+
+bool load_slo_any(const struct load_slo *slo);
+int load_cmp_double(const void *a, const void *b);
+/* The order statistic at p (0..1) of v[0..n) sorted: linear between neighbours. */
+double load_order_stat(const double *v, size_t n, double p);
+
+json_t *load_level_json(const struct load_state *s, const struct load_level *lv);
+
+/* "c=4" or "rate=2/s". */
+void load_level_name(const struct load_level *lv, char *buf, size_t n);
+/* A finding of one level (config.test = where). */
+struct bench_finding *load_level_finding(struct load_state *s, const char *code,
+                                         enum bench_severity sev, const char *where);
+void load_level_findings(struct load_state *s, const struct load_level *lv);
+void load_knee_finding(struct load_state *s);
+
+#endif
