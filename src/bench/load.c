@@ -73,6 +73,7 @@ struct sample {
 
 /* One request in flight. */
 struct inflight {
+  char workload[32];         /* "load", or the -w workload it follows */
   struct run_result r;
   struct backend_request req;
   char *prompt;
@@ -162,12 +163,18 @@ static int start_request(struct run *c, uint64_t t_sched) {
   const struct load_opts *o = c->s->o;
   char nonce[16];
   runner_nonce(nonce);
-  uint32_t words = runner_words_for(&c->line, draw(c, o->prompt_tokens, o->prompt_sd));
-  f->prompt = runner_make_prompt("custom", nonce, words, c->seq++);
+  /* -w: the named workloads in turn; else -p / -n */
+  struct workload w = {.prompt_tokens = draw(c, o->prompt_tokens, o->prompt_sd),
+                       .max_tokens = draw(c, o->max_tokens, o->max_tokens_sd)};
+  snprintf(w.name, sizeof w.name, "custom");
+  if (o->n_workloads) workload_by_name(o->workloads[c->seq % o->n_workloads], &w);
+  snprintf(f->workload, sizeof f->workload, "%s", o->n_workloads ? w.name : "load");
+  uint32_t words = runner_words_for(&c->line, w.prompt_tokens);
+  f->prompt = runner_make_prompt(w.name, nonce, words, c->seq++);
   if (!f->prompt) return -1;
   f->req = (struct backend_request){.model = o->model,
                                     .prompt = f->prompt,
-                                    .max_tokens = draw(c, o->max_tokens, o->max_tokens_sd),
+                                    .max_tokens = w.max_tokens,
                                     .exact_length = true,
                                     .stream = true,
                                     .seed = o->seed,
@@ -265,7 +272,7 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
                                (json_int_t)(sm.t_send > sm.t_sched ? sm.t_send - sm.t_sched : 0),
                                "nonce", 1);
   struct record_run_in in = {.identity = s->session.identity,
-                             .workload = "load",
+                             .workload = f->workload,
                              .index = c->seq,
                              .backend = api_family_name(s->api),
                              .target = s->o->url,
@@ -537,6 +544,18 @@ static void counters_check(struct run *c, struct load_level *lv, const struct se
                      lv->server_generated_tokens, lv->server_prompt_tokens, n, g, p);
 }
 
+/* A stream's mean depth: prompt + output / 2, over the -w workloads' mix. */
+double load_mean_depth(const struct load_opts *o) {
+  if (!o->n_workloads) return (double)o->prompt_tokens + (double)o->max_tokens / 2;
+  double sum = 0;
+  for (size_t i = 0; i < o->n_workloads; i++) {
+    struct workload w = {0};
+    if (workload_by_name(o->workloads[i], &w) == 0)
+      sum += (double)w.prompt_tokens + (double)w.max_tokens / 2;
+  }
+  return sum / (double)o->n_workloads;
+}
+
 /* -m: the aggregate decode ceiling at the level's batch and mean depth. */
 static void level_ceiling(struct load_state *s, struct load_level *lv) {
   lv->ceiling_batch = lv->ceiling_depth = lv->aggregate_decode_ceiling_tok_s = NAN;
@@ -548,7 +567,7 @@ static void level_ceiling(struct load_state *s, struct load_level *lv) {
   if (!(b >= 0.5)) return;
   const struct load_opts *o = s->o;
   struct ceiling_batch_point p;
-  lv->ceiling_depth = (double)o->prompt_tokens + (double)o->max_tokens / 2;
+  lv->ceiling_depth = load_mean_depth(o);
   ceiling_batch(s->cost, &s->rates, (uint32_t)lround(b), lv->ceiling_depth, &p);
   lv->ceiling_batch = p.batch;
   lv->aggregate_decode_ceiling_tok_s = p.aggregate_decode_tok_s;
@@ -693,6 +712,9 @@ static int open_session(struct load_state *s, const struct server_info *si) {
       (int)o->prompt_sd, "max_tokens", (int)o->max_tokens, "max_tokens_sd", (int)o->max_tokens_sd,
       "idle_timeout_s", o->idle_timeout_s, "timeout_s", o->timeout_s);
   json_object_set_new(settings, "gguf", o->gguf ? json_string(o->gguf) : json_null());
+  json_t *wl = json_array();
+  for (size_t i = 0; i < o->n_workloads; i++) json_array_append_new(wl, json_string(o->workloads[i]));
+  json_object_set_new(settings, "workloads", wl);
   struct machine_info mi;
   struct machine_thermal th;
   struct tm_err err = {{0}};
@@ -742,9 +764,7 @@ int load_run(struct load_state *s) {
                                         .int8_ops = probe_best_int8(p, NULL),
                                         .int8_tile_ops = probe_best_int8_tile(p, NULL)};
       s->have_model = true;
-      s->batch_turn = ceiling_batch_turn(s->cost, &s->rates,
-                                         (double)o->prompt_tokens + (double)o->max_tokens / 2,
-                                         4096);
+      s->batch_turn = ceiling_batch_turn(s->cost, &s->rates, load_mean_depth(o), 4096);
     }
     free(p);
   }
@@ -840,7 +860,7 @@ int load_run(struct load_state *s) {
   }
   if (s->have_model && s->n_levels) {
     struct bench_finding *f = bench_findings_add(&s->findings, "batch_turn", BENCH_INFO);
-    const double depth = (double)o->prompt_tokens + (double)o->max_tokens / 2;
+    const double depth = load_mean_depth(o);
     bench_finding_figure(f, "batch", s->batch_turn);
     bench_finding_figure(f, "depth", depth);
     if (s->batch_turn) {

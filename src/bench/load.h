@@ -90,7 +90,11 @@ struct load_opts {
   double duration_s;            /* the window (default 10) */
   uint32_t requests;            /* or: the window ends when this many requests
                                    sent inside it have ended (0 = duration) */
-  /* each request */
+  /* each request: -p/-n, or (-w) the bench's named workloads taken in turn
+   * (classify, extract, generate: their prompt and output lengths and
+   * framing), a mixed load */
+  char workloads[8][32];
+  size_t n_workloads;
   uint32_t prompt_tokens, prompt_sd;   /* -p MEAN[:SD] (default 128) */
   uint32_t max_tokens, max_tokens_sd;  /* -n MEAN[:SD] (default 128) */
   double idle_timeout_s, timeout_s;

@@ -17,6 +17,9 @@ int load_cmp_double(const void *a, const void *b);
 /* The order statistic at p (0..1) of v[0..n) sorted: linear between neighbours. */
 double load_order_stat(const double *v, size_t n, double p);
 
+/* A stream's mean depth, prompt + output / 2 (over the -w mix). */
+double load_mean_depth(const struct load_opts *o);
+
 json_t *load_level_json(const struct load_state *s, const struct load_level *lv);
 
 /* "c=4" or "rate=2/s". */

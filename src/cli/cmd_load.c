@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "bench/load.h"
+#include "bench/runner.h"
 #include "cli/cli.h"
 #include "record/record.h"
 #include "util/redact.h"
@@ -31,6 +32,7 @@ static void usage(FILE *out) {
           "  --rate L             open loop: requests/s per level, e.g. 0.5,1,2\n"
           "  --arrivals A         poisson, constant or gamma (default poisson)\n"
           "  --burstiness X       gamma's coefficient of variation (default 1)\n"
+          "  -w, --workload LIST  a mix of bench's workloads, in turn (classify,generate)\n"
           "  -p, --prompt-tokens N[:SD]  prompt length, mean and sd (default 128)\n"
           "  -n, --max-tokens N[:SD]     output length, mean and sd (default 128)\n"
           "  --slo LIST           objectives, e.g. ttft=500ms,p95:tpot=50ms,e2e=10s\n"
@@ -185,18 +187,18 @@ int cmd_load(int argc, char **argv) {
       {"json", no_argument, 0, O_JSON},               {"verbose", no_argument, 0, 'v'},
       {"progress", no_argument, 0, O_PROGRESS},       {"no-progress", no_argument, 0, O_NO_PROGRESS},
       {"slo", required_argument, 0, O_SLO},           {"find-capacity", no_argument, 0, O_CAPACITY},
-      {"gguf", required_argument, 0, 'm'},
+      {"gguf", required_argument, 0, 'm'},            {"workload", required_argument, 0, 'w'},
       {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
   struct load_opts o;
   load_opts_init(&o);
   const char *key_env = NULL;
-  bool json = false, verbose = false, burst_given = false, slo_given = false;
+  bool json = false, verbose = false, burst_given = false, slo_given = false, pn_given = false;
   double list[LOAD_MAX_LEVELS], v;
   size_t n;
   optind = 1;
   opterr = 0;
   int ch;
-  while ((ch = getopt_long(argc, argv, ":c:p:n:m:vh", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":c:p:n:m:w:vh", longopts, NULL)) != -1) {
     switch (ch) {
       case O_URL: o.url = optarg; break;
       case O_API: {
@@ -231,9 +233,11 @@ int cmd_load(int argc, char **argv) {
         burst_given = true;
         break;
       case 'p':
+        pn_given = true;
         if (parse_mean_sd(optarg, "--prompt-tokens", &o.prompt_tokens, &o.prompt_sd)) return TM_EXIT_USAGE;
         break;
       case 'n':
+        pn_given = true;
         if (parse_mean_sd(optarg, "--max-tokens", &o.max_tokens, &o.max_tokens_sd)) return TM_EXIT_USAGE;
         break;
       case O_RAMP:
@@ -254,6 +258,20 @@ int cmd_load(int argc, char **argv) {
         break;
       case O_OUT: o.out = optarg; break;
       case 'm': o.gguf = optarg; break;
+      case 'w': {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", optarg);
+        o.n_workloads = 0;
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+          struct workload w;
+          if (workload_by_name(t, &w) != 0)
+            return cli_usage_error(CMD, "-w: '%s' is not one of %s", t, workload_names());
+          if (o.n_workloads == 8) return cli_usage_error(CMD, "-w: at most 8 workloads");
+          snprintf(o.workloads[o.n_workloads++], sizeof o.workloads[0], "%s", t);
+        }
+        if (!o.n_workloads) return cli_usage_error(CMD, "-w: an empty list");
+        break;
+      }
       case O_SLO: {
         struct tm_err e = {{0}};
         if (load_slo_parse(optarg, &o.slo, &e) != 0) return cli_usage_error(CMD, "--slo: %s", e.msg);
@@ -276,6 +294,8 @@ int cmd_load(int argc, char **argv) {
   if (o.n_concurrency && o.n_rate) return cli_usage_error(CMD, "-c and --rate: one loop at a time");
   if (o.n_concurrency && (o.arrivals != LOAD_POISSON || burst_given))
     return cli_usage_error(CMD, "--arrivals and --burstiness are for --rate (open loop)");
+  if (o.n_workloads && pn_given)
+    return cli_usage_error(CMD, "-w and -p/-n: the workloads set the lengths; give one");
   if (o.find_capacity && !slo_given)
     return cli_usage_error(CMD, "--find-capacity needs --slo (the objectives to meet)");
   if (burst_given && o.arrivals != LOAD_GAMMA)

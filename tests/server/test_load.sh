@@ -142,6 +142,20 @@ expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 
 grep -q '"server_counters_disagree"' "$dir/m.jsonl" || fail "counters: no finding: $(tail -1 "$dir/m.jsonl")"
 grep -q "warning c=2: the server's /metrics counted" "$dir/out" || fail "counters: $(cat "$dir/out")"
 
+# --- 1d. -w: bench's workloads in turn, a mixed load ---------------------------
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -w classify,generate --ramp 0 \
+  --duration 2 --out "$dir/w.jsonl"
+python3 - "$dir/w.jsonl" <<'PY' || fail "-w: records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert recs[0]["settings"]["workloads"] == ["classify", "generate"], recs[0]["settings"]
+reqs = [r for r in recs if r["record"] == "request"]
+names = {r["workload"] for r in reqs}
+assert names == {"classify", "generate"}, names
+lv = [r for r in recs if r["record"] == "load"][0]
+assert lv["short_decode"] > 0, lv  # classify's 16 tokens give no decode rate
+PY
+
 # --- 2. open loop: sent on schedule, latency from the schedule too ------------
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" --rate 20 --arrivals constant \
   -p 50 -n 8 --ramp 0.5 --duration 3 --json --out "$dir/o.jsonl"
@@ -198,7 +212,8 @@ for args in "-c 1" "--url http://127.0.0.1:$BPORT" "--url http://127.0.0.1:$BPOR
   "--url http://127.0.0.1:$BPORT -c 1 --rate 2" "--url http://127.0.0.1:$BPORT -c 2 --arrivals gamma" \
   "--url http://127.0.0.1:$BPORT --rate 2 --burstiness 2" "--url http://127.0.0.1:$BPORT -c 1 -p x" \
   "--url http://127.0.0.1:$BPORT -c 1 --out /dev/full" "--url ftp://x -c 1" "--url http://127.0.0.1:$BPORT -c 1 --bogus" \
-  "--url http://127.0.0.1:$BPORT -c 1 --find-capacity" "--url http://127.0.0.1:$BPORT -c 1 --slo ttft=fast"; do
+  "--url http://127.0.0.1:$BPORT -c 1 --find-capacity" "--url http://127.0.0.1:$BPORT -c 1 --slo ttft=fast" \
+  "--url http://127.0.0.1:$BPORT -c 1 -w bogus" "--url http://127.0.0.1:$BPORT -c 1 -w generate -n 5"; do
   # shellcheck disable=SC2086
   expect_exit 2 "$TOKMETER" load $args
   [ "$(grep -cv "^Try 'tokmeter" "$dir/err")" = 1 ] || fail "load $args: not one line: $(cat "$dir/err")"
