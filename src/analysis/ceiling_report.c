@@ -107,6 +107,12 @@ int ceiling_report_make(const struct ceiling_query *q, const struct ceiling_mach
     d->known = r->kv_known || d->depth == 0;
   }
 
+  r->n_by_batch = napkin ? 0 : q->n_batches;
+  const double batch_depth = q->n_depths ? (double)q->depths[0] : 0;
+  for (size_t i = 0; i < r->n_by_batch; i++)
+    ceiling_batch(cost, &m->rates, q->batches[i], batch_depth, &r->by_batch[i]);
+  r->batch_turn = r->n_by_batch ? ceiling_batch_turn(cost, &m->rates, batch_depth, 65536) : 0;
+
   /* Results must be finite numbers. Inputs far outside any real model or
    * machine (1 B at --active-fraction 1e-300 read at 1 TB/s) overflow to inf
    * or leave 0 bytes per token: refused, naming them, never printed. */
@@ -207,6 +213,23 @@ json_t *ceiling_report_json(const struct ceiling_query *q, const struct ceiling_
     json_array_append_new(by, e);
   }
   json_object_set_new(j, "decode_ceiling_by_depth", by);
+  if (q->n_batches) {
+    json_t *ba = json_array();
+    for (size_t i = 0; i < r->n_by_batch; i++) {
+      const struct ceiling_batch_point *b = &r->by_batch[i];
+      json_t *e = json_object();
+      json_object_set_new(e, "batch", json_integer(b->batch));
+      json_object_set_new(e, "depth", json_integer((json_int_t)b->depth));
+      json_object_set_new(e, "bytes_per_step", jnum(b->bytes_per_step));
+      json_object_set_new(e, "flops_per_step", jnum(b->flops_per_step));
+      json_object_set_new(e, "aggregate_decode_ceiling_tok_s", jnum(b->aggregate_decode_tok_s));
+      json_object_set_new(e, "bound", json_string(b->bound));
+      json_object_set_new(e, "compute_known", json_boolean(isfinite(b->compute_s)));
+      json_array_append_new(ba, e);
+    }
+    json_object_set_new(j, "batch", ba);
+    json_object_set_new(j, "batch_turn", r->batch_turn ? json_integer(r->batch_turn) : json_null());
+  }
   json_object_set_new(j, "dense_ceiling_tok_s", jnum(r->dense));
   json_t *pr2 = json_object();
   json_object_set_new(pr2, "low", jnum(r->decode0 * CEILING_PRACTICAL_LO));

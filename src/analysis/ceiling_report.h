@@ -45,6 +45,10 @@ struct ceiling_query {
   size_t n_depths;
   double overhead_bytes;
   double measured_decode, measured_prefill; /* < 0: not given */
+  /* --batch: aggregate decode ceilings of B streams at depths[0] (0 when
+   * none), model/ceiling.h ceiling_batch */
+  uint32_t batches[CEILING_REPORT_MAX_DEPTHS];
+  size_t n_batches;
 };
 
 struct ceiling_depth_row {
@@ -64,6 +68,10 @@ struct ceiling_report {
   struct ceiling_verdict verdicts[2];
   size_t n_verdicts;
   char prefill_verdict_missing[160]; /* --measured-prefill with no ceiling: why; "" */
+  struct ceiling_batch_point by_batch[CEILING_REPORT_MAX_DEPTHS];
+  size_t n_by_batch;
+  uint32_t batch_turn;     /* the smallest batch (to 65536) whose step is compute
+                              bound; 0: none, or no compute rate */
 };
 
 /* The machine side from a probe: at exactly `threads` threads (0: each

@@ -42,6 +42,8 @@ struct ceiling_opts {
   uint32_t kv_type;
   double memory_bytes, overhead_bytes;
   double measured_decode, measured_prefill; /* < 0 = not given */
+  uint32_t batches[MAX_DEPTHS];
+  size_t n_batches;
   bool json;
 };
 
@@ -96,6 +98,7 @@ static void usage(FILE *out) {
           "Workload:\n"
           "  -d, --depth LIST       context depths for decode (default 0,4096,32768)\n"
           "  -p, --prompt-tokens N  prompt length for prefill (default 512)\n"
+          "  --batch LIST           aggregate decode of B streams at the first depth\n"
           "  --kv-type T            KV cache type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,\n"
           "                         Q5_1, IQ4_NL (default F16)\n"
           "Verdicts:\n"
@@ -112,12 +115,13 @@ static void usage(FILE *out) {
 /* Returns -1 with a usage error printed, 1 when --help was printed, 0 ok. */
 static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
   enum { O_PRESET = 256, O_TYPE, O_SIZE, O_FRAC, O_BW, O_COMPUTE, O_KV, O_MEM, O_OVERHEAD,
-         O_MDEC, O_MPRE, O_JSON };
+         O_MDEC, O_MPRE, O_JSON, O_BATCH };
   static const struct option longopts[] = {
       {"preset", required_argument, 0, O_PRESET}, {"type", required_argument, 0, O_TYPE},
       {"size", required_argument, 0, O_SIZE}, {"active-fraction", required_argument, 0, O_FRAC},
       {"bandwidth", required_argument, 0, O_BW}, {"compute", required_argument, 0, O_COMPUTE},
       {"threads", required_argument, 0, 't'}, {"depth", required_argument, 0, 'd'},
+      {"batch", required_argument, 0, O_BATCH},
       {"prompt-tokens", required_argument, 0, 'p'}, {"kv-type", required_argument, 0, O_KV},
       {"memory", required_argument, 0, O_MEM}, {"overhead", required_argument, 0, O_OVERHEAD},
       {"measured-decode", required_argument, 0, O_MDEC},
@@ -167,6 +171,19 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
                               "0,4096,32768)", optarg, MAX_DEPTHS);
         break;
       case 'p': bad = tm_parse_u32(optarg, "--prompt-tokens", &o->prompt_tokens, &err); break;
+      case O_BATCH: {
+        uint64_t v[MAX_DEPTHS];
+        size_t n = 0;
+        if (tm_parse_u64_list(optarg, "--batch", 65536, v, MAX_DEPTHS, &n, NULL) != 0)
+          bad = tm_errf(&err, "--batch: '%s' is not a list of up to %d stream counts 1..65536 "
+                              "(e.g. 1,8,64)", optarg, MAX_DEPTHS);
+        for (size_t i = 0; !bad && i < n; i++) {
+          if (v[i] == 0) bad = tm_errf(&err, "--batch: a batch holds at least 1 stream");
+          o->batches[i] = (uint32_t)v[i];
+        }
+        o->n_batches = bad ? 0 : n;
+        break;
+      }
       case O_KV:
         if (model_kv_type_from_name(optarg, &o->kv_type) != 0)
           bad = tm_errf(&err, "--kv-type: unknown type '%s'; accepted: F32, F16, BF16, Q8_0, "
@@ -216,6 +233,11 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
   if (have_size && !(o->size_bytes > 0 && o->size_bytes <= 1e18)) {
     *rc = cli_usage_error(CMD, "--size must be > 0 and at most 1 EB");
     return -1;
+  }
+  if (have_size && o->n_batches) {
+    *rc = cli_usage_error(CMD, "--batch needs a model's shape (FILE.gguf or --preset): the "
+                               "experts and the KV cache per stream; --size has neither");
+    return 1;
   }
   if (have_frac && !have_size) {
     *rc = cli_usage_error(CMD, "--active-fraction goes with --size (a file's or preset's "
@@ -338,8 +360,10 @@ int cmd_ceiling(int argc, char **argv) {
                            .prompt_tokens = o.prompt_tokens, .n_depths = o.n_depths,
                            .overhead_bytes = o.overhead_bytes,
                            .measured_decode = o.measured_decode,
-                           .measured_prefill = o.measured_prefill};
+                           .measured_prefill = o.measured_prefill,
+                           .n_batches = o.n_batches};
   memcpy(q.depths, o.depths, sizeof q.depths);
+  memcpy(q.batches, o.batches, sizeof q.batches);
   struct ceiling_report r;
   struct tm_err err = {{0}};
   if (ceiling_report_make(&q, &m, &r, &err) != 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
@@ -356,7 +380,7 @@ int cmd_ceiling(int argc, char **argv) {
   }
 
   /* Human output. */
-  char b1[64], b2[64], b3[64], line[1024];
+  char b1[64], b2[64], b3[64], b4[64], line[1024];
   if (napkin) {
     printf("model: %s (napkin: --size)", tm_fmt_bytes_si(o.size_bytes, b1, sizeof b1));
     if (o.active_fraction < 1)
@@ -470,6 +494,25 @@ int cmd_ceiling(int argc, char **argv) {
              "use them (llama.cpp built with AMX_INT8; tokmeter's engine for Q4_0 and Q8_0)\n",
              m.tile_path, tm_fmt_ops(m.tile_compute, "OPS", b2, sizeof b2),
              tm_fmt_rate(prefill_tiles, b1, sizeof b1));
+  }
+  if (r.n_by_batch) {
+    printf("decode ceiling of B streams at depth %.0f (all together; model/ceiling.h):\n",
+           r.by_batch[0].depth);
+    for (size_t i = 0; i < r.n_by_batch; i++) {
+      const struct ceiling_batch_point *bp = &r.by_batch[i];
+      printf("  B %5u: %9s tok/s aggregate, %8s per stream  (%s, %s FLOPs per step) %s bound\n",
+             bp->batch, tm_fmt_rate(bp->aggregate_decode_tok_s, b1, sizeof b1),
+             tm_fmt_rate(bp->per_stream_decode_tok_s, b2, sizeof b2),
+             tm_fmt_bytes_si(bp->bytes_per_step, b3, sizeof b3),
+             tm_fmt_count(bp->flops_per_step, b4, sizeof b4), bp->bound);
+    }
+    if (!isfinite(r.by_batch[0].compute_s))
+      printf("  (no compute rate known: the memory bound alone)\n");
+    else if (r.batch_turn)
+      printf("  memory bound below %u streams, compute bound from %u\n", r.batch_turn,
+             r.batch_turn);
+    else
+      printf("  memory bound up to 65536 streams (each stream's KV cache grows the step)\n");
   }
   for (size_t i = 0; i < r.n_verdicts; i++)
     printf("measured %s %s tok/s: %s\n", r.verdicts[i].phase,

@@ -387,4 +387,38 @@ PY
     fi
   done
 done
+# --batch: the aggregate decode ceiling of B streams (model/ceiling.h
+# ceiling_batch): dense weights read once per step, the memory bound turning
+# compute bound where B x FLOPs / compute passes bytes / bandwidth; a
+# mixture-of-experts model's experts as their expected union; no compute
+# rate, the memory bound alone; --size has no shape to batch.
+expect_exit 0 "$TOKMETER" ceiling --preset qwen3-0.6b --type Q4_0 --bandwidth 40GB/s --compute 2TOPS \
+  --batch 1,8,16,64 --json
+python3 - "$dir/out" <<'PY' || fail "--batch json (see above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = {e["batch"]: e for e in d["batch"]}
+assert set(b) == {1, 8, 16, 64}, b
+assert abs(b[1]["aggregate_decode_ceiling_tok_s"] - d["decode_ceiling_tok_s"]) < 1e-6 * d["decode_ceiling_tok_s"], (b[1], d["decode_ceiling_tok_s"])
+assert b[8]["bytes_per_step"] == b[1]["bytes_per_step"]          # depth 0: the weights, once
+assert abs(b[8]["flops_per_step"] - 8 * b[1]["flops_per_step"]) < 1
+assert b[8]["bound"] == "memory" and b[64]["bound"] == "compute", b
+assert b[64]["aggregate_decode_ceiling_tok_s"] == 64 * 2e12 / b[64]["flops_per_step"] or \
+    abs(b[64]["aggregate_decode_ceiling_tok_s"] - 64 * 2e12 / b[64]["flops_per_step"]) < 1e-6 * b[64]["aggregate_decode_ceiling_tok_s"]
+assert 8 < d["batch_turn"] <= 16, d["batch_turn"]
+PY
+expect_exit 0 "$TOKMETER" ceiling --preset qwen3-30b-a3b --type Q4_K_M --bandwidth 273GB/s --batch 1,64 --json
+python3 - "$dir/out" <<'PY' || fail "--batch moe"
+import json, sys
+d = json.load(open(sys.argv[1]))
+one, many = d["batch"]
+assert many["bytes_per_step"] > 5 * one["bytes_per_step"], (one, many)  # most experts touched
+assert not one["compute_known"] and one["bound"] == "memory" and d["batch_turn"] is None, d["batch"]
+PY
+expect_exit 0 "$TOKMETER" ceiling --preset qwen3-0.6b --type Q4_0 --bandwidth 40GB/s --batch 1,8
+grep -q "B     8: .* memory bound" "$dir/out" || fail "--batch text: $(cat "$dir/out")"
+grep -q "no compute rate known: the memory bound alone" "$dir/out" || fail "--batch text: $(cat "$dir/out")"
+expect_exit 2 "$TOKMETER" ceiling --size 15GB --bandwidth 1GB/s --batch 2
+grep -q "batch needs a model's shape" "$dir/err" || fail "--batch --size: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" ceiling --preset tiny --bandwidth 1GB/s --batch 0,4
 echo "ok"
