@@ -814,7 +814,9 @@ int load_run(struct load_state *s) {
   ro.model = o->model;
   ro.idle_timeout_s = o->idle_timeout_s;
   ro.total_timeout_s = o->timeout_s;
-  ro.skip_tokenize = true; /* lengths vary per request: the calibrated line sizes them */
+  /* the tokenizer places the nonce for the cache check (runner.c); lengths,
+   * which vary per request, come from the calibrated line */
+  ro.skip_tokenize = !si.has_tokenize && si.tokenize_error[0];
   ro.progress = s->hooks.progress;
   ro.ctx = s->hooks.ctx;
   struct runner_result *cal = calloc(1, sizeof *cal);

@@ -443,6 +443,18 @@ static int calibrate(struct run_ctx *c, struct tm_err *err) {
     if (c->overhead_tokens < 0) c->overhead_tokens = 0;
     c->res->tokens_per_word = c->tokens_per_word;
   }
+  /* The nonce's position by the server's own tokenizer: the template's
+   * tokens and those of "Reference" before it. A server with several slots
+   * may answer the second calibration request from a fresh slot (cached 0,
+   * seen with llama-server -np 4): the prefix every fresh-nonce prompt shares
+   * is then counted rather than observed, so a later request that reuses a
+   * slot's template is not called a hit. */
+  if (c->have_tokenizer && c->res->template_tokens >= 0 && c->res->cache_counter) {
+    struct tm_err terr;
+    const int64_t ref = backend_count_tokens(c->opt->backend, c->opt->model, "Reference", &terr);
+    const int64_t before = ref > 0 ? c->res->template_tokens + ref : -1;
+    if (before > c->res->cache_baseline_tokens) c->res->cache_baseline_tokens = before;
+  }
   /* A baseline is the template's tokens before the nonce: it must fit in the
    * prompt's fixed overhead (template + nonce sentence + framing). A server
    * that reports more cached tokens on a fresh nonce, or prompt counts that do
