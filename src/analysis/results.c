@@ -10,6 +10,7 @@
  * (results_agree.c: each rate against the time and count it divides). */
 #include "record/keys.h"
 #include "analysis/results.h"
+#include "record/load_record.h"
 #include "analysis/results_agree.h"
 
 #include <errno.h>
@@ -287,6 +288,22 @@ static bool is_inprocess(json_t *run, const char *backend) {
          (backend && (!strcmp(backend, "engine") || !strcmp(backend, "llama-bench")));
 }
 
+/* A load request (docs/records.md "request"): its "load" sample, when it
+ * has one, as the merge will read it. */
+static int check_request(const struct where *w, json_t *line) {
+  json_t *o = json_object_get(line, "load");
+  if (!o) return 0;
+  struct load_sample x;
+  double *chunks;
+  const char *error_name;
+  int level;
+  char why[160];
+  if (record_load_sample_parse(o, &x, &chunks, &error_name, &level, why, sizeof why) != 0)
+    return bad(w, "%s", why);
+  free(chunks);
+  return 0;
+}
+
 /* A load level (docs/records.md "load"): the figures the report draws, typed. */
 static int check_load(const struct where *w, json_t *line) {
   json_t *c = json_object_get(line, "concurrency"), *r = json_object_get(line, "request_rate");
@@ -345,6 +362,7 @@ static int check_record(const struct where *w, const char *kind, json_t *line) {
                ? -1
                : 0;
   if (!strcmp(kind, "load")) return check_load(w, line);
+  if (!strcmp(kind, "request")) return check_request(w, line);
   if (strcmp(kind, "run")) return 0; /* summaries: no figure is read back from them */
   if (check_bool(w, line, RK_WARMUP) || check_bool(w, line, RK_OK) ||
       check_bool(w, line, RK_COLD) || check_bool(w, line, RK_CALIBRATION) ||
@@ -409,7 +427,7 @@ static int add_record(struct results *r, json_t *line, const char *source, size_
   r->n_lines_by_source[r->n_sources - 1]++;
   bool is_identity = !strcmp(kind, "identity");
   bool known = is_identity || !strcmp(kind, "run") || !strcmp(kind, "summary") ||
-               !strcmp(kind, "end") || !strcmp(kind, "load");
+               !strcmp(kind, "end") || !strcmp(kind, "load") || !strcmp(kind, "request");
   if (!known) {
     json_decref(line);
     return 0;
@@ -436,6 +454,17 @@ static int add_record(struct results *r, json_t *line, const char *source, size_
     if (push(&g->summaries, &g->n_summaries, line)) goto oom;
   } else if (!strcmp(kind, "load")) {
     if (push(&g->loads, &g->n_loads, line)) goto oom;
+  } else if (!strcmp(kind, "request")) {
+    /* only the sample the load run judged (what a merge and compare read) */
+    json_t *sample = json_object_get(line, "load");
+    if (sample) {
+      json_incref(sample);
+      json_decref(line);
+      line = sample;
+      if (push(&g->requests, &g->n_requests, line)) goto oom;
+    } else {
+      json_decref(line);
+    }
   } else {
     if (g->end) json_decref(g->end);
     g->end = line;
@@ -590,6 +619,8 @@ void results_free(struct results *r) {
     for (size_t j = 0; j < g->n_runs; j++) json_decref(g->runs[j]);
     for (size_t j = 0; j < g->n_summaries; j++) json_decref(g->summaries[j]);
     for (size_t j = 0; j < g->n_loads; j++) json_decref(g->loads[j]);
+    for (size_t j = 0; j < g->n_requests; j++) json_decref(g->requests[j]);
+    free(g->requests);
     if (g->end) json_decref(g->end);
     free(g->runs);
     free(g->summaries);

@@ -62,6 +62,9 @@ struct results_invocation {
   json_t *end;          /* the "end" line, or NULL (the invocation died) */
   json_t **loads;       /* "load" lines (tokmeter load: one per level), in file order */
   size_t n_loads;
+  json_t **requests;    /* the "load" objects of "request" lines (one sample each,
+                           record/load_record.h; checked), in file order */
+  size_t n_requests;
 };
 
 struct results {

@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/timex.h>
 #include <time.h>
 
 #include "backend/pool.h"
 #include "bench/metrics.h"
 #include "bench/records_bench.h"
 #include "bench/runner.h"
+#include "record/load_record.h"
 #include "gguf/ggml_types.h"
 #include "machine/probe.h"
 #include "model/analysis.h"
@@ -25,10 +27,6 @@
 #define TOKMETER_VERSION "0"
 #endif
 
-/* A send later than its schedule by more than this is late (open loop). */
-#define LATE_SEND_NS 1000000u
-/* More late sends than this share of a level's marks it behind schedule. */
-#define BEHIND_SHARE 0.01
 /* The pool's streams in open loop: requests in flight beyond it cannot be
  * sent (each such send is late, and the level says so). */
 #define OPEN_LOOP_STREAMS 4096
@@ -54,22 +52,12 @@ void load_opts_init(struct load_opts *o) {
   o->idle_timeout_s = 60;
   o->timeout_s = 600;
   o->seed = 1;
+  o->shard_count = 1;
+  o->start_at_unix = NAN;
+  o->drain_s = 30;
 }
 
 /* -------------------------------------------------------------- requests */
-
-/* What a finished request leaves for its level's figures. */
-struct sample {
-  uint64_t t_sched, t_send, t_end;
-  bool ok, cache_hit, buffered, token_by_token, short_decode, implausible;
-  enum run_error error;
-  double ttft_ms, ttfat_ms, decode_tok_s, tpot_ms, e2e_ms, queue_ms;
-  double prompt_processed;  /* prompt - cached; NAN when unknown */
-  double prompt_reported;   /* the server's prompt count; NAN when unknown */
-  double tokens;            /* the server's generated count (client's without) */
-  uint32_t n_chunks;
-  uint64_t *chunk_t;        /* arrival of each text chunk */
-};
 
 /* One request in flight. */
 struct inflight {
@@ -91,8 +79,8 @@ struct run {
   struct runner_line line;
   uint64_t rng;
   uint32_t seq;
-  /* the level being run */
-  struct sample *samples;
+  /* the level being run (each sample's chunk_t is its own malloc'd array) */
+  struct load_sample *samples;
   size_t n_samples, cap_samples;
   uint64_t w0, w1;           /* the window; w1 = 0 until known */
   uint32_t in_window_done;   /* requests sent inside the window that ended */
@@ -207,12 +195,12 @@ static double first_answer_ms(const struct run_result *r) {
   return ms;
 }
 
-static void add_sample(struct run *c, const struct sample *sm) {
+static void add_sample(struct run *c, const struct load_sample *sm) {
   if (c->n_samples == c->cap_samples) {
     size_t cap = c->cap_samples ? 2 * c->cap_samples : 256;
-    struct sample *n = realloc(c->samples, cap * sizeof *n);
+    struct load_sample *n = realloc(c->samples, cap * sizeof *n);
     if (!n) {
-      free(sm->chunk_t);
+      free((void *)sm->chunk_t);
       return;
     }
     c->samples = n;
@@ -223,6 +211,8 @@ static void add_sample(struct run *c, const struct sample *sm) {
 
 /* One request ended: judged by the shared method, recorded at once, and
  * kept for the level's figures. */
+static double secs(uint64_t ns) { return (double)ns / 1e9; }
+
 static void request_done(void *tag, struct run_result *r, void *ctx) {
   struct run *c = ctx;
   struct inflight *f = tag;
@@ -234,13 +224,13 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
     r->check = m.check;
     snprintf(r->error_msg, sizeof r->error_msg, "%s", m.error_msg);
   }
-  struct sample sm = {.t_sched = f->t_sched ? f->t_sched : r->t_send_ns,
-                      .t_send = r->t_send_ns ? r->t_send_ns : r->t_start_ns,
-                      .t_end = r->t_end_ns,
-                      .ok = r->error == RUN_OK,
-                      .error = r->error,
-                      .implausible = r->error == RUN_ERR_INCONSISTENT};
-  if (!f->t_sched) sm.t_sched = sm.t_send;
+  const uint64_t t_send = r->t_send_ns ? r->t_send_ns : r->t_start_ns;
+  struct load_sample sm = {.t_sched = secs(f->t_sched ? f->t_sched : t_send),
+                           .t_send = secs(t_send),
+                           .t_end = secs(r->t_end_ns),
+                           .ok = r->error == RUN_OK,
+                           .error = r->error,
+                           .implausible = r->error == RUN_ERR_INCONSISTENT};
   sm.cache_hit = m.cache == CACHE_HIT;
   sm.buffered = m.stream == STREAM_BUFFERED;
   sm.token_by_token = m.stream == STREAM_TOKEN_BY_TOKEN;
@@ -251,7 +241,7 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
                     m.generated_tokens < (int64_t)METRICS_MIN_DECODE_TOKENS;
   sm.tpot_ms = isfinite(m.decode_headline) && m.decode_headline > 0 ? 1e3 / m.decode_headline
                                                                     : NAN;
-  sm.e2e_ms = r->t_end_ns > sm.t_send ? (double)(r->t_end_ns - sm.t_send) / 1e6 : NAN;
+  sm.e2e_ms = r->t_end_ns > t_send ? (double)(r->t_end_ns - t_send) / 1e6 : NAN;
   /* queue = client TTFT - the runtime's prompt time - one decode step */
   sm.queue_ms = isfinite(m.server_prompt_ms) && isfinite(m.ttft_ms) && isfinite(m.median_gap_ms)
                     ? m.ttft_ms - m.server_prompt_ms - m.median_gap_ms
@@ -260,16 +250,18 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
   sm.prompt_processed = m.prompt_processed >= 0 ? (double)m.prompt_processed : NAN;
   sm.prompt_reported = m.prompt_tokens >= 0 ? (double)m.prompt_tokens : NAN;
   sm.tokens = m.generated_tokens >= 0 ? (double)m.generated_tokens : (double)m.client_tokens;
-  sm.n_chunks = (uint32_t)r->n_chunks;
-  if (r->n_chunks && (sm.chunk_t = malloc(r->n_chunks * sizeof *sm.chunk_t)) != NULL)
-    for (size_t i = 0; i < r->n_chunks; i++) sm.chunk_t[i] = r->chunks[i].t_ns;
-  else
-    sm.n_chunks = 0;
+  double *chunk_t = r->n_chunks ? malloc(r->n_chunks * sizeof *chunk_t) : NULL;
+  if (chunk_t) {
+    for (size_t i = 0; i < r->n_chunks; i++) chunk_t[i] = secs(r->chunks[i].t_ns);
+    sm.n_chunks = (uint32_t)r->n_chunks;
+  }
+  sm.chunk_t = chunk_t;
   if (!sm.ok) s->failed_total++;
 
-  /* the raw request record: the run record's fields, as kind "request" */
+  /* the raw request record: the run record's fields, as kind "request", and
+   * the sample as judged here ("load": what report merges shards from) */
   json_t *settings = json_pack("{s:i, s:I, s:b}", "level", (int)c->level_index, "scheduled_lag_ns",
-                               (json_int_t)(sm.t_send > sm.t_sched ? sm.t_send - sm.t_sched : 0),
+                               (json_int_t)(t_send > f->t_sched && f->t_sched ? t_send - f->t_sched : 0),
                                "nonce", 1);
   struct record_run_in in = {.identity = s->session.identity,
                              .workload = f->workload,
@@ -280,11 +272,18 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
                              .settings = settings,
                              .max_tokens = f->req.max_tokens};
   json_t *rec = record_run_build(&in, r, &m);
-  if (rec) json_object_set_new(rec, "record", json_string("request"));
+  if (rec) {
+    json_object_set_new(rec, "record", json_string("request"));
+    json_t *lo = record_load_sample_json(&sm, s->unix_offset, (int)c->level_index,
+                                         s->o->shard_count > 1 ? (int)s->o->shard_index : -1,
+                                         sm.ok ? NULL : run_error_name(r->error));
+    if (lo) json_object_set_new(rec, "load", lo);
+  }
   bench_session_write(&s->session, rec);
   json_decref(settings);
 
-  if (c->w0 && sm.t_send >= c->w0 && (!c->w1 || sm.t_send <= c->w1)) c->in_window_done++;
+  const double w0 = secs(c->w0), w1 = secs(c->w1);
+  if (c->w0 && sm.t_send >= w0 && (!c->w1 || sm.t_send <= w1)) c->in_window_done++;
   add_sample(c, &sm);
   run_result_free(r);
   free(f->prompt);
@@ -294,140 +293,14 @@ static void request_done(void *tag, struct run_result *r, void *ctx) {
 
 /* ---------------------------------------------------------------- levels */
 
-/* The level's figures from its samples over the window [w0, w1]. */
-static void slo_figures(struct run *c, struct load_level *lv);
-
+/* The level's figures from its samples over the window [w0, w1]: the one
+ * computation (stats/load_window.h) the merge of shards runs again. */
 static void evaluate(struct run *c, struct load_level *lv) {
-  const uint64_t w0 = c->w0, w1 = c->w1;
-  lv->window_s = (double)(w1 - w0) / 1e9;
-  /* the monotonic window on the wall clock, through one reading of both */
-  struct timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  const double real_now = (double)rt.tv_sec + rt.tv_nsec / 1e9;
-  const double mono_now = (double)tm_now_ns() / 1e9;
-  lv->window_start_unix = real_now - (mono_now - (double)w0 / 1e9);
-  lv->window_end_unix = real_now - (mono_now - (double)w1 / 1e9);
-  size_t n = c->n_samples, n_gaps = 0;
-  for (size_t i = 0; i < n; i++)
-    if (c->samples[i].token_by_token && c->samples[i].n_chunks > 1)
-      n_gaps += c->samples[i].n_chunks - 1;
-  double *v[8];
-  for (int k = 0; k < 8; k++) v[k] = calloc(n ? n : 1, sizeof(double));
-  double *gaps = calloc(n_gaps ? n_gaps : 1, sizeof *gaps);
-  size_t m = 0, g = 0;
-  double out_tokens = 0, prompt_tokens = 0;
-  uint32_t ok_in_window = 0;
-  for (size_t i = 0; i < n; i++) {
-    const struct sample *sm = &c->samples[i];
-    /* tokens count where they arrived: chunk k brings the server's count
-     * in proportion (exact on token-by-token streams) */
-    for (uint32_t k = 0; k < sm->n_chunks; k++) {
-      uint64_t t = sm->chunk_t[k];
-      if (t < w0 || t > w1) continue;
-      out_tokens += sm->tokens / sm->n_chunks;
-    }
-    if (sm->ok && !sm->cache_hit && sm->n_chunks && sm->chunk_t[0] >= w0 &&
-        sm->chunk_t[0] <= w1 && isfinite(sm->prompt_processed))
-      prompt_tokens += sm->prompt_processed;
-    if (sm->ok && sm->t_end >= w0 && sm->t_end <= w1) ok_in_window++;
-    const bool in = sm->t_send >= w0 && sm->t_send <= w1;
-    if (!in) continue;
-    if (!sm->ok) {
-      lv->requests_failed++;
-      lv->failed_by_kind[sm->error]++;
-      lv->implausible += sm->implausible;
-      continue;
-    }
-    lv->requests_ok++;
-    lv->cache_hits += sm->cache_hit;
-    lv->buffered += sm->buffered;
-    lv->short_decode += sm->short_decode;
-    lv->client_chunks += sm->n_chunks;
-    lv->server_tokens += (uint64_t)sm->tokens;
-    if (sm->t_send > sm->t_sched + LATE_SEND_NS) lv->late_sends++;
-    double lag = (double)(sm->t_send - sm->t_sched) / 1e6;
-    if (lag > lv->max_send_lag_ms) lv->max_send_lag_ms = lag;
-    const bool prefill_ok = !sm->cache_hit; /* a hit's TTFT is no prefill */
-    v[0][m] = sm->decode_tok_s;
-    v[1][m] = prefill_ok ? sm->ttft_ms : NAN;
-    v[2][m] = prefill_ok && isfinite(sm->ttft_ms)
-                  ? sm->ttft_ms + (double)(sm->t_send - sm->t_sched) / 1e6
-                  : NAN;
-    v[3][m] = prefill_ok ? sm->ttfat_ms : NAN;
-    v[4][m] = sm->tpot_ms;
-    v[5][m] = sm->e2e_ms;
-    v[6][m] = prefill_ok ? sm->queue_ms : NAN;
-    m++;
-    if (sm->token_by_token && gaps)
-      for (uint32_t k = 1; k < sm->n_chunks; k++)
-        gaps[g++] = (double)(sm->chunk_t[k] - sm->chunk_t[k - 1]) / 1e6;
-  }
-  load_dist_of(v[0], m, &lv->per_stream_decode_tok_s);
-  load_dist_of(v[1], m, &lv->ttft_ms);
-  load_dist_of(v[2], m, &lv->ttft_sched_ms);
-  load_dist_of(v[3], m, &lv->ttfat_ms);
-  load_dist_of(v[4], m, &lv->tpot_ms);
-  load_dist_of(v[5], m, &lv->e2e_ms);
-  load_dist_of(v[6], m, &lv->queue_ms);
-  load_dist_of(gaps, g, &lv->itl_ms);
-  for (int k = 0; k < 8; k++) free(v[k]);
-  free(gaps);
-  lv->output_tokens_in_window = out_tokens;
-  lv->prompt_tokens_in_window = prompt_tokens;
-  lv->aggregate_output_tok_s = lv->window_s > 0 ? out_tokens / lv->window_s : NAN;
-  lv->aggregate_prompt_tok_s = lv->window_s > 0 ? prompt_tokens / lv->window_s : NAN;
-  lv->requests_per_s = lv->window_s > 0 ? ok_in_window / lv->window_s : NAN;
-  const uint32_t sent = lv->requests_ok + lv->requests_failed;
-  lv->behind_schedule = c->rate > 0 && sent && lv->late_sends > BEHIND_SHARE * sent;
-  slo_figures(c, lv);
-}
-
-/* The SLO figures of the level's requests (load.h struct load_slo). */
-static void slo_figures(struct run *c, struct load_level *lv) {
-  const struct load_slo *slo = &c->s->o->slo;
-  lv->slo_met_share = lv->goodput_req_s = lv->goodput_tok_s = NAN;
-  lv->slo_met = false;
-  if (!load_slo_any(slo)) return;
-  const uint64_t w0 = c->w0, w1 = c->w1;
-  size_t n = 0, met = 0;
-  double good_req = 0, good_tok = 0;
-  double *v[LOAD_SLO_COUNT];
-  for (int k = 0; k < LOAD_SLO_COUNT; k++) v[k] = calloc(c->n_samples + 1, sizeof(double));
-  for (size_t i = 0; i < c->n_samples; i++) {
-    const struct sample *sm = &c->samples[i];
-    if (sm->t_send < w0 || sm->t_send > w1) continue;
-    const double fig[LOAD_SLO_COUNT] = {sm->ok ? sm->ttft_ms : INFINITY,
-                                        sm->ok ? sm->tpot_ms : INFINITY,
-                                        sm->ok ? sm->e2e_ms : INFINITY};
-    bool ok = sm->ok;
-    for (int k = 0; k < LOAD_SLO_COUNT; k++) {
-      if (v[k]) v[k][n] = fig[k];
-      if (slo->set[k] && isfinite(fig[k]) && fig[k] > slo->limit_ms[k]) ok = false;
-      if (slo->set[k] && !isfinite(fig[k]) && !(k == LOAD_SLO_TPOT && sm->ok)) ok = false;
-    }
-    n++;
-    if (!ok) continue;
-    met++;
-    if (sm->t_end >= w0 && sm->t_end <= w1) good_req++, good_tok += sm->tokens;
-  }
-  lv->slo_met_share = n ? (double)met / (double)n : NAN;
-  lv->goodput_req_s = lv->window_s > 0 ? good_req / lv->window_s : NAN;
-  lv->goodput_tok_s = lv->window_s > 0 ? good_tok / lv->window_s : NAN;
-  bool meets = n > 0;
-  for (int k = 0; k < LOAD_SLO_COUNT; k++) {
-    if (!slo->set[k] || !v[k]) continue;
-    /* the percentile over the requests, failed ones infinitely late (an
-     * unknown time per output token is left out of its objective) */
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (!isnan(v[k][i])) v[k][m++] = v[k][i];
-    if (!m) continue;
-    qsort(v[k], m, sizeof(double), load_cmp_double);
-    double at_p = load_order_stat(v[k], m, slo->percentile[k] / 100);
-    if (!(at_p <= slo->limit_ms[k])) meets = false;
-  }
-  lv->slo_met = meets;
-  for (int k = 0; k < LOAD_SLO_COUNT; k++) free(v[k]);
+  const double w0 = secs(c->w0), w1 = secs(c->w1);
+  lv->window_start_unix = w0 + c->s->unix_offset;
+  lv->window_end_unix = w1 + c->s->unix_offset;
+  if (load_window_figures(c->samples, c->n_samples, w0, w1, c->rate > 0, &c->s->o->slo, &lv->f) != 0)
+    c->s->oom = true;
 }
 
 static double cpu_seconds(void) {
@@ -437,18 +310,56 @@ static double cpu_seconds(void) {
          ru.ru_stime.tv_usec / 1e6;
 }
 
-/* One level: ramp, window, drain. */
-static void run_level(struct run *c, struct load_level *lv) {
+/* A scheduled run (--start-at): level k's slot begins on the wall clock at
+ * start + k x (ramp + duration + drain). Waits for it (interruptible) and
+ * returns its start on the monotonic clock; 0 when the run is not
+ * scheduled. */
+static uint64_t wait_for_slot(struct run *c) {
+  const struct load_opts *o = c->s->o;
+  if (!isfinite(o->start_at_unix)) return 0;
+  const double slot_s = o->ramp_s + o->duration_s + o->drain_s;
+  const double at_unix = o->start_at_unix + (double)c->level_index * slot_s;
+  const double at_mono = at_unix - c->s->unix_offset;
+  if (at_mono <= 0) return 1;
+  const uint64_t at = (uint64_t)(at_mono * 1e9);
+  uint64_t last_note = 0;
+  for (uint64_t now; (now = tm_now_ns()) < at && !backend_interrupted();) {
+    if (now - last_note > 1000000000ull) {
+      last_note = now;
+      progress(c, "level %zu waits for its slot: %.0f s", c->level_index + 1, (double)(at - now) / 1e9);
+    }
+    uint64_t left_ms = (at - now) / 1000000u;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)((left_ms < 100 ? left_ms + 1 : 100) * 1000000)};
+    nanosleep(&ts, NULL);
+  }
+  return at;
+}
+
+/* One level: ramp, window, drain. want: the streams to hold (closed loop;
+ * may be 0 for a shard whose share of the level is none); c->rate the
+ * requests/s to send (open loop). slot: the scheduled start (monotonic ns;
+ * 0 = now): the window opens at slot + ramp, or, when that has passed (the
+ * previous level's drain ran over its budget), a ramp from now, the lag
+ * recorded. */
+static void run_level(struct run *c, struct load_level *lv, bool closed, uint32_t want,
+                      uint64_t slot) {
   const struct load_opts *o = c->s->o;
   const double cpu0 = cpu_seconds();
   c->n_samples = 0;
   c->in_window_done = 0;
-  const uint64_t t0 = tm_now_ns();
-  c->w0 = t0 + (uint64_t)(o->ramp_s * 1e9);
+  const uint64_t t0 = tm_now_ns(), ramp = (uint64_t)(o->ramp_s * 1e9);
+  c->w0 = t0 + ramp;
+  if (slot) {
+    if (slot + ramp > t0) c->w0 = slot + ramp;
+    else lv->schedule_lag_s = (double)(c->w0 - (slot + ramp)) / 1e9;
+  }
   c->w1 = o->requests ? 0 : c->w0 + (uint64_t)(o->duration_s * 1e9);
-  const uint32_t want = lv->concurrency;
   bool sending = true;
+  /* open loop: shards' constant schedules interleave (shard i of n starts
+   * i / (n x its rate) late); poisson and gamma shards draw their own */
   uint64_t next_send = t0;
+  if (!closed && o->shard_count > 1 && o->arrivals == LOAD_CONSTANT && c->rate > 0)
+    next_send += (uint64_t)((double)o->shard_index / ((double)o->shard_count * c->rate) * 1e9);
   uint64_t last_note = t0;
   while (!backend_interrupted()) {
     const uint64_t now = tm_now_ns();
@@ -458,11 +369,11 @@ static void run_level(struct run *c, struct load_level *lv) {
       sending = false;
     }
     if (sending) {
-      if (want) {
+      if (closed) {
         while (backend_pool_active(c->pool) < want) {
           if (start_request(c, 0) != 0) break; /* failed at once: retried next slice */
         }
-      } else {
+      } else if (c->rate > 0) {
         while (now >= next_send) {
           if (start_request(c, next_send) < 0) break; /* no stream free: this send is late */
           next_send += (uint64_t)(next_gap_s(c) * 1e9);
@@ -471,7 +382,7 @@ static void run_level(struct run *c, struct load_level *lv) {
     }
     if (!sending && backend_pool_active(c->pool) == 0) break;
     int wait = DRIVE_SLICE_MS;
-    if (sending && !want && next_send > now) {
+    if (sending && !closed && next_send > now) {
       uint64_t ms = (next_send - now) / 1000000u;
       if (ms < (uint64_t)wait) wait = (int)ms;
     }
@@ -483,7 +394,7 @@ static void run_level(struct run *c, struct load_level *lv) {
       if (c->n_planned) snprintf(plan, sizeof plan, "level %zu/%zu", c->level_index + 1, c->n_planned);
       else snprintf(plan, sizeof plan, "capacity probe %zu", c->level_index + 1);
       progress(c, "%s (%s%g): %zu in flight, %zu done%s%.0f s left", plan,
-               want ? "c=" : "rate=", want ? (double)want : c->rate,
+               closed ? "c=" : "rate=", closed ? (double)lv->concurrency : lv->request_rate,
                backend_pool_active(c->pool), c->n_samples, sending ? ", " : ", draining, ",
                sending ? left : 0);
     }
@@ -496,7 +407,7 @@ static void run_level(struct run *c, struct load_level *lv) {
 }
 
 static void drop_samples(struct run *c) {
-  for (size_t i = 0; i < c->n_samples; i++) free(c->samples[i].chunk_t);
+  for (size_t i = 0; i < c->n_samples; i++) free((void *)c->samples[i].chunk_t);
   c->n_samples = 0;
 }
 
@@ -511,7 +422,7 @@ static void counters_check(struct run *c, struct load_level *lv, const struct se
   double p = 0, g = 0;
   size_t n = 0;
   for (size_t i = 0; i < c->n_samples; i++) {
-    const struct sample *sm = &c->samples[i];
+    const struct load_sample *sm = &c->samples[i];
     if (sm->n_chunks == 0 && !sm->ok) continue; /* never reached generation */
     n++;
     double pp = llama ? sm->prompt_processed : sm->prompt_reported;
@@ -520,11 +431,13 @@ static void counters_check(struct run *c, struct load_level *lv, const struct se
   }
   lv->client_prompt_tokens = p;
   lv->client_generated_tokens = g;
-  const double slack = 2.0 * (double)n;
-  const bool off_p = isfinite(lv->server_prompt_tokens) &&
-                     fabs(lv->server_prompt_tokens - p) > 0.02 * p + slack;
-  const bool off_g = isfinite(lv->server_generated_tokens) &&
-                     fabs(lv->server_generated_tokens - g) > 0.02 * g + slack;
+  lv->counters_requests = (uint32_t)n;
+  lv->counters_before[0] = a->prompt_tokens, lv->counters_before[1] = a->generated_tokens;
+  lv->counters_after[0] = b->prompt_tokens, lv->counters_after[1] = b->generated_tokens;
+  /* a shard's server counts every shard's requests: the merge judges */
+  if (c->s->o->shard_count > 1) return;
+  const bool off_p = load_counters_disagree(lv->server_prompt_tokens, p, n);
+  const bool off_g = load_counters_disagree(lv->server_generated_tokens, g, n);
   lv->counters_disagree = off_p || off_g;
   if (!lv->counters_disagree) return;
   char where[32];
@@ -562,8 +475,10 @@ static void level_ceiling(struct load_state *s, struct load_level *lv) {
   lv->percent_of_ceiling = NAN;
   lv->ceiling_bound = NULL;
   if (!s->have_model) return;
+  /* open loop: Little's law (every shard's requests: a shard's times its count) */
+  const double shards = s->o->shard_count > 1 ? (double)s->o->shard_count : 1;
   double b = lv->concurrency ? (double)lv->concurrency
-                             : lv->requests_per_s * lv->e2e_ms.mean / 1e3; /* Little's law */
+                             : shards * lv->f.requests_per_s * lv->f.e2e_ms.mean / 1e3;
   if (!(b >= 0.5)) return;
   const struct load_opts *o = s->o;
   struct ceiling_batch_point p;
@@ -572,25 +487,37 @@ static void level_ceiling(struct load_state *s, struct load_level *lv) {
   lv->ceiling_batch = p.batch;
   lv->aggregate_decode_ceiling_tok_s = p.aggregate_decode_tok_s;
   lv->ceiling_bound = p.bound;
-  if (isfinite(p.aggregate_decode_tok_s) && p.aggregate_decode_tok_s > 0)
-    lv->percent_of_ceiling = 100 * lv->aggregate_output_tok_s / p.aggregate_decode_tok_s;
+  /* a shard's aggregate is its share: the merge holds the sum against it */
+  if (isfinite(p.aggregate_decode_tok_s) && p.aggregate_decode_tok_s > 0 && shards == 1)
+    lv->percent_of_ceiling = 100 * lv->f.aggregate_output_tok_s / p.aggregate_decode_tok_s;
 }
 
 /* Runs one level (concurrency, or rate when concurrency is 0) as
  * s->levels[s->n_levels], records it; false when interrupted or full. */
 static bool one_level(struct run *c, uint32_t concurrency, double rate) {
   struct load_state *s = c->s;
+  const struct load_opts *o = s->o;
   if (s->n_levels == LOAD_MAX_LEVELS || backend_interrupted()) return false;
   struct load_level *lv = &s->levels[s->n_levels];
   memset(lv, 0, sizeof *lv);
   lv->concurrency = concurrency;
   lv->request_rate = concurrency ? NAN : rate;
-  c->rate = concurrency ? 0 : rate;
+  /* a shard's share: the streams split as evenly as they go (the first
+   * shards one more), the rate divided */
+  const uint32_t n = o->shard_count > 1 ? o->shard_count : 1, i = n > 1 ? o->shard_index : 0;
+  lv->shard_concurrency = concurrency / n + (i < concurrency % n);
+  lv->shard_rate = concurrency ? NAN : rate / n;
+  c->rate = concurrency ? 0 : lv->shard_rate;
   c->level_index = s->n_levels;
+  const uint64_t slot = wait_for_slot(c);
+  if (backend_interrupted()) {
+    s->interrupted = true;
+    return false;
+  }
   struct server_counters before, after;
   struct tm_err err = {{0}};
   if (backend_server_counters(c->b, &before, &err) != 0) before.source[0] = 0;
-  run_level(c, lv);
+  run_level(c, lv, concurrency > 0, lv->shard_concurrency, slot);
   if (before.source[0] && backend_server_counters(c->b, &after, &err) == 0 &&
       !strcmp(after.source, before.source))
     counters_check(c, lv, &before, &after);
@@ -622,7 +549,7 @@ static void find_capacity(struct run *c) {
   }
   if (lo == hi) lo = closed ? 1 : hi / 16;
 #define PROBE(x) (one_level(c, closed ? (uint32_t)(x) : 0, closed ? 0 : (x)) \
-                      ? (int)s->levels[s->n_levels - 1].slo_met : -1)
+                      ? (int)s->levels[s->n_levels - 1].f.slo_met : -1)
   int top = PROBE(hi);
   if (top < 0) return;
   if (top) {
@@ -696,6 +623,29 @@ static int fail(struct load_state *s, int status, const char *fmt, ...) {
   return status;
 }
 
+static json_t *slo_json(const struct load_slo *slo) {
+  if (!load_slo_any(slo)) return json_null();
+  json_t *o = json_object();
+  for (int k = 0; k < LOAD_SLO_COUNT; k++)
+    if (slo->set[k])
+      json_object_set_new(o, load_slo_name((enum load_slo_metric)k),
+                          json_pack("{s:f, s:f}", "limit_ms", slo->limit_ms[k], "percentile",
+                                    slo->percentile[k]));
+  return o;
+}
+
+/* The clock's own error estimate (adjtimex; read only, never set). */
+static void read_clock(struct load_state *s) {
+  struct timex tx = {0};
+  const int state = ntp_adjtime(&tx);
+  s->clock_est_error_ms = s->clock_max_error_ms = NAN;
+  s->clock_synced = false;
+  if (state == -1) return;
+  s->clock_est_error_ms = (double)tx.esterror / 1e3;
+  s->clock_max_error_ms = (double)tx.maxerror / 1e3;
+  s->clock_synced = state != TIME_ERROR && !(tx.status & STA_UNSYNC);
+}
+
 static int open_session(struct load_state *s, const struct server_info *si) {
   const struct load_opts *o = s->o;
   json_t *levels = json_array();
@@ -715,6 +665,31 @@ static int open_session(struct load_state *s, const struct server_info *si) {
   json_t *wl = json_array();
   for (size_t i = 0; i < o->n_workloads; i++) json_array_append_new(wl, json_string(o->workloads[i]));
   json_object_set_new(settings, "workloads", wl);
+  json_object_set_new(settings, "seed", json_integer(o->seed));
+  json_object_set_new(settings, "slo", slo_json(&o->slo));
+  json_object_set_new(settings, "start_at_unix", record_json_num(o->start_at_unix));
+  json_object_set_new(settings, "drain_s", isfinite(o->start_at_unix) ? json_real(o->drain_s)
+                                                                       : json_null());
+  json_object_set_new(settings, "shard", json_null());
+  if (isfinite(o->start_at_unix)) {
+    /* the run's id: what every shard of it shares (the settings above, the
+     * shard count), hashed; then this shard's own index and clock */
+    json_object_set_new(settings, "shard", json_pack("{s:i}", "count", (int)(o->shard_count ? o->shard_count : 1)));
+    char *dump = json_dumps(settings, JSON_COMPACT | JSON_SORT_KEYS);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = dump; p && *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    free(dump);
+    snprintf(s->run_id, sizeof s->run_id, "%016llx", (unsigned long long)h);
+    json_t *sh = json_object_get(settings, "shard");
+    json_object_set_new(sh, "index", json_integer(o->shard_count > 1 ? o->shard_index : 0));
+    json_object_set_new(sh, "source", o->shard_source ? json_string(o->shard_source) : json_null());
+    json_object_set_new(sh, "run", json_string(s->run_id));
+    json_object_set_new(settings, "clock",
+                        json_pack("{s:o, s:o, s:b}", "est_error_ms",
+                                  record_json_num(s->clock_est_error_ms), "max_error_ms",
+                                  record_json_num(s->clock_max_error_ms), "synced",
+                                  s->clock_synced));
+  }
   struct machine_info mi;
   struct machine_thermal th;
   struct tm_err err = {{0}};
@@ -749,6 +724,33 @@ int load_run(struct load_state *s) {
   if (o->find_capacity && !load_slo_any(&o->slo)) {
     s->err_is_usage = true;
     return fail(s, BENCH_BAD_INPUT, "--find-capacity needs --slo (the objectives to meet)");
+  }
+  if (o->shard_count > 1 || isfinite(o->start_at_unix)) {
+    const char *why = NULL;
+    if (o->shard_count > 1 && o->shard_index >= o->shard_count) why = "the shard index is not below the shard count";
+    else if (o->shard_count > 1 && !isfinite(o->start_at_unix))
+      why = "a sharded run needs --start-at TIME, the common start of every shard";
+    else if (o->requests) why = "a scheduled run (--start-at, shards) needs --duration: --requests ends windows at different times";
+    else if (o->find_capacity) why = "--find-capacity cannot be scheduled or sharded (each probe depends on the last)";
+    if (why) {
+      s->err_is_usage = true;
+      return fail(s, BENCH_BAD_INPUT, "%s", why);
+    }
+  }
+  {
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    s->unix_offset = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - (double)tm_now_ns() / 1e9;
+  }
+  if (isfinite(o->start_at_unix)) {
+    const double late = s->unix_offset + (double)tm_now_ns() / 1e9 - o->start_at_unix;
+    if (late > 0) {
+      s->err_is_usage = true;
+      return fail(s, BENCH_BAD_INPUT,
+                  "--start-at was %.1f s ago: give a time every shard reaches before it starts",
+                  late);
+    }
+    read_clock(s);
   }
   if (o->gguf) {
     s->cost = calloc(1, sizeof *s->cost);
@@ -805,7 +807,9 @@ int load_run(struct load_state *s) {
     return rc;
   }
 
-  struct run c = {.s = s, .b = b, .rng = 0x9e3779b97f4a7c15ull ^ o->seed};
+  /* each shard draws its own arrivals and lengths */
+  struct run c = {.s = s, .b = b,
+                  .rng = 0x9e3779b97f4a7c15ull ^ o->seed ^ ((uint64_t)o->shard_index * 0x2545f4914f6cdd1dull)};
   metrics_options_init(&c.mopt);
   /* the shared calibration: the cache baseline and the prompt-length line */
   struct runner_options ro;
@@ -843,7 +847,9 @@ int load_run(struct load_state *s) {
   size_t cap = 0;
   for (size_t i = 0; i < o->n_concurrency; i++)
     if (o->concurrency[i] > cap) cap = o->concurrency[i];
+  if (o->shard_count > 1) cap = (cap + o->shard_count - 1) / o->shard_count; /* a shard's share */
   if (o->n_rate) cap = OPEN_LOOP_STREAMS;
+  if (!cap) cap = 1;
   c.pool = backend_pool_new(b, cap, &err);
   c.fl = calloc(cap, sizeof *c.fl);
   c.n_fl = cap;
@@ -890,8 +896,8 @@ done: {
   uint32_t failed[RUN_ERR_COUNT] = {0};
   uint32_t runs = 0;
   for (size_t i = 0; i < s->n_levels; i++) {
-    runs += s->levels[i].requests_ok + s->levels[i].requests_failed;
-    for (int k = 0; k < RUN_ERR_COUNT; k++) failed[k] += s->levels[i].failed_by_kind[k];
+    runs += s->levels[i].f.requests_ok + s->levels[i].f.requests_failed;
+    for (int k = 0; k < RUN_ERR_COUNT; k++) failed[k] += s->levels[i].f.failed_by_kind[k];
   }
   bench_session_end(&s->session, runs, failed, s->interrupted, NAN, &s->findings);
 }

@@ -42,6 +42,7 @@
 #include "bench/findings.h"
 #include "bench/session.h"
 #include "model/ceiling.h"
+#include "stats/load_window.h"
 #include "util/err.h"
 
 #define LOAD_MAX_LEVELS 32
@@ -50,21 +51,7 @@
 
 enum load_arrivals { LOAD_POISSON = 0, LOAD_CONSTANT, LOAD_GAMMA };
 
-/* Service-level objectives (--slo ttft=500ms,tpot=50ms,e2e=10s; an item may
- * carry its percentile, p99:ttft=500ms; default p99). A request meets them
- * when each figure it has is within its limit (a request under the decode
- * minimum has no time per output token: that objective is not held against
- * it); a failed request meets none. A level meets them when each figure's
- * percentile over the level's requests (failed ones as infinitely late) is
- * within its limit. */
-enum load_slo_metric { LOAD_SLO_TTFT = 0, LOAD_SLO_TPOT, LOAD_SLO_E2E, LOAD_SLO_COUNT };
 struct model_cost;
-struct load_slo {
-  bool set[LOAD_SLO_COUNT];
-  double limit_ms[LOAD_SLO_COUNT];
-  double percentile[LOAD_SLO_COUNT]; /* 0..100 */
-};
-const char *load_slo_name(enum load_slo_metric m); /* "ttft", "tpot", "e2e" */
 /* Parses "ttft=500ms,p95:tpot=50ms,e2e=10s" (ms, s or a bare number of ms).
  * 0, or -1 with err naming the bad item. */
 int load_slo_parse(const char *s, struct load_slo *out, struct tm_err *err);
@@ -105,47 +92,40 @@ struct load_opts {
                                    ceiling_batch, this machine's probe) */
   bool find_capacity;           /* bisect the -c (or --rate) range for the
                                    largest load that meets the SLOs */
+  /* Beyond one machine: shard shard_index of shard_count (0-based, as the
+   * launchers count) runs its share of each level (streams split as evenly
+   * as they go, the rate divided); shard_source says where the pair came
+   * from ("flag", "kubernetes", "slurm", "openmpi"; NULL: not sharded).
+   * start_at_unix (NAN: none): the common wall-clock start; level k's ramp
+   * begins at start_at + k x (ramp + duration + drain_s), so every shard's
+   * windows fall on the same wall-clock times. A sharded run needs it. */
+  uint32_t shard_index, shard_count;
+  const char *shard_source;
+  double start_at_unix;
+  double drain_s;               /* a scheduled level's drain budget (default 30) */
 };
 void load_opts_init(struct load_opts *o);
-
-struct load_dist {              /* exact order statistics; NAN when n == 0 */
-  size_t n;
-  double min, p50, p90, p95, p99, max, mean;
-};
 
 struct load_level {
   uint32_t concurrency;         /* closed loop; 0 in open loop */
   double request_rate;          /* open loop, requests/s; NAN in closed loop */
-  double window_s;
+  /* the figures over the window (stats/load_window.h: the one computation,
+   * also behind the merge of shards) */
+  struct load_figures f;
   double window_start_unix, window_end_unix; /* the window on the wall clock (s):
                                    shards and servers' logs line up on it */
-  uint32_t requests_ok, requests_failed;
-  uint32_t failed_by_kind[RUN_ERR_COUNT];
-  uint32_t cache_hits;          /* requests whose cache reached past the nonce:
-                                   counted, left out of prefill and TTFT figures */
-  uint32_t buffered;            /* requests whose stream arrived buffered */
-  uint32_t short_decode;        /* requests under the decode minimum (no rate) */
-  uint32_t implausible;         /* requests that broke a plausibility rule */
-  double requests_per_s, aggregate_output_tok_s, aggregate_prompt_tok_s;
-  double output_tokens_in_window, prompt_tokens_in_window;
-  struct load_dist per_stream_decode_tok_s, ttft_ms, ttft_sched_ms, ttfat_ms, itl_ms, tpot_ms,
-      e2e_ms, queue_ms;
-  /* open loop: sends later than their schedule by more than 1 ms, and the
-   * worst lag; behind = more than 1% of the level's sends were late */
-  uint32_t late_sends;
-  double max_send_lag_ms;
-  bool behind_schedule;
   /* the client's own CPU time over the level's wall time (one thread: 1 is a
    * whole CPU); saturated above LOAD_CLIENT_SATURATED: the figures may be
    * the client's limit, not the server's */
   double client_cpu_share;
   bool client_saturated;
-  uint64_t client_chunks, server_tokens; /* over the level's ok requests */
-  /* --slo: the share of the level's requests that met every objective, the
-   * goodput (those that ended inside the window, per second, and their
-   * tokens), and whether the level meets them at their percentiles */
-  double slo_met_share, goodput_req_s, goodput_tok_s;
-  bool slo_met;
+  /* a scheduled run (--start-at, shards): how late the level's window began
+   * against its slot on the wall clock (0 on time); the window is still
+   * measured, and the merge refuses a level whose shards' windows differ */
+  double schedule_lag_s;
+  /* a shard: its share of the level (streams, or requests/s) */
+  uint32_t shard_concurrency;
+  double shard_rate;
   /* The server's own counters (GET /metrics) read before the ramp and after
    * the drain, beside the client's sums over the level's requests (llama.cpp
    * counts prompt tokens evaluated, cached ones out; vLLM every prompt
@@ -153,7 +133,11 @@ struct load_level {
   char counters_source[16];
   double server_prompt_tokens, server_generated_tokens;
   double client_prompt_tokens, client_generated_tokens;
-  bool counters_disagree;       /* beyond 2% + 2 tokens per request */
+  bool counters_disagree;       /* beyond 2% + 2 tokens per request; a shard
+                                   does not judge (the server counts every
+                                   shard's requests): the merge does */
+  double counters_before[2], counters_after[2]; /* the reads: prompt, generated */
+  uint32_t counters_requests;   /* the requests summed (for the tolerance) */
   /* -m: the aggregate decode ceiling of `ceiling_batch` streams (the level's
    * concurrency; in open loop the mean in flight, requests/s x mean
    * end-to-end) at each stream's mean depth (prompt + output / 2), and the
@@ -194,6 +178,16 @@ struct load_state {
   struct ceiling_rates rates;
   uint32_t batch_turn;
   bool interrupted;
+  bool oom;                     /* a level's figures ran out of memory */
+  /* wall clock - monotonic clock (s), read once: request samples and
+   * windows go to the records on the wall clock through it */
+  double unix_offset;
+  /* a scheduled run: the run's id, the same in every shard (a hash of the
+   * start time and the settings shards share); the clock's own estimated
+   * and maximum error (adjtimex, ms; NAN when unknown) and sync state */
+  char run_id[20];
+  double clock_est_error_ms, clock_max_error_ms;
+  bool clock_synced;
 };
 
 void load_state_init(struct load_state *s, const struct load_opts *o, const struct load_hooks *h);
@@ -201,8 +195,5 @@ void load_state_init(struct load_state *s, const struct load_opts *o, const stru
  * the levels are still measured and recorded) or BENCH_BAD_INPUT. */
 int load_run(struct load_state *s);
 void load_state_free(struct load_state *s);
-
-/* Order statistics of x[0..n) (NAN entries skipped); sorts a copy. */
-void load_dist_of(const double *x, size_t n, struct load_dist *out);
 
 #endif

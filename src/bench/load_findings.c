@@ -24,31 +24,31 @@ void load_level_findings(struct load_state *s, const struct load_level *lv) {
   char where[32];
   load_level_name(lv, where, sizeof where);
   struct bench_finding *f;
-  if (lv->requests_failed) {
+  if (lv->f.requests_failed) {
     f = load_level_finding(s, "requests_failed", BENCH_PROBLEM, where);
-    bench_finding_figure(f, "failed", lv->requests_failed);
-    bench_finding_figure(f, "requests", lv->requests_ok + lv->requests_failed);
+    bench_finding_figure(f, "failed", lv->f.requests_failed);
+    bench_finding_figure(f, "requests", lv->f.requests_ok + lv->f.requests_failed);
     bench_finding_brief(f, "%s: %u of %u requests failed (kinds in the records)", where,
-                        lv->requests_failed, lv->requests_ok + lv->requests_failed);
+                        lv->f.requests_failed, lv->f.requests_ok + lv->f.requests_failed);
     bench_finding_text(f, "%s: %u of %u requests sent in the window failed; the others are "
-                          "measured.", where, lv->requests_failed,
-                       lv->requests_ok + lv->requests_failed);
+                          "measured.", where, lv->f.requests_failed,
+                       lv->f.requests_ok + lv->f.requests_failed);
   }
-  if (lv->cache_hits) {
+  if (lv->f.cache_hits) {
     f = load_level_finding(s, "cache_hit", BENCH_WARNING, where);
-    bench_finding_figure(f, "cache_hit_requests", lv->cache_hits);
+    bench_finding_figure(f, "cache_hit_requests", lv->f.cache_hits);
     bench_finding_brief(f, "%s: prompt cache hit in %u requests: left out of prefill and TTFT",
-                        where, lv->cache_hits);
+                        where, lv->f.cache_hits);
     bench_finding_text(f, "%s: the prompt cache reached past the nonce in %u requests: they are "
-                          "left out of the TTFT and prompt figures.", where, lv->cache_hits);
+                          "left out of the TTFT and prompt figures.", where, lv->f.cache_hits);
   }
-  if (lv->buffered) {
+  if (lv->f.buffered) {
     f = load_level_finding(s, "stream_buffered", BENCH_PROBLEM, where);
-    bench_finding_figure(f, "buffered_requests", lv->buffered);
+    bench_finding_figure(f, "buffered_requests", lv->f.buffered);
     bench_finding_brief(f, "%s: buffered stream in %u requests: their gaps are left out", where,
-                        lv->buffered);
+                        lv->f.buffered);
     bench_finding_text(f, "%s: %u requests arrived buffered (not token by token): their "
-                          "inter-token gaps are left out.", where, lv->buffered);
+                          "inter-token gaps are left out.", where, lv->f.buffered);
   }
   if (lv->client_saturated) {
     f = load_level_finding(s, "client_saturated", BENCH_PROBLEM, where);
@@ -59,38 +59,37 @@ void load_level_findings(struct load_state *s, const struct load_level *lv) {
                           "figures may be the client's limit, not the server's (fewer streams, "
                           "or shards on other machines).", where, 100 * lv->client_cpu_share);
   }
-  if (lv->behind_schedule) {
+  if (lv->f.behind_schedule) {
     f = load_level_finding(s, "behind_schedule", BENCH_PROBLEM, where);
-    bench_finding_figure(f, "late_sends", lv->late_sends);
-    bench_finding_figure(f, "max_send_lag_ms", lv->max_send_lag_ms);
+    bench_finding_figure(f, "late_sends", lv->f.late_sends);
+    bench_finding_figure(f, "max_send_lag_ms", lv->f.max_send_lag_ms);
     bench_finding_brief(f, "%s: %u sends behind schedule (up to %.0f ms): the client capped it",
-                        where, lv->late_sends, lv->max_send_lag_ms);
+                        where, lv->f.late_sends, lv->f.max_send_lag_ms);
     bench_finding_text(f, "%s: %u sends left later than scheduled (up to %.1f ms): the client "
                           "could not drive this rate, so the level is not the server's.",
-                       where, lv->late_sends, lv->max_send_lag_ms);
+                       where, lv->f.late_sends, lv->f.max_send_lag_ms);
   }
 }
 
 /* The knee: the lowest level whose next raises aggregate output by less than
  * 10% while raising p99 TTFT by more than 50%. */
 void load_knee_finding(struct load_state *s) {
-  for (size_t i = 0; i + 1 < s->n_levels; i++) {
-    const struct load_level *a = &s->levels[i], *b = &s->levels[i + 1];
-    double gain = b->aggregate_output_tok_s / a->aggregate_output_tok_s - 1;
-    double lat = b->ttft_ms.p99 / a->ttft_ms.p99 - 1;
-    if (!(isfinite(gain) && isfinite(lat)) || !(gain < 0.10 && lat > 0.50)) continue;
-    char where[32];
-    load_level_name(a, where, sizeof where);
-    struct bench_finding *f = load_level_finding(s, "knee", BENCH_INFO, where);
-    bench_finding_figure(f, "aggregate_output_tok_s", a->aggregate_output_tok_s);
-    bench_finding_figure(f, "next_gain_fraction", gain);
-    bench_finding_figure(f, "next_ttft_p99_growth_fraction", lat);
-    bench_finding_brief(f, "knee at %s: the next level adds %.0f%% output, %.0f%% p99 TTFT",
-                        where, 100 * gain, 100 * lat);
-    bench_finding_text(f, "The knee is at %s (%.1f tok/s aggregate): the next level raises the "
-                          "aggregate output by %.0f%% and p99 TTFT by %.0f%%.",
-                       where, a->aggregate_output_tok_s, 100 * gain, 100 * lat);
-    return;
-  }
+  double agg[LOAD_MAX_LEVELS], p99[LOAD_MAX_LEVELS];
+  for (size_t i = 0; i < s->n_levels; i++)
+    agg[i] = s->levels[i].f.aggregate_output_tok_s, p99[i] = s->levels[i].f.ttft_ms.p99;
+  const long k = load_knee_index(agg, p99, s->n_levels);
+  if (k < 0) return;
+  const struct load_level *a = &s->levels[k];
+  const double gain = agg[k + 1] / agg[k] - 1, lat = p99[k + 1] / p99[k] - 1;
+  char where[32];
+  load_level_name(a, where, sizeof where);
+  struct bench_finding *f = load_level_finding(s, "knee", BENCH_INFO, where);
+  bench_finding_figure(f, "aggregate_output_tok_s", a->f.aggregate_output_tok_s);
+  bench_finding_figure(f, "next_gain_fraction", gain);
+  bench_finding_figure(f, "next_ttft_p99_growth_fraction", lat);
+  bench_finding_brief(f, "knee at %s: the next level adds %.0f%% output, %.0f%% p99 TTFT", where,
+                      100 * gain, 100 * lat);
+  bench_finding_text(f, "The knee is at %s (%.1f tok/s aggregate): the next level raises the "
+                        "aggregate output by %.0f%% and p99 TTFT by %.0f%%.",
+                     where, a->f.aggregate_output_tok_s, 100 * gain, 100 * lat);
 }
-

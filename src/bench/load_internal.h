@@ -2,7 +2,7 @@
  *
  *   load.c           the run: requests on the pool, levels, the capacity
  *                    search, the server's counters, the ceiling, records
- *   load_stats.c     SLO parsing, exact order statistics
+ *   load_stats.c     SLO parsing
  *   load_json.c      a level as its "load" record
  *   load_findings.c  the levels' findings and the knee */
 #ifndef TM_BENCH_LOAD_INTERNAL_H
@@ -11,11 +11,6 @@
 #include <jansson.h>
 
 #include "bench/load.h"
-
-bool load_slo_any(const struct load_slo *slo);
-int load_cmp_double(const void *a, const void *b);
-/* The order statistic at p (0..1) of v[0..n) sorted: linear between neighbours. */
-double load_order_stat(const double *v, size_t n, double p);
 
 /* A stream's mean depth, prompt + output / 2 (over the -w mix). */
 double load_mean_depth(const struct load_opts *o);

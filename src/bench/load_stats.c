@@ -1,5 +1,5 @@
 /* load_stats: the load method's pure arithmetic (see load.h): SLO parsing
- * and the exact order statistics every level figure is given as. */
+ * (the statistics are stats/load_window.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,11 +8,6 @@
 #include "bench/load_internal.h"
 
 /* ------------------------------------------------------------------ SLOs */
-
-const char *load_slo_name(enum load_slo_metric m) {
-  static const char *const names[LOAD_SLO_COUNT] = {"ttft", "tpot", "e2e"};
-  return (unsigned)m < LOAD_SLO_COUNT ? names[m] : "?";
-}
 
 int load_slo_parse(const char *s, struct load_slo *out, struct tm_err *err) {
   memset(out, 0, sizeof *out);
@@ -53,47 +48,3 @@ int load_slo_parse(const char *s, struct load_slo *out, struct tm_err *err) {
   }
   return 0;
 }
-
-bool load_slo_any(const struct load_slo *slo) {
-  for (int k = 0; k < LOAD_SLO_COUNT; k++)
-    if (slo->set[k]) return true;
-  return false;
-}
-
-/* ------------------------------------------------------------ statistics */
-
-int load_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The order statistic at p (0..1): linear between neighbours. */
-double load_order_stat(const double *v, size_t n, double p) {
-  double pos = p * (double)(n - 1);
-  size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
-  return v[lo] + (v[hi] - v[lo]) * (pos - (double)lo);
-}
-
-void load_dist_of(const double *x, size_t n, struct load_dist *out) {
-  out->n = 0;
-  out->min = out->p50 = out->p90 = out->p95 = out->p99 = out->max = out->mean = NAN;
-  double *v = n ? malloc(n * sizeof *v) : NULL;
-  if (!v) return;
-  size_t k = 0;
-  double sum = 0;
-  for (size_t i = 0; i < n; i++)
-    if (isfinite(x[i])) v[k++] = x[i], sum += x[i];
-  if (k) {
-    qsort(v, k, sizeof *v, load_cmp_double);
-    out->n = k;
-    out->min = v[0];
-    out->max = v[k - 1];
-    out->p50 = load_order_stat(v, k, 0.50);
-    out->p90 = load_order_stat(v, k, 0.90);
-    out->p95 = load_order_stat(v, k, 0.95);
-    out->p99 = load_order_stat(v, k, 0.99);
-    out->mean = sum / (double)k;
-  }
-  free(v);
-}
-

@@ -21,6 +21,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/compare_files.h"
+#include "analysis/compare_load.h"
 #include "cli/cli.h"
 #include "util/units.h"
 
@@ -172,6 +173,42 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
 
 enum { O_CONF = 256, O_METHOD, O_RESAMPLES, O_SEED, O_JSON };
 
+/* Both files hold load records: the load comparison (a file that does not
+ * read is left to the series path, which says why). */
+static bool both_load(const char *a, const char *b) {
+  const char *paths[2] = {a, b};
+  bool both = true;
+  for (int k = 0; k < 2 && both; k++) {
+    if (!strcmp(paths[k], "-")) return false;
+    struct results r;
+    struct tm_err e = {{0}};
+    both = results_load(&paths[k], 1, &r, &e) == 0 && compare_load_has_loads(&r);
+    results_free(&r);
+  }
+  return both;
+}
+
+static void print_load_table(const struct compare_load *c, const struct compare_opts *o) {
+  printf("A: %s\nB: %s\n", c->a->title, c->b->title);
+  printf("%-10s %-24s %12s %12s %8s %21s  %s\n", "level", "metric", "A", "B", "B/A",
+         "interval", "verdict");
+  for (size_t i = 0; i < c->n; i++) {
+    const struct compare_load_row *r = &c->rows[i];
+    char ratio[16] = "-", ci[32] = "-";
+    if (r->ci_ok) {
+      snprintf(ratio, sizeof ratio, "%.3f", r->ci.ratio);
+      snprintf(ci, sizeof ci, "%.3f..%.3f", r->ci.lo, r->ci.hi);
+    }
+    printf("%-10s %-24s %12.2f %12.2f %8s %21s  %s\n", r->level, r->metric, r->a, r->b, ratio, ci,
+           compare_verdict_name(r->verdict));
+  }
+  printf("(%.0f%% intervals on B/A; the aggregate from %d slices of each window, the rest per "
+         "request; A and B: the level's aggregate, the median of the rest)\n",
+         100 * o->confidence, COMPARE_LOAD_SLICES);
+  if (c->only_a || c->only_b)
+    printf("levels with no partner: %zu in A, %zu in B\n", c->only_a, c->only_b);
+}
+
 int cmd_compare(int argc, char **argv) {
   static const struct option longopts[] = {
       {"confidence", required_argument, 0, O_CONF}, {"method", required_argument, 0, O_METHOD},
@@ -238,9 +275,19 @@ int cmd_compare(int argc, char **argv) {
   if (argc - optind != 2)
     return cli_usage_error(CMD, "give exactly two results files (A then B), got %d", argc - optind);
   const char *path_a = argv[optind], *path_b = argv[optind + 1];
-  struct compare_files cf;
   struct tm_err err = {{0}};
   bool oom;
+  if (both_load(path_a, path_b)) {
+    struct compare_load cl;
+    if (compare_load_files(path_a, path_b, &o, &cl, &oom, &err) != 0)
+      return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
+    int rc = TM_EXIT_OK;
+    if (json) rc = cli_print_json(CMD, compare_load_json(&cl, path_a, path_b, &o));
+    else print_load_table(&cl, &o);
+    compare_load_free(&cl);
+    return rc;
+  }
+  struct compare_files cf;
   if (compare_files_load(path_a, path_b, &o, &cf, &oom, &err) != 0)
     return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
   if (cf.ra.torn_note[0]) cli_warn(CMD, "%s", cf.ra.torn_note);

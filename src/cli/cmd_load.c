@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "bench/load.h"
+#include "bench/load_shard.h"
 #include "bench/runner.h"
 #include "cli/cli.h"
 #include "record/record.h"
@@ -44,6 +45,12 @@ static void usage(FILE *out) {
           "  --requests N         or: the window ends when N requests sent in it ended\n"
           "  --idle-timeout S     fail a request silent for S seconds (default 60)\n"
           "  --timeout S          fail a request longer than S seconds (default 600)\n"
+          "  --shard I/N          run shard I (from 0) of N: its share of each level;\n"
+          "                       or --shards N with JOB_COMPLETION_INDEX (Kubernetes);\n"
+          "                       Slurm's and Open MPI's tasks are read by themselves\n"
+          "  --start-at TIME      the common start (unix seconds or 2026-12-02T10:30:00Z);\n"
+          "                       level k begins at TIME + k x (ramp + duration + drain)\n"
+          "  --drain S            a scheduled level's drain budget (default 30)\n"
           "  --out FILE           results file to append to (tokmeter-results.jsonl)\n"
           "  --json               one level record per line on stdout\n"
           "  -v, --verbose        every finding in full\n"
@@ -51,6 +58,8 @@ static void usage(FILE *out) {
           "  -h, --help           this help\n"
           "Exit: 0 all done; 1 a runtime failure or failed requests; 2 bad usage.\n");
 }
+
+static const char *shard_env(const char *name) { return getenv(name); }
 
 static void on_sigint(int sig) {
   (void)sig;
@@ -117,6 +126,10 @@ static void hook_level(const struct load_level *lv, const void *rec, void *ctx) 
 
 static void print_levels(const struct load_state *s, bool verbose) {
   printf("tokmeter load: %s (%s)\n", s->url_shown, s->server_kind[0] ? s->server_kind : "server");
+  if (s->o->shard_count > 1)
+    printf("shard %u of %u (%s, run %s): this process's share of each level; `tokmeter report` "
+           "merges every shard's file into the run's figures\n",
+           s->o->shard_index, s->o->shard_count, s->o->shard_source, s->run_id);
   printf("%-12s %7s %6s %8s %12s %12s %12s %12s %12s\n", "level", "ok", "failed", "req/s",
          "output tok/s", "prompt tok/s", "stream tok/s", "TTFT p50 ms", "TTFT p99 ms");
   for (size_t i = 0; i < s->n_levels; i++) {
@@ -124,32 +137,44 @@ static void print_levels(const struct load_state *s, bool verbose) {
     char name[32];
     if (lv->concurrency) snprintf(name, sizeof name, "c=%u", lv->concurrency);
     else snprintf(name, sizeof name, "rate=%g/s", lv->request_rate);
+    if (s->o->shard_count > 1 && lv->concurrency)
+      snprintf(name + strlen(name), sizeof name - strlen(name), " (%u)", lv->shard_concurrency);
+    else if (s->o->shard_count > 1)
+      snprintf(name + strlen(name), sizeof name - strlen(name), " (%.3g)", lv->shard_rate);
     char slo[160] = "";
-    if (isfinite(lv->slo_met_share))
+    if (isfinite(lv->f.slo_met_share))
       snprintf(slo, sizeof slo, "  SLO %s: %.0f%% met, goodput %.2f req/s",
-               lv->slo_met ? "met" : "MISSED", 100 * lv->slo_met_share, lv->goodput_req_s);
+               lv->f.slo_met ? "met" : "MISSED", 100 * lv->f.slo_met_share, lv->f.goodput_req_s);
     if (isfinite(lv->aggregate_decode_ceiling_tok_s)) {
       size_t l = strlen(slo);
-      snprintf(slo + l, sizeof slo - l, "  ceiling %.0f tok/s (%.0f%%, %s)",
-               lv->aggregate_decode_ceiling_tok_s, lv->percent_of_ceiling, lv->ceiling_bound);
+      if (isfinite(lv->percent_of_ceiling))
+        snprintf(slo + l, sizeof slo - l, "  ceiling %.0f tok/s (%.0f%%, %s)",
+                 lv->aggregate_decode_ceiling_tok_s, lv->percent_of_ceiling, lv->ceiling_bound);
+      else
+        snprintf(slo + l, sizeof slo - l, "  ceiling %.0f tok/s (%s)",
+                 lv->aggregate_decode_ceiling_tok_s, lv->ceiling_bound);
+    }
+    if (lv->schedule_lag_s > 0) {
+      size_t l = strlen(slo);
+      snprintf(slo + l, sizeof slo - l, "  (began %.1f s late)", lv->schedule_lag_s);
     }
     char c1[16], c2[16], c3[16], c4[16], c5[16], c6[16];
-    printf("%-12s %7u %6u %8s %12s %12s %12s %12s %12s%s%s\n", name, lv->requests_ok,
-           lv->requests_failed, cell(c1, lv->requests_per_s, "%.2f"),
-           cell(c2, lv->aggregate_output_tok_s, "%.1f"), cell(c3, lv->aggregate_prompt_tok_s, "%.1f"),
-           cell(c4, lv->per_stream_decode_tok_s.p50, "%.1f"), cell(c5, lv->ttft_ms.p50, "%.1f"),
-           cell(c6, lv->ttft_ms.p99, "%.1f"), slo,
-           lv->behind_schedule ? "  (client behind schedule)"
+    printf("%-12s %7u %6u %8s %12s %12s %12s %12s %12s%s%s\n", name, lv->f.requests_ok,
+           lv->f.requests_failed, cell(c1, lv->f.requests_per_s, "%.2f"),
+           cell(c2, lv->f.aggregate_output_tok_s, "%.1f"), cell(c3, lv->f.aggregate_prompt_tok_s, "%.1f"),
+           cell(c4, lv->f.per_stream_decode_tok_s.p50, "%.1f"), cell(c5, lv->f.ttft_ms.p50, "%.1f"),
+           cell(c6, lv->f.ttft_ms.p99, "%.1f"), slo,
+           lv->f.behind_schedule ? "  (client behind schedule)"
            : lv->client_saturated ? "  (client saturated)" : "");
     if (verbose) {
-      print_dist_row("per-stream decode", &lv->per_stream_decode_tok_s, "tok/s");
-      print_dist_row("TTFT", &lv->ttft_ms, "ms");
-      if (!lv->concurrency) print_dist_row("TTFT from schedule", &lv->ttft_sched_ms, "ms");
-      print_dist_row("first answer token", &lv->ttfat_ms, "ms");
-      print_dist_row("inter-token gap", &lv->itl_ms, "ms");
-      print_dist_row("time per output token", &lv->tpot_ms, "ms");
-      print_dist_row("end to end", &lv->e2e_ms, "ms");
-      print_dist_row("queue", &lv->queue_ms, "ms");
+      print_dist_row("per-stream decode", &lv->f.per_stream_decode_tok_s, "tok/s");
+      print_dist_row("TTFT", &lv->f.ttft_ms, "ms");
+      if (!lv->concurrency) print_dist_row("TTFT from schedule", &lv->f.ttft_sched_ms, "ms");
+      print_dist_row("first answer token", &lv->f.ttfat_ms, "ms");
+      print_dist_row("inter-token gap", &lv->f.itl_ms, "ms");
+      print_dist_row("time per output token", &lv->f.tpot_ms, "ms");
+      print_dist_row("end to end", &lv->f.e2e_ms, "ms");
+      print_dist_row("queue", &lv->f.queue_ms, "ms");
     }
   }
   printf("(output/prompt tok/s: every stream together over the measured window; stream tok/s:\n"
@@ -173,7 +198,7 @@ static void print_levels(const struct load_state *s, bool verbose) {
 int cmd_load(int argc, char **argv) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_RATE, O_ARRIVALS, O_BURST, O_RAMP,
          O_DURATION, O_REQUESTS, O_IDLE, O_TIMEOUT, O_OUT, O_JSON, O_PROGRESS, O_NO_PROGRESS,
-         O_SLO, O_CAPACITY };
+         O_SLO, O_CAPACITY, O_SHARD, O_SHARDS, O_START_AT, O_DRAIN };
   static const struct option longopts[] = {
       {"url", required_argument, 0, O_URL},           {"api", required_argument, 0, O_API},
       {"endpoint", required_argument, 0, O_ENDPOINT}, {"model", required_argument, 0, O_MODEL},
@@ -188,10 +213,14 @@ int cmd_load(int argc, char **argv) {
       {"progress", no_argument, 0, O_PROGRESS},       {"no-progress", no_argument, 0, O_NO_PROGRESS},
       {"slo", required_argument, 0, O_SLO},           {"find-capacity", no_argument, 0, O_CAPACITY},
       {"gguf", required_argument, 0, 'm'},            {"workload", required_argument, 0, 'w'},
+      {"shard", required_argument, 0, O_SHARD},       {"shards", required_argument, 0, O_SHARDS},
+      {"start-at", required_argument, 0, O_START_AT}, {"drain", required_argument, 0, O_DRAIN},
       {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
   struct load_opts o;
   load_opts_init(&o);
-  const char *key_env = NULL;
+  const char *key_env = NULL, *shard_flag = NULL;
+  uint32_t shards_flag = 0;
+  bool drain_given = false;
   bool json = false, verbose = false, burst_given = false, slo_given = false, pn_given = false;
   double list[LOAD_MAX_LEVELS], v;
   size_t n;
@@ -279,6 +308,20 @@ int cmd_load(int argc, char **argv) {
         break;
       }
       case O_CAPACITY: o.find_capacity = true; break;
+      case O_SHARD: shard_flag = optarg; break;
+      case O_SHARDS:
+        if (cli_parse_number(CMD, optarg, "--shards", true, 1, LOAD_MAX_SHARDS, &v)) return TM_EXIT_USAGE;
+        shards_flag = (uint32_t)v;
+        break;
+      case O_START_AT: {
+        struct tm_err e = {{0}};
+        if (load_parse_start_at(optarg, &o.start_at_unix, &e) != 0) return cli_usage_error(CMD, "%s", e.msg);
+        break;
+      }
+      case O_DRAIN:
+        if (cli_parse_number(CMD, optarg, "--drain", false, 0, 86400, &o.drain_s)) return TM_EXIT_USAGE;
+        drain_given = true;
+        break;
       case O_JSON: json = true; break;
       case 'v': verbose = true; break;
       case O_PROGRESS: cli_progress_force(1); break;
@@ -301,6 +344,19 @@ int cmd_load(int argc, char **argv) {
   if (burst_given && o.arrivals != LOAD_GAMMA)
     return cli_usage_error(CMD, "--burstiness needs --arrivals gamma");
   struct tm_err err = {{0}};
+  if (load_shard_resolve(shard_flag, shards_flag, shard_env, &o.shard_index, &o.shard_count,
+                         &o.shard_source, &err) != 0)
+    return cli_usage_error(CMD, "%s", err.msg);
+  if (o.shard_count > 1 && !isfinite(o.start_at_unix))
+    return cli_usage_error(CMD, "shard %u of %u (%s): a sharded run needs --start-at TIME, the "
+                                "common start of every shard", o.shard_index, o.shard_count,
+                           o.shard_source);
+  if (isfinite(o.start_at_unix) && o.requests)
+    return cli_usage_error(CMD, "--start-at and --requests: a scheduled run's windows are timed (--duration)");
+  if (isfinite(o.start_at_unix) && o.find_capacity)
+    return cli_usage_error(CMD, "--start-at and --find-capacity: each probe depends on the last, so it cannot be scheduled");
+  if (drain_given && !isfinite(o.start_at_unix))
+    return cli_usage_error(CMD, "--drain is a scheduled level's budget: give --start-at too");
   if (backend_url_check(o.url, NULL, &err) != 0) {
     tm_redact(err.msg, sizeof err.msg, NULL);
     return cli_usage_error(CMD, "--url: %s", err.msg);

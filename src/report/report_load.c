@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/load_view.h"
 #include "report/report_internal.h"
 #include "report/svg.h"
 
@@ -28,11 +29,6 @@ static double load_of(json_t *l, bool *closed) {
   return *closed ? (double)json_integer_value(c) : num(l, "request_rate");
 }
 
-static const char *target_of(const struct results_invocation *inv) {
-  const char *t = inv->identity ? json_string_value(json_object_get(inv->identity, "target")) : NULL;
-  return t ? t : "(no identity)";
-}
-
 static void cell(char *buf, size_t n, double v, const char *fmt) {
   if (isfinite(v)) snprintf(buf, n, fmt, v);
   else snprintf(buf, n, "-");
@@ -45,17 +41,32 @@ size_t report_load_levels(const struct results *r) {
 }
 
 int report_load_text(const struct results *r, struct sbuf *o) {
-  for (size_t i = 0; r && i < r->n_inv; i++) {
-    const struct results_invocation *inv = &r->inv[i];
-    if (!inv->n_loads) continue;
+  struct load_views vs;
+  struct tm_err err = {{0}};
+  if (load_views_build(r, &vs, &err) != 0) {
+    sbuf_printf(o, "\nload: %s\n", err.msg);
+    return 0;
+  }
+  for (size_t i = 0; i < vs.n; i++) {
+    const struct load_view *v = &vs.v[i];
     sbuf_puts(o, "\nload: ");
-    sbuf_put_line(o, target_of(inv));
-    sbuf_printf(o, " (invocation %.8s, %zu levels)\n", inv->id, inv->n_loads);
+    sbuf_put_line(o, v->title);
+    if (v->shards > 1 && !v->n_levels) {
+      sbuf_puts(o, "  not merged: ");
+      sbuf_put_line(o, v->refused);
+      sbuf_puts(o, "\n");
+      continue;
+    }
+    if (v->shards > 1)
+      sbuf_printf(o, " (%zu levels, each merged from %u shards over their common window)\n",
+                  v->n_levels, v->shards);
+    else
+      sbuf_printf(o, " (invocation %.8s, %zu levels)\n", v->inv ? v->inv->id : "?", v->n_levels);
     sbuf_printf(o, "  %-12s %7s %6s %12s %12s %12s %11s %11s %8s\n", "level", "ok", "failed",
                 "AT out tok/s", "AT in tok/s", "DC p50 tok/s", "TTFT p50 ms", "TTFT p99 ms",
                 "% ceil");
-    for (size_t k = 0; k < inv->n_loads; k++) {
-      json_t *l = inv->loads[k];
+    for (size_t k = 0; k < v->n_levels; k++) {
+      json_t *l = v->levels[k].record;
       bool closed;
       const double load = load_of(l, &closed);
       char name[32], a[24], b[24], c[24], d[24], e[24], f[24];
@@ -67,31 +78,22 @@ int report_load_text(const struct results *r, struct sbuf *o) {
       cell(d, sizeof d, dist(l, "ttft_ms", "p50"), "%.1f");
       cell(e, sizeof e, dist(l, "ttft_ms", "p99"), "%.1f");
       cell(f, sizeof f, num(l, "percent_of_ceiling"), "%.0f%%");
-      sbuf_printf(o, "  %-12s %7lld %6lld %12s %12s %12s %11s %11s %8s\n", name,
+      sbuf_printf(o, "  %-12s %7lld %6lld %12s %12s %12s %11s %11s %8s%s\n", name,
                   (long long)num(l, "requests_ok"), (long long)num(l, "requests_failed"), a, b, c,
-                  d, e, f);
+                  d, e, f, (long)k == v->knee ? "  knee" : "");
+    }
+    if (v->refused[0]) {
+      sbuf_puts(o, "  ");
+      sbuf_put_line(o, v->refused);
+      sbuf_puts(o, "\n");
     }
   }
-  if (report_load_levels(r))
+  if (vs.n)
     sbuf_puts(o, "AT out/in: every stream's generated / prompt tokens together over the measured "
                  "window; DC: one stream's decode; % ceil: AT out / the aggregate decode ceiling "
                  "(load -m).\n");
+  load_views_free(&vs);
   return 0;
-}
-
-/* The knee's level ("c=4", "rate=2/s") from the end record's findings. */
-static double knee_of(const struct results_invocation *inv) {
-  json_t *fs = inv->end ? json_object_get(inv->end, "findings") : NULL;
-  size_t i;
-  json_t *f;
-  json_array_foreach(fs, i, f) {
-    const char *code = json_string_value(json_object_get(f, "code"));
-    const char *test = json_string_value(json_object_get(json_object_get(f, "config"), "test"));
-    if (!code || strcmp(code, "knee") || !test) continue;
-    const char *eq = strchr(test, '=');
-    return eq ? atof(eq + 1) : NAN;
-  }
-  return NAN;
 }
 
 int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err) {
@@ -102,15 +104,25 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
                  "stream.</p>\n");
     return 0;
   }
-  for (size_t i = 0; i < r->n_inv; i++) {
-    const struct results_invocation *inv = &r->inv[i];
-    const size_t n = inv->n_loads;
-    if (!n) continue;
+  struct load_views vs;
+  if (load_views_build(r, &vs, err) != 0) return -1;
+  for (size_t i = 0; i < vs.n; i++) {
+    const struct load_view *v = &vs.v[i];
+    const size_t n = v->n_levels;
+    if (!n) {
+      sbuf_puts(o, "<p class=\"tm-none\">");
+      sbuf_put_xml(o, v->title);
+      sbuf_puts(o, ": not merged: ");
+      sbuf_put_xml(o, v->refused);
+      sbuf_puts(o, "</p>\n");
+      continue;
+    }
     double *x = calloc(n, sizeof *x), *agg = calloc(n, sizeof *agg), *per = calloc(n, sizeof *per),
            *ceil = calloc(n, sizeof *ceil), *t50 = calloc(n, sizeof *t50),
            *t99 = calloc(n, sizeof *t99);
     if (!x || !agg || !per || !ceil || !t50 || !t99) {
       free(x), free(agg), free(per), free(ceil), free(t50), free(t99);
+      load_views_free(&vs);
       return tm_errf(err, "report: out of memory");
     }
     bool closed = true, any_ceiling = false;
@@ -121,13 +133,13 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
     for (size_t a = 1; order && a < n; a++)
       for (size_t b = a; b > 0; b--) {
         bool c1, c2;
-        if (load_of(inv->loads[order[b - 1]], &c1) <= load_of(inv->loads[order[b]], &c2)) break;
+        if (load_of(v->levels[order[b - 1]].record, &c1) <= load_of(v->levels[order[b]].record, &c2)) break;
         size_t t = order[b];
         order[b] = order[b - 1];
         order[b - 1] = t;
       }
     for (size_t k = 0; k < n; k++) {
-      json_t *l = inv->loads[order ? order[k] : k];
+      json_t *l = v->levels[order ? order[k] : k].record;
       x[k] = load_of(l, &closed);
       agg[k] = num(l, "aggregate_output_tok_s");
       per[k] = dist(l, "per_stream_decode_tok_s", "p50");
@@ -140,8 +152,8 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
     char id1[48], id2[48], title[300], title2[300];
     snprintf(id1, sizeof id1, "load-%zu-throughput", i);
     snprintf(id2, sizeof id2, "load-%zu-ttft", i);
-    snprintf(title, sizeof title, "%.200s: aggregate and one stream", target_of(inv));
-    snprintf(title2, sizeof title2, "%.200s: time to first token", target_of(inv));
+    snprintf(title, sizeof title, "%.200s: aggregate and one stream", v->title);
+    snprintf(title2, sizeof title2, "%.200s: time to first token", v->title);
     const struct svg_series s1[] = {
         {.name = "AT aggregate output (tok/s)", .x = x, .y = agg, .n = n, .line = true,
          .shape = SVG_CIRCLE, .color = 0},
@@ -149,7 +161,8 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
          .shape = SVG_SQUARE, .color = 1},
         {.name = "aggregate decode ceiling (tok/s)", .x = x, .y = ceil, .n = n, .line = true,
          .shape = SVG_NO_MARK, .dashed = true, .color = -1}};
-    const double knee = knee_of(inv);
+    bool knee_closed;
+    const double knee = v->knee >= 0 ? load_of(v->levels[v->knee].record, &knee_closed) : NAN;
     const struct svg_refline ref = {.vertical = true, .value = knee, .label = "knee"};
     const struct svg_chart c1 = {.kind = SVG_XY, .id = id1, .title = title,
                                  .x_label = closed ? "concurrency" : "request rate",
@@ -179,7 +192,16 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
     sbuf_puts(o, "<figcaption>Time to first token of the level's requests (p50, p99), cache "
                  "hits left out: past the knee it is queueing.</figcaption>\n</figure>\n");
     free(x), free(agg), free(per), free(ceil), free(t50), free(t99);
-    if (rc) return -1;
+    if (v->refused[0]) {
+      sbuf_puts(o, "<p class=\"tm-none\">");
+      sbuf_put_xml(o, v->refused);
+      sbuf_puts(o, "</p>\n");
+    }
+    if (rc) {
+      load_views_free(&vs);
+      return -1;
+    }
   }
+  load_views_free(&vs);
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");
 }
