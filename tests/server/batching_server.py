@@ -38,6 +38,7 @@ ap.add_argument("--c0", type=float, default=20.0)
 ap.add_argument("--c1", type=float, default=2.0)
 ap.add_argument("--b", type=float, default=0.0)
 ap.add_argument("--port-file", required=True)
+ap.add_argument("--host", default="127.0.0.1", help="the address to listen on")
 ap.add_argument("--metrics-scale", type=float, default=1.0,
                 help="GET /metrics reports the token counters x this (0: no /metrics)")
 args = ap.parse_args()
@@ -178,7 +179,7 @@ async def handle(reader, writer):
 
 
 async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=4096)
+    server = await asyncio.start_server(handle, args.host, 0, backlog=4096)
     port = server.sockets[0].getsockname()[1]
     asyncio.get_running_loop().create_task(scheduler())
     with open(args.port_file, "w") as f:
