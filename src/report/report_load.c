@@ -152,8 +152,13 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
     char id1[48], id2[48], title[300], title2[300];
     snprintf(id1, sizeof id1, "load-%zu-throughput", i);
     snprintf(id2, sizeof id2, "load-%zu-ttft", i);
-    snprintf(title, sizeof title, "%.200s: aggregate and one stream", v->title);
-    snprintf(title2, sizeof title2, "%.200s: time to first token", v->title);
+    /* the plot's title: the target and the shard count (the run id is in the table) */
+    char who[220];
+    const char *target = v->inv ? json_string_value(json_object_get(v->inv->identity, "target")) : NULL;
+    if (v->shards > 1) snprintf(who, sizeof who, "%.180s (%u shards)", target ? target : "?", v->shards);
+    else snprintf(who, sizeof who, "%.200s", v->title);
+    snprintf(title, sizeof title, "%s: aggregate and one stream", who);
+    snprintf(title2, sizeof title2, "%s: time to first token", who);
     const struct svg_series s1[] = {
         {.name = "AT aggregate output (tok/s)", .x = x, .y = agg, .n = n, .line = true,
          .shape = SVG_CIRCLE, .color = 0},

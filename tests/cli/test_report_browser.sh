@@ -30,6 +30,8 @@ start_server fs --mode paced --a 5 --b 0.02 --c 1
 port=$PORT
 "$TOKMETER" bench --url "http://127.0.0.1:$port" -r 2 --out "$dir/r.jsonl" \
   >"$dir/sbench.out" 2>&1 || fail "server bench: $(tail -3 "$dir/sbench.out")"
+"$TOKMETER" load --url "http://127.0.0.1:$port" -c 1,2 -p 40 -n 30 --ramp 0.5 --duration 1.5 \
+  --no-progress --out "$dir/r.jsonl" >"$dir/load.out" 2>&1 || fail "load: $(tail -3 "$dir/load.out")"
 
 "$TOKMETER" report --html "$dir/report.html" "$dir/r.jsonl" >/dev/null 2>"$dir/err" ||
   fail "report exited non-zero: $(cat "$dir/err")"
@@ -117,6 +119,12 @@ assert plots["threads-decode"]["marks"] == sum(r["test"].startswith("tg") for r 
 confs = {(r["model"]["name"], r["test"], r["threads"], r["depth"]) for r in eng
          if (r.get("ceiling") or {}).get("ceiling_tok_s")}
 assert plots["ceiling"]["marks"] == len(confs), (plots["ceiling"]["marks"], confs)
+
+# load: per level one mark of aggregate and one of one stream's decode, and
+# TTFT p50 and p99 (the fake server's records carry no ceiling)
+loads = [r for r in recs if r["record"] == "load"]
+assert len(loads) == 2, loads
+assert counts("load-") == sorted([2 * len(loads), 2 * len(loads)]), counts("load-")
 
 for p in geom["plots"]:
     assert p["marks"] == p["attr"] and p["marks"] > 0, p
