@@ -245,6 +245,16 @@ struct server_counters {
 };
 int backend_server_counters(struct backend *b, struct server_counters *out, struct tm_err *err);
 
+/* llama.cpp's slots (GET /slots, an array of slot objects): how many there
+ * are and how many are processing a request now ("is_processing", or an
+ * older server's "state" 1). total 0 when the server has no such endpoint
+ * or answers something else: not an error; -1 only when the request could
+ * not be made. */
+struct server_slots {
+  int total, busy;
+};
+int backend_server_slots(struct backend *b, struct server_slots *out, struct tm_err *err);
+
 /* Model listing (/v1/models, /api/tags, LM Studio /api/v0/models): writes up to
  * max names; returns the count or -1. */
 int backend_list_models(struct backend *b, char (*names)[256], int max, struct tm_err *err);

@@ -507,3 +507,27 @@ int backend_server_counters(struct backend *b, struct server_counters *out, stru
   http_response_free(&resp);
   return 0;
 }
+
+int backend_server_slots(struct backend *b, struct server_slots *out, struct tm_err *err) {
+  out->total = out->busy = 0;
+  struct http_response resp;
+  if (http_request(b, "GET", "/slots", NULL, info_timeout(b), &resp, err) != 0) return -1;
+  json_t *a = resp.status == 200 && resp.body ? json_loads(resp.body, 0, NULL) : NULL;
+  int total = 0, busy = 0;
+  bool ok = json_is_array(a) && json_array_size(a) > 0 && json_array_size(a) <= 65536;
+  size_t i;
+  json_t *slot;
+  json_array_foreach(ok ? a : NULL, i, slot) {
+    json_t *p = json_object_get(slot, "is_processing"), *st = json_object_get(slot, "state");
+    if (!json_is_object(slot) || (!json_is_boolean(p) && !json_is_integer(st))) {
+      ok = false;
+      break;
+    }
+    total++;
+    busy += json_is_boolean(p) ? json_is_true(p) : json_integer_value(st) != 0;
+  }
+  if (ok) out->total = total, out->busy = busy;
+  json_decref(a);
+  http_response_free(&resp);
+  return 0;
+}

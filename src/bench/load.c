@@ -434,6 +434,22 @@ static void counters_check(struct run *c, struct load_level *lv, const struct se
   lv->counters_requests = (uint32_t)n;
   lv->counters_before[0] = a->prompt_tokens, lv->counters_before[1] = a->generated_tokens;
   lv->counters_after[0] = b->prompt_tokens, lv->counters_after[1] = b->generated_tokens;
+  /* counters that went back (a restarted server, another process behind
+   * the address): nothing to hold against */
+  if (lv->server_prompt_tokens < 0 || lv->server_generated_tokens < 0) {
+    char where[32];
+    load_level_name(lv, where, sizeof where);
+    struct bench_finding *f = load_level_finding(c->s, "server_counters_reset", BENCH_WARNING, where);
+    bench_finding_figure(f, "server_prompt_tokens_change", lv->server_prompt_tokens);
+    bench_finding_figure(f, "server_generated_tokens_change", lv->server_generated_tokens);
+    bench_finding_brief(f, "%s: the server's /metrics counters went back: not compared", where);
+    bench_finding_text(f, "Over %s the server's /metrics token counters fell (prompt %+.0f, "
+                          "generated %+.0f): the server restarted, or another one answers at "
+                          "this address; they are not held against the requests.",
+                       where, lv->server_prompt_tokens, lv->server_generated_tokens);
+    lv->server_prompt_tokens = lv->server_generated_tokens = NAN;
+    return;
+  }
   /* a shard's server counts every shard's requests: the merge judges */
   if (c->s->o->shard_count > 1) return;
   const bool off_p = load_counters_disagree(lv->server_prompt_tokens, p, n);
@@ -516,8 +532,16 @@ static bool one_level(struct run *c, uint32_t concurrency, double rate) {
   }
   struct server_counters before, after;
   struct tm_err err = {{0}};
+  struct server_slots slots_before = {0}, slots_after = {0};
+  if (backend_server_slots(c->b, &slots_before, &err) != 0) slots_before.total = 0;
   if (backend_server_counters(c->b, &before, &err) != 0) before.source[0] = 0;
   run_level(c, lv, concurrency > 0, lv->shard_concurrency, slot);
+  if (slots_before.total && backend_server_slots(c->b, &slots_after, &err) == 0 &&
+      slots_after.total == slots_before.total) {
+    lv->slots_total = slots_before.total;
+    lv->slots_busy_before = slots_before.busy;
+    lv->slots_busy_after = slots_after.busy;
+  }
   if (before.source[0] && backend_server_counters(c->b, &after, &err) == 0 &&
       !strcmp(after.source, before.source))
     counters_check(c, lv, &before, &after);

@@ -138,6 +138,11 @@ struct load_level {
                                    shard's requests): the merge does */
   double counters_before[2], counters_after[2]; /* the reads: prompt, generated */
   uint32_t counters_requests;   /* the requests summed (for the tolerance) */
+  /* llama.cpp's GET /slots before the ramp and after the drain: its slots,
+   * and how many were busy (before: another client's requests, since this
+   * run's previous level had drained; after: requests this run did not
+   * wait for); slots_total 0 when the server has no /slots */
+  int slots_total, slots_busy_before, slots_busy_after;
   /* -m: the aggregate decode ceiling of `ceiling_batch` streams (the level's
    * concurrency; in open loop the mean in flight, requests/s x mean
    * end-to-end) at each stream's mean depth (prompt + output / 2), and the
@@ -179,6 +184,7 @@ struct load_state {
   uint32_t batch_turn;
   bool interrupted;
   bool oom;                     /* a level's figures ran out of memory */
+  bool above_slots_said;        /* the above_slots finding is given once */
   /* wall clock - monotonic clock (s), read once: request samples and
    * windows go to the records on the wall clock through it */
   double unix_offset;

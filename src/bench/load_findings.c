@@ -69,6 +69,31 @@ void load_level_findings(struct load_state *s, const struct load_level *lv) {
                           "could not drive this rate, so the level is not the server's.",
                        where, lv->f.late_sends, lv->f.max_send_lag_ms);
   }
+  /* llama.cpp's /slots: another client on the server, and queueing by design */
+  if (lv->slots_total && lv->slots_busy_before > 0 && s->o->shard_count <= 1) {
+    f = load_level_finding(s, "server_busy", BENCH_WARNING, where);
+    bench_finding_figure(f, "busy_slots", lv->slots_busy_before);
+    bench_finding_figure(f, "slots", lv->slots_total);
+    bench_finding_brief(f, "%s: %d of the server's %d slots were busy before it began", where,
+                        lv->slots_busy_before, lv->slots_total);
+    bench_finding_text(f, "Before %s began, %d of the server's %d slots were processing requests "
+                          "that were not this run's (its previous level had drained): another "
+                          "client shares the server, and the level's figures are not its load "
+                          "alone.", where, lv->slots_busy_before, lv->slots_total);
+  }
+  const uint32_t streams = lv->concurrency;
+  if (lv->slots_total && streams > (uint32_t)lv->slots_total && !s->above_slots_said) {
+    s->above_slots_said = true;
+    f = load_level_finding(s, "above_slots", BENCH_INFO, where);
+    bench_finding_figure(f, "slots", lv->slots_total);
+    bench_finding_figure(f, "concurrency", streams);
+    bench_finding_brief(f, "%s is above the server's %d slots: the rest queue", where,
+                        lv->slots_total);
+    bench_finding_text(f, "From %s on, more requests are in flight than the server has slots "
+                          "(%d): the rest wait in its queue, which TTFT includes (queue_ms "
+                          "splits it out where the server reports its prompt time).", where,
+                       lv->slots_total);
+  }
 }
 
 /* The knee: the lowest level whose next raises aggregate output by less than

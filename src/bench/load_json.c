@@ -60,5 +60,10 @@ json_t *load_level_json(const struct load_state *s, const struct load_level *lv)
         record_json_num(lv->counters_after[0]), "generated_tokens",
         record_json_num(lv->counters_after[1]));
   json_object_set_new(o, "server_counters", counters);
+  json_object_set_new(o, "server_slots",
+                      lv->slots_total ? json_pack("{s:i, s:i, s:i}", "total", lv->slots_total,
+                                                  "busy_before", lv->slots_busy_before,
+                                                  "busy_after", lv->slots_busy_after)
+                                      : json_null());
   return o;
 }

@@ -39,6 +39,12 @@ ap.add_argument("--c1", type=float, default=2.0)
 ap.add_argument("--b", type=float, default=0.0)
 ap.add_argument("--port-file", required=True)
 ap.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+ap.add_argument("--metrics-garbage", choices=["text", "backwards"], default=None,
+                help="GET /metrics: text that is not Prometheus counters, or counters that "
+                     "go back between reads (a restarted server)")
+ap.add_argument("--busy-slots", type=int, default=0,
+                help="GET /slots reports this many slots busy beyond the requests in flight "
+                     "(another client)")
 ap.add_argument("--metrics-scale", type=float, default=1.0,
                 help="GET /metrics reports the token counters x this (0: no /metrics)")
 args = ap.parse_args()
@@ -57,6 +63,7 @@ class Req:
 
 queue, active, truth = [], [], []
 counters = {"prompt": 0, "predicted": 0}
+metrics_reads = [0]
 wake = asyncio.Event()
 
 
@@ -145,6 +152,19 @@ async def handle(reader, writer):
             elif method == "GET" and path == "/v1/models":
                 await respond(writer, 200, json.dumps(
                     {"object": "list", "data": [{"id": "batching", "object": "model"}]}))
+            elif method == "GET" and path == "/slots":
+                busy = min(args.slots, len(active) + args.busy_slots)
+                await respond(writer, 200, json.dumps(
+                    [{"id": i, "n_ctx": 4096, "is_processing": i < busy} for i in range(args.slots)]))
+            elif method == "GET" and path == "/metrics" and args.metrics_garbage == "text":
+                await respond(writer, 200, "<html><body>metrics</body></html>\n"
+                              "llamacpp:prompt_tokens_total{ 12\nllamacpp:tokens_predicted_total abc\n"
+                              "llamacpp:prompt_tokens_total NaN\n\x01\x02\n", "text/plain")
+            elif method == "GET" and path == "/metrics" and args.metrics_garbage == "backwards":
+                metrics_reads[0] += 1
+                v = 1e9 - 1000 * metrics_reads[0]
+                await respond(writer, 200, "llamacpp:prompt_tokens_total %g\n"
+                              "llamacpp:tokens_predicted_total %g\n" % (v, v), "text/plain")
             elif method == "GET" and path == "/metrics" and args.metrics_scale > 0:
                 k = args.metrics_scale
                 await respond(writer, 200, "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n"

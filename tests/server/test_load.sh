@@ -142,6 +142,37 @@ expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 
 grep -q '"server_counters_disagree"' "$dir/m.jsonl" || fail "counters: no finding: $(tail -1 "$dir/m.jsonl")"
 grep -q "warning c=2: the server's /metrics counted" "$dir/out" || fail "counters: $(cat "$dir/out")"
 
+# --- 1e. /metrics that is not counters, or counters that go back ---------------
+start_batching --slots 4 --c0 5 --c1 1 --b 0.5 --metrics-garbage text
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 --ramp 0 \
+  --duration 1 --json --out "$dir/g.jsonl"
+python3 - "$dir/out" <<'PY' || fail "garbage /metrics: the level (see above)"
+import json, sys
+l = [json.loads(x) for x in open(sys.argv[1]) if x.strip()][0]
+assert l["server_counters"] is None and l["requests_ok"] > 0, l
+PY
+if grep -q "server_counters_disagree" "$dir/g.jsonl"; then fail "garbage /metrics judged"; fi
+start_batching --slots 4 --c0 5 --c1 1 --b 0.5 --metrics-garbage backwards
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 --ramp 0 \
+  --duration 1 --out "$dir/bw.jsonl"
+grep -q '"server_counters_reset"' "$dir/bw.jsonl" || fail "counters back: no finding"
+if grep -q "server_counters_disagree" "$dir/bw.jsonl"; then fail "counters back: judged"; fi
+
+# --- 1f. llama.cpp's /slots: another client on the server; above the slots -----
+start_batching --slots 2 --c0 5 --c1 1 --b 0.5 --busy-slots 1
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,4 -p 50 -n 24 --ramp 0 \
+  --duration 1 --json --out "$dir/sl.jsonl"
+python3 - "$dir/out" "$dir/sl.jsonl" <<'PY' || fail "/slots (see above)"
+import json, sys
+levels = [json.loads(x) for x in open(sys.argv[1]) if x.strip()]
+for l in levels:
+    assert l["server_slots"]["total"] == 2 and l["server_slots"]["busy_before"] == 1, l
+end = [json.loads(x) for x in open(sys.argv[2])][-1]
+codes = [(f["code"], (f["config"] or {}).get("test")) for f in end["findings"]]
+assert ("server_busy", "c=1") in codes and ("above_slots", "c=4") in codes, codes
+assert sum(c == "above_slots" for c, _ in codes) == 1, codes
+PY
+
 # --- 1d. -w: bench's workloads in turn, a mixed load ---------------------------
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -w classify,generate --ramp 0 \
   --duration 2 --out "$dir/w.jsonl"
