@@ -216,7 +216,7 @@ static int view_merged(const struct results *r, const char *run, unsigned n, str
     goto out;
   }
   for (size_t k = 0; k < n_levels; k++) {
-    double w0 = -INFINITY, w1 = INFINITY, cpu = 0;
+    double w0 = -INFINITY, w1 = INFINITY, cpu = 0, lag_share = NAN;
     bool saturated = false, behind = false;
     for (unsigned i = 0; i < n; i++) {
       recs[i] = sh[i]->loads[k];
@@ -235,6 +235,8 @@ static int view_merged(const struct results *r, const char *run, unsigned n, str
       if (num(recs[i], "client_cpu_share") > cpu) cpu = num(recs[i], "client_cpu_share");
       saturated |= json_is_true(json_object_get(recs[i], "client_saturated"));
       behind |= json_is_true(json_object_get(recs[i], "behind_schedule"));
+      const double ls = num(recs[i], "send_lag_share");
+      if (isfinite(ls) && !(ls <= lag_share)) lag_share = ls;
     }
     if (v->refused[0]) break;
     struct load_view_level *L = &v->levels[v->n_levels];
@@ -258,7 +260,10 @@ static int view_merged(const struct results *r, const char *run, unsigned n, str
     json_object_set_new(o, "window_start_unix", json_real(w0));
     json_object_set_new(o, "window_end_unix", json_real(w1));
     record_load_figures_put(o, &f, L->open_loop, load_slo_any(&slo), names);
-    json_object_set_new(o, "behind_schedule", json_boolean(f.behind_schedule || behind));
+    /* each shard's sending is its own: behind when one was (the pooled lags
+     * over one window would count every shard's stalls as one sender's) */
+    json_object_set_new(o, "behind_schedule", json_boolean(behind));
+    json_object_set_new(o, "send_lag_share", L->open_loop ? record_json_num(lag_share) : json_null());
     json_object_set_new(o, "shards", json_integer(n));
     json_object_set_new(o, "client_cpu_share", record_json_num(cpu));
     json_object_set_new(o, "client_saturated", json_boolean(saturated));

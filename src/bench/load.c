@@ -738,6 +738,31 @@ static int open_session(struct load_state *s, const struct server_info *si) {
   return 0;
 }
 
+/* The calibration's requests: run records (calibration: true), as bench
+ * writes them, so the cache baseline and the prompt line can be checked. */
+static void calibration_sink(const struct runner_event *ev, void *ctx) {
+  struct load_state *s = ctx;
+  json_t *settings = json_pack("{s:I, s:b, s:b}", "max_tokens", (json_int_t)ev->request->max_tokens,
+                               "exact_length", ev->request->exact_length, "nonce", 1);
+  struct record_run_in in = {.identity = s->session.identity,
+                             .workload = ev->workload ? ev->workload->name : NULL,
+                             .index = ev->index,
+                             .calibration = ev->calibration,
+                             .warmup = ev->warmup,
+                             .backend = api_family_name(s->api),
+                             .target = s->o->url,
+                             .model = s->o->model,
+                             .settings = settings,
+                             .max_tokens = ev->request->max_tokens};
+  bench_session_write(&s->session, record_run_build(&in, ev->result, ev->metrics));
+  json_decref(settings);
+}
+
+static void calibration_progress(const char *msg, void *ctx) {
+  const struct load_state *s = ctx;
+  s->hooks.progress(msg, s->hooks.ctx);
+}
+
 int load_run(struct load_state *s) {
   const struct load_opts *o = s->o;
   struct tm_err err = {{0}};
@@ -845,8 +870,9 @@ int load_run(struct load_state *s) {
   /* the tokenizer places the nonce for the cache check (runner.c); lengths,
    * which vary per request, come from the calibrated line */
   ro.skip_tokenize = !si.has_tokenize && si.tokenize_error[0];
-  ro.progress = s->hooks.progress;
-  ro.ctx = s->hooks.ctx;
+  ro.progress = s->hooks.progress ? calibration_progress : NULL;
+  ro.sink = calibration_sink;
+  ro.ctx = s;
   struct runner_result *cal = calloc(1, sizeof *cal);
   if (!cal) {
     backend_free(b);

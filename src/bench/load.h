@@ -14,7 +14,8 @@
  *     constant or gamma gaps with shape 1/burstiness^2... see load.c) whatever
  *     the server does; latency is measured from the actual send and from the
  *     scheduled one (no coordinated omission); a level whose sends fall behind
- *     the schedule by more than 1% of its requests is marked.
+ *     the schedule is marked (its sends' lags add up to over 1% of its
+ *     window: stats/load_window.h).
  *
  * Per level: a ramp-up (not counted), the measured window (duration_s, or
  * until `requests` requests that began inside it have ended), then a drain

@@ -63,11 +63,14 @@ void load_level_findings(struct load_state *s, const struct load_level *lv) {
     f = load_level_finding(s, "behind_schedule", BENCH_PROBLEM, where);
     bench_finding_figure(f, "late_sends", lv->f.late_sends);
     bench_finding_figure(f, "max_send_lag_ms", lv->f.max_send_lag_ms);
+    bench_finding_figure(f, "send_lag_share", lv->f.send_lag_share);
     bench_finding_brief(f, "%s: %u sends behind schedule (up to %.0f ms): the client capped it",
                         where, lv->f.late_sends, lv->f.max_send_lag_ms);
-    bench_finding_text(f, "%s: %u sends left later than scheduled (up to %.1f ms): the client "
-                          "could not drive this rate, so the level is not the server's.",
-                       where, lv->f.late_sends, lv->f.max_send_lag_ms);
+    bench_finding_text(f, "%s: %u sends left later than scheduled (up to %.1f ms; their lags "
+                          "add up to %.1f%% of the window): the client could not drive this "
+                          "rate, so the level is not the server's.",
+                       where, lv->f.late_sends, lv->f.max_send_lag_ms,
+                       100 * lv->f.send_lag_share);
   }
   /* llama.cpp's /slots: another client on the server, and queueing by design */
   if (lv->slots_total && lv->slots_busy_before > 0 && s->o->shard_count <= 1) {

@@ -175,6 +175,7 @@ void record_load_figures_put(json_t *o, const struct load_figures *f, bool open_
   json_object_set_new(o, "server_tokens", json_integer((json_int_t)f->server_tokens));
   json_object_set_new(o, "late_sends", json_integer(f->late_sends));
   json_object_set_new(o, "max_send_lag_ms", record_json_num(f->max_send_lag_ms));
+  json_object_set_new(o, "send_lag_share", open_loop ? record_json_num(f->send_lag_share) : json_null());
   json_object_set_new(o, "behind_schedule", json_boolean(f->behind_schedule));
   json_object_set_new(o, "slo_met_share", record_json_num(f->slo_met_share));
   json_object_set_new(o, "goodput_req_s", record_json_num(f->goodput_req_s));

@@ -133,7 +133,7 @@ int load_window_figures(const struct load_sample *x, size_t n, double w0, double
   double *gaps = calloc(n_gaps ? n_gaps : 1, sizeof *gaps);
   if (!gaps) rc = -1;
   size_t m = 0, g = 0;
-  double out_tokens = 0, prompt_tokens = 0;
+  double out_tokens = 0, prompt_tokens = 0, lag_sum = 0;
   uint32_t ok_in_window = 0;
   for (size_t i = 0; !rc && i < n; i++) {
     const struct load_sample *sm = &x[i];
@@ -146,6 +146,8 @@ int load_window_figures(const struct load_sample *x, size_t n, double w0, double
       prompt_tokens += sm->prompt_processed;
     if (sm->ok && sm->t_end >= w0 && sm->t_end <= w1) ok_in_window++;
     if (!sent_inside(sm, w0, w1)) continue;
+    const double lag_s = sm->t_send - sm->t_sched;
+    if (lag_s > 0) lag_sum += lag_s;
     if (!sm->ok) {
       f->requests_failed++;
       f->failed_by_kind[sm->error > 0 && sm->error < LOAD_ERROR_KINDS ? sm->error : LOAD_ERROR_KINDS - 1]++;
@@ -158,7 +160,6 @@ int load_window_figures(const struct load_sample *x, size_t n, double w0, double
     f->short_decode += sm->short_decode;
     f->client_chunks += sm->n_chunks;
     f->server_tokens += (uint64_t)sm->tokens;
-    const double lag_s = sm->t_send - sm->t_sched;
     if (lag_s > LOAD_LATE_SEND_S) f->late_sends++;
     if (lag_s * 1e3 > f->max_send_lag_ms) f->max_send_lag_ms = lag_s * 1e3;
     const bool prefill_ok = !sm->cache_hit; /* a hit's TTFT is no prefill */
@@ -191,8 +192,8 @@ int load_window_figures(const struct load_sample *x, size_t n, double w0, double
   f->aggregate_output_tok_s = f->window_s > 0 ? out_tokens / f->window_s : NAN;
   f->aggregate_prompt_tok_s = f->window_s > 0 ? prompt_tokens / f->window_s : NAN;
   f->requests_per_s = f->window_s > 0 ? ok_in_window / f->window_s : NAN;
-  const uint32_t sent = f->requests_ok + f->requests_failed;
-  f->behind_schedule = open_loop && sent && f->late_sends > LOAD_BEHIND_SHARE * sent;
+  f->send_lag_share = f->window_s > 0 ? lag_sum / f->window_s : NAN;
+  f->behind_schedule = open_loop && f->send_lag_share > LOAD_BEHIND_SHARE;
   if (!rc) rc = slo_figures(x, n, w0, w1, slo, f);
   return rc;
 }

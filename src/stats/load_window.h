@@ -26,7 +26,10 @@
 #define LOAD_ERROR_KINDS 16
 /* A send later than its schedule by more than this is late (open loop). */
 #define LOAD_LATE_SEND_S 0.001
-/* More late sends than this share of a level's marks it behind schedule. */
+/* A level is behind schedule when its sends' lags add up to more than this
+ * share of its window: the sending stalled for that long, in effect (a
+ * 3 ms hiccup in a 3 s window is 0.1%; a client that cannot keep up piles
+ * lag on every send and passes it at once, whatever the rate). */
 #define LOAD_BEHIND_SHARE 0.01
 
 struct load_dist {              /* exact order statistics; NAN when n == 0 */
@@ -74,10 +77,10 @@ struct load_figures {
   struct load_dist per_stream_decode_tok_s, ttft_ms, ttft_sched_ms, ttfat_ms, itl_ms, tpot_ms,
       e2e_ms, queue_ms;
   /* open loop: sends later than their schedule by more than
-   * LOAD_LATE_SEND_S, the worst lag, and whether more than
-   * LOAD_BEHIND_SHARE of the sends were late */
+   * LOAD_LATE_SEND_S, the worst lag, the lags' sum over the window, and
+   * whether that is above LOAD_BEHIND_SHARE */
   uint32_t late_sends;
-  double max_send_lag_ms;
+  double max_send_lag_ms, send_lag_share;
   bool behind_schedule;
   uint64_t client_chunks, server_tokens; /* over the level's ok requests */
   /* with objectives: the share of the level's requests that met every one,

@@ -65,7 +65,8 @@ static void test_window(void) {
 }
 
 static void test_late_sends(void) {
-  /* open loop: of 100 sends, 2 left 5 ms late: over 1%, behind schedule */
+  /* open loop over a 10 s window: 2 sends 5 ms late are 10 ms of lag, 0.1%:
+   * counted, not behind; 40 sends 5 ms late are 200 ms, 2%: behind */
   struct load_sample x[100];
   for (int i = 0; i < 100; i++)
     x[i] = (struct load_sample){.t_sched = 1 + i * 0.05, .t_send = 1 + i * 0.05, .t_end = 6,
@@ -76,12 +77,18 @@ static void test_late_sends(void) {
   CHECK_EQ_INT(load_window_figures(x, 100, 0, 10, true, NULL, &f), 0);
   CHECK_EQ_INT(f.late_sends, 2);
   CHECK_NEAR(f.max_send_lag_ms, 5, 1e-6);
-  CHECK(f.behind_schedule);
+  CHECK_NEAR(f.send_lag_share, 0.001, 1e-9);
+  CHECK(!f.behind_schedule);
   CHECK_NEAR(f.ttft_sched_ms.max, 15, 1e-6);
   CHECK(isnan(f.slo_met_share));
-  x[20].t_send = x[20].t_sched;
+  for (int i = 30; i < 68; i++) x[i].t_send += 0.005;
   CHECK_EQ_INT(load_window_figures(x, 100, 0, 10, true, NULL, &f), 0);
-  CHECK(!f.behind_schedule); /* 1 of 100 is not over 1% */
+  CHECK_EQ_INT(f.late_sends, 40);
+  CHECK_NEAR(f.send_lag_share, 0.02, 1e-9);
+  CHECK(f.behind_schedule);
+  /* closed loop never is */
+  CHECK_EQ_INT(load_window_figures(x, 100, 0, 10, false, NULL, &f), 0);
+  CHECK(!f.behind_schedule);
 }
 
 static void test_knee(void) {
