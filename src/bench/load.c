@@ -936,6 +936,9 @@ int load_run(struct load_state *s) {
   }
   rc = BENCH_OK;
   if (s->interrupted) rc = fail(s, BENCH_RUNTIME, "interrupted: the levels finished are recorded");
+  else if (s->oom)
+    rc = fail(s, BENCH_RUNTIME, "out of memory computing a level's figures (the requests are in %s)",
+              s->session.path);
   else if (s->session.write_failures)
     rc = fail(s, BENCH_RUNTIME, "results not safely kept: %llu records missing from %s",
               (unsigned long long)s->session.write_failures, s->session.path);
