@@ -783,6 +783,9 @@ int load_run(struct load_state *s) {
     else if (o->find_capacity) why = "--find-capacity cannot be scheduled or sharded (each probe depends on the last)";
     if (why) {
       s->err_is_usage = true;
+      if (o->shard_count > 1)
+        return fail(s, BENCH_BAD_INPUT, "shard %u of %u (%s): %s", o->shard_index, o->shard_count,
+                    o->shard_source ? o->shard_source : "flag", why);
       return fail(s, BENCH_BAD_INPUT, "%s", why);
     }
   }

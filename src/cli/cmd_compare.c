@@ -176,16 +176,16 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
 
 enum { O_CONF = 256, O_METHOD, O_RESAMPLES, O_SEED, O_JSON };
 
-/* Both files hold load records: the load comparison (a file that does not
- * read is left to the series path, which says why). */
-static bool both_load(const char *a, const char *b) {
+/* 1 when both files hold load records (the load comparison), 0 when not,
+ * -1 when one does not read (err: its FILE:LINE and why). */
+static int both_load(const char *a, const char *b, struct tm_err *err) {
   const char *paths[2] = {a, b};
-  bool both = true;
-  for (int k = 0; k < 2 && both; k++) {
-    if (!strcmp(paths[k], "-")) return false;
+  int both = 1;
+  for (int k = 0; k < 2; k++) {
+    if (!strcmp(paths[k], "-")) return 0; /* stdin reads once: the series path */
     struct results r;
-    struct tm_err e = {{0}};
-    both = results_load(&paths[k], 1, &r, &e) == 0 && compare_load_has_loads(&r);
+    if (results_load(&paths[k], 1, &r, err) != 0) return -1;
+    if (!compare_load_has_loads(&r)) both = 0;
     results_free(&r);
   }
   return both;
@@ -280,7 +280,9 @@ int cmd_compare(int argc, char **argv) {
   const char *path_a = argv[optind], *path_b = argv[optind + 1];
   struct tm_err err = {{0}};
   bool oom;
-  if (both_load(path_a, path_b)) {
+  const int loads = both_load(path_a, path_b, &err);
+  if (loads < 0) return cli_fail(CMD, TM_EXIT_USAGE, "%s", err.msg);
+  if (loads) {
     struct compare_load cl;
     if (compare_load_files(path_a, path_b, &o, &cl, &oom, &err) != 0)
       return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);

@@ -347,14 +347,8 @@ int cmd_load(int argc, char **argv) {
   if (load_shard_resolve(shard_flag, shards_flag, shard_env, &o.shard_index, &o.shard_count,
                          &o.shard_source, &err) != 0)
     return cli_usage_error(CMD, "%s", err.msg);
-  if (o.shard_count > 1 && !isfinite(o.start_at_unix))
-    return cli_usage_error(CMD, "shard %u of %u (%s): a sharded run needs --start-at TIME, the "
-                                "common start of every shard", o.shard_index, o.shard_count,
-                           o.shard_source);
-  if (isfinite(o.start_at_unix) && o.requests)
-    return cli_usage_error(CMD, "--start-at and --requests: a scheduled run's windows are timed (--duration)");
-  if (isfinite(o.start_at_unix) && o.find_capacity)
-    return cli_usage_error(CMD, "--start-at and --find-capacity: each probe depends on the last, so it cannot be scheduled");
+  /* a sharded run without --start-at, or scheduled with --requests or
+   * --find-capacity: load_run refuses them before anything is sent */
   if (drain_given && !isfinite(o.start_at_unix))
     return cli_usage_error(CMD, "--drain is a scheduled level's budget: give --start-at too");
   if (backend_url_check(o.url, NULL, &err) != 0) {

@@ -132,4 +132,21 @@ expect_exit 0 "$TOKMETER" report "$(shard_out 0)" "$(shard_out 1)" "$dir/forged_
 grep -q "level 2: shard 2's window" "$dir/out" || fail "late window: $(cat "$dir/out")"
 grep -q "^  c=4 " "$dir/out" || fail "the level before the late one is kept: $(cat "$dir/out")"
 if grep -q "^  c=8 " "$dir/out"; then fail "a late level was merged: $(cat "$dir/out")"; fi
+# --- 4. a request's sample that is not one: the file and line, exit 2 -----------
+python3 - "$(shard_out 0)" "$dir/bad_sample.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+with open(sys.argv[2], "w") as f:
+    done = False
+    for l in lines:
+        r = json.loads(l)
+        if r["record"] == "request" and not done:
+            r["load"]["chunk_us"] = "x"; done = True; l = json.dumps(r)
+        f.write(l + "\n")
+PY
+expect_exit 2 "$TOKMETER" report "$dir/bad_sample.jsonl"
+grep -q "bad_sample.jsonl:[0-9]*: request record: load.chunk_us" "$dir/err" ||
+  fail "a broken sample: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" compare "$dir/one.jsonl" "$dir/bad_sample.jsonl"
+grep -q "load.chunk_us" "$dir/err" || fail "compare, a broken sample: $(cat "$dir/err")"
 echo "$tm_test_name: ok"
