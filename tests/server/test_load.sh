@@ -6,26 +6,20 @@
 # gaps recovered from the client's side within the issue's tolerances (2%,
 # 2 ms); the knee where the arithmetic puts it; the open loop's counts; and
 # faults under load (errors, a refused server, stalls) counted by kind while
-# the run goes on, every record kept.
+# the run goes on, every record kept. It runs alone (tests/CMakeLists.txt);
+# what asserts no timing is in test_load_more.sh.
 set -euo pipefail
 : "${TOKMETER:?}" "${TOKMETER_FAKESERVER:?}" "${TOKMETER_SOURCE_DIR:?}"
 . "$(dirname "$0")/../cli/lib.sh"
 export TOKMETER_PROBE_QUICK=1 NO_PROXY='*'
 unset OPENAI_API_KEY
 
-start_batching() {
-  rm -f "$dir/b.port"
-  python3 "$TOKMETER_SOURCE_DIR/tests/server/batching_server.py" --port-file "$dir/b.port" "$@" \
-    >/dev/null 2>"$dir/b.log" &
-  pids+=($!)
-  for _ in $(seq 100); do [ -s "$dir/b.port" ] && break; sleep 0.05; done
-  BPORT=$(cat "$dir/b.port" 2>/dev/null) || fail "batching server: $(cat "$dir/b.log")"
-}
+. "$(dirname "$0")/load_lib.sh"
 
 # --- 1. closed loop: the contract, the truth, the knee ------------------------
 start_batching --slots 4 --c0 20 --c1 1 --b 0.5
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,2,4,8 -p 50 -n 40 \
-  --ramp 1 --duration 3 --json --out "$dir/c.jsonl"
+  --ramp 0.6 --duration 2.5 --json --out "$dir/c.jsonl"
 curl -s "http://127.0.0.1:$BPORT/truth" >"$dir/truth.json"
 python3 - "$dir/out" "$dir/c.jsonl" "$dir/truth.json" <<'PY' || fail "closed loop (see above)"
 import json, sys
@@ -100,8 +94,8 @@ grep -q "records: $dir/t.jsonl" "$dir/out" || fail "no records line: $(cat "$dir
 
 # --- 1b. SLOs and capacity: past the 4 slots a request waits a whole answer,
 # so the largest concurrency meeting p99 TTFT <= 200 ms is 4 -----------------
-expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,16 -p 50 -n 20 --ramp 0.5 \
-  --duration 2 --slo ttft=200ms --find-capacity --out "$dir/cap.jsonl"
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,16 -p 50 -n 20 --ramp 0.3 \
+  --duration 1.2 --slo ttft=200ms --find-capacity --out "$dir/cap.jsonl"
 grep -q "capacity: c=4 meets the SLOs, c=5 does not" "$dir/out" || fail "capacity: $(cat "$dir/out")"
 python3 - "$dir/cap.jsonl" <<'PY' || fail "capacity records"
 import json, sys
@@ -112,83 +106,6 @@ assert levels[5]["slo_met"] is False and levels[16]["slo_met_share"] < 0.5, leve
 assert levels[4]["goodput_req_s"] > 0, levels[4]
 f = [f for f in recs[-1]["findings"] if f["code"] == "capacity"][0]
 assert f["figures"]["capacity_concurrency"] == 4, f
-PY
-
-# --- 1b'. -m FILE: the aggregate decode ceiling beside each level, on a
-# crafted probe (an AVX-512 VNNI machine's figures, whatever this CPU) -------
-model="$TOKMETER_FIXTURES/gguf/tiny-llama-Q4_0.gguf"
-expect_exit 0 "$TOKMETER" probe
-python3 "$TOKMETER_SOURCE_DIR/tests/cli/craft_probe.py" "$TOKMETER_CACHE_DIR" avx512_vnni >/dev/null ||
-  fail "crafting an avx512_vnni probe"
-expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,4 -p 50 -n 30 --ramp 0.5 \
-  --duration 1.5 -m "$model" --out "$dir/g.jsonl"
-grep -q "ceiling .* tok/s (.*%, memory)" "$dir/out" || fail "-m: no ceiling in the table: $(cat "$dir/out")"
-python3 - "$dir/g.jsonl" <<'PY' || fail "-m: records"
-import json, math, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-assert recs[0]["model"]["file"].endswith("tiny-llama-Q4_0.gguf"), recs[0]["model"]
-lv = {r["concurrency"]: r for r in recs if r["record"] == "load"}
-for c, l in lv.items():
-    assert l["ceiling_batch"] == c and l["ceiling_depth"] == 65, l
-    cl = l["aggregate_decode_ceiling_tok_s"]
-    assert cl > 0 and math.isclose(l["percent_of_ceiling"], 100 * l["aggregate_output_tok_s"] / cl), l
-# four streams share one read of the weights: a higher ceiling than one
-assert lv[4]["aggregate_decode_ceiling_tok_s"] > 2 * lv[1]["aggregate_decode_ceiling_tok_s"], lv
-assert any(f["code"] == "batch_turn" for f in recs[-1]["findings"]), recs[-1]["findings"]
-PY
-expect_exit 2 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1 -m "$dir/none.gguf"
-grep -q "none.gguf" "$dir/err" || fail "-m missing file: $(cat "$dir/err")"
-
-# --- 1c. counters that disagree with the answers: a finding, the run goes on --
-start_batching --slots 4 --c0 5 --c1 1 --b 0.5 --metrics-scale 2
-expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 --ramp 0 \
-  --duration 1 --out "$dir/m.jsonl"
-grep -q '"server_counters_disagree"' "$dir/m.jsonl" || fail "counters: no finding: $(tail -1 "$dir/m.jsonl")"
-grep -q "warning c=2: the server's /metrics counted" "$dir/out" || fail "counters: $(cat "$dir/out")"
-
-# --- 1e. /metrics that is not counters, or counters that go back ---------------
-start_batching --slots 4 --c0 5 --c1 1 --b 0.5 --metrics-garbage text
-expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 --ramp 0 \
-  --duration 1 --json --out "$dir/g.jsonl"
-python3 - "$dir/out" <<'PY' || fail "garbage /metrics: the level (see above)"
-import json, sys
-l = [json.loads(x) for x in open(sys.argv[1]) if x.strip()][0]
-assert l["server_counters"] is None and l["requests_ok"] > 0, l
-PY
-if grep -q "server_counters_disagree" "$dir/g.jsonl"; then fail "garbage /metrics judged"; fi
-start_batching --slots 4 --c0 5 --c1 1 --b 0.5 --metrics-garbage backwards
-expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -p 50 -n 24 --ramp 0 \
-  --duration 1 --out "$dir/bw.jsonl"
-grep -q '"server_counters_reset"' "$dir/bw.jsonl" || fail "counters back: no finding"
-if grep -q "server_counters_disagree" "$dir/bw.jsonl"; then fail "counters back: judged"; fi
-
-# --- 1f. llama.cpp's /slots: another client on the server; above the slots -----
-start_batching --slots 2 --c0 5 --c1 1 --b 0.5 --busy-slots 1
-expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,4 -p 50 -n 24 --ramp 0 \
-  --duration 1 --json --out "$dir/sl.jsonl"
-python3 - "$dir/out" "$dir/sl.jsonl" <<'PY' || fail "/slots (see above)"
-import json, sys
-levels = [json.loads(x) for x in open(sys.argv[1]) if x.strip()]
-for l in levels:
-    assert l["server_slots"]["total"] == 2 and l["server_slots"]["busy_before"] == 1, l
-end = [json.loads(x) for x in open(sys.argv[2])][-1]
-codes = [(f["code"], (f["config"] or {}).get("test")) for f in end["findings"]]
-assert ("server_busy", "c=1") in codes and ("above_slots", "c=4") in codes, codes
-assert sum(c == "above_slots" for c, _ in codes) == 1, codes
-PY
-
-# --- 1d. -w: bench's workloads in turn, a mixed load ---------------------------
-expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 2 -w classify,generate --ramp 0 \
-  --duration 2 --out "$dir/w.jsonl"
-python3 - "$dir/w.jsonl" <<'PY' || fail "-w: records"
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-assert recs[0]["settings"]["workloads"] == ["classify", "generate"], recs[0]["settings"]
-reqs = [r for r in recs if r["record"] == "request"]
-names = {r["workload"] for r in reqs}
-assert names == {"classify", "generate"}, names
-lv = [r for r in recs if r["record"] == "load"][0]
-assert lv["short_decode"] > 0, lv  # classify's 16 tokens give no decode rate
 PY
 
 # --- 2. open loop: sent on schedule, latency from the schedule too ------------
@@ -207,12 +124,12 @@ assert l["behind_schedule"] == (l["send_lag_share"] > 0.01), l
 assert 0 <= l["late_sends"] <= n and l["max_send_lag_ms"] >= 0, l
 PY
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" --rate 10 -p 50 -n 8 --ramp 0.5 \
-  --duration 4 --json --out "$dir/p.jsonl"
+  --duration 3 --json --out "$dir/p.jsonl"
 python3 - "$dir/out" <<'PY' || fail "poisson (see above)"
 import json, sys
 (l,) = [json.loads(x) for x in open(sys.argv[1]) if x.strip()]
 n = l["requests_ok"] + l["requests_failed"]
-assert l["arrivals"] == "poisson" and 15 <= n <= 70, n  # mean 40, far beyond 4 sd
+assert l["arrivals"] == "poisson" and 8 <= n <= 55, n  # mean 30, beyond 4 sd
 PY
 
 # --- 3. faults under load: counted by kind, the run goes on --------------------
@@ -245,17 +162,3 @@ assert [r["record"] for r in recs] == ["identity", "end"], recs
 assert recs[-1]["findings"][0]["code"] == "server_not_identified", recs[-1]
 PY
 
-# --- 4. bad usage: one line, exit 2, nothing sent ---------------------------------
-for args in "-c 1" "--url http://127.0.0.1:$BPORT" "--url http://127.0.0.1:$BPORT -c 0" \
-  "--url http://127.0.0.1:$BPORT -c 1 --rate 2" "--url http://127.0.0.1:$BPORT -c 2 --arrivals gamma" \
-  "--url http://127.0.0.1:$BPORT --rate 2 --burstiness 2" "--url http://127.0.0.1:$BPORT -c 1 -p x" \
-  "--url http://127.0.0.1:$BPORT -c 1 --out /dev/full" "--url ftp://x -c 1" "--url http://127.0.0.1:$BPORT -c 1 --bogus" \
-  "--url http://127.0.0.1:$BPORT -c 1 --find-capacity" "--url http://127.0.0.1:$BPORT -c 1 --slo ttft=fast" \
-  "--url http://127.0.0.1:$BPORT -c 1 -w bogus" "--url http://127.0.0.1:$BPORT -c 1 -w generate -n 5"; do
-  # shellcheck disable=SC2086
-  expect_exit 2 "$TOKMETER" load $args
-  [ "$(grep -cv "^Try 'tokmeter" "$dir/err")" = 1 ] || fail "load $args: not one line: $(cat "$dir/err")"
-done
-expect_exit 0 "$TOKMETER" load --help
-[ "$(wc -l <"$dir/out")" -le 45 ] || fail "load --help is longer than 45 lines"
-echo "test_load: ok"
