@@ -16,13 +16,31 @@
  * loopback and the client's own queueing), each stream's first 3 events left
  * out (they arrive while the other streams are still connecting). Printed: streams completed, the
  * added latency's p50, p99 and max, the client's CPU time. Same machine,
- * same clock: no offset to estimate. */
+ * same clock: no offset to estimate. LOAD_SCALE_DUMP=FILE writes every
+ * sample as "server_send_ns added_latency_ms", to see when the slow ones
+ * happened (together: the client or the machine stalled; spread: queueing).
+ *
+ * LOAD_SCALE_HICCUPS=1 measures the machine's own stalls beside it (off by
+ * default: its 5,000 wake-ups a second are work of their own): an idle thread of the
+ * client sleeps 200 us at a time and records every wake-up later than 1 ms
+ * (a hiccup: no vCPU ran it, so none ran the client either; on a VM, the
+ * hypervisor's steal). Printed: their count and the longest, and the added
+ * latency's p99 over the samples that arrived outside them (each stall
+ * widened by 1 ms on either side): what the client adds, apart from what the
+ * machine took. The raw figure is the target's.
+ * LOAD_SCALE_SPIN=1 drives the pool without ever sleeping in epoll_wait (a
+ * core spent on it): on a VM, a vCPU that sleeps is woken by the hypervisor,
+ * which can take milliseconds; spinning shows what the client's code adds
+ * without that wake-up. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,12 +180,53 @@ static void serve(int lfd, int tokens, int interval_ms, int max_conns) {
   }
 }
 
+/* ------------------------------------------------------ the machine's stalls */
+
+#define HICCUP_NS 1000000ull
+#define MAX_HICCUPS 4096
+
+struct hiccups {
+  atomic_bool stop;
+  bool realtime; /* the thread runs SCHED_FIFO */
+  size_t n;
+  uint64_t start[MAX_HICCUPS], end[MAX_HICCUPS]; /* CLOCK_MONOTONIC ns */
+};
+
+static void *hiccup_thread(void *arg) {
+  struct hiccups *h = arg;
+  /* Real-time priority where allowed (root, CAP_SYS_NICE): woken, it runs at
+   * once, so a late wake-up is a machine that ran nothing of ours, not this
+   * thread queued behind the client and the server. Otherwise it says so. */
+  struct sched_param sp = {.sched_priority = 1};
+  h->realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+  uint64_t prev = tm_now_ns();
+  while (!atomic_load(&h->stop)) {
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+    const uint64_t now = tm_now_ns();
+    if (now - prev > HICCUP_NS + 200000 && h->n < MAX_HICCUPS) {
+      h->start[h->n] = prev;
+      h->end[h->n++] = now;
+    }
+    prev = now;
+  }
+  return NULL;
+}
+
+static bool in_hiccup(const struct hiccups *h, uint64_t t) {
+  for (size_t i = 0; i < h->n; i++)
+    if (t + HICCUP_NS >= h->start[i] && t <= h->end[i] + HICCUP_NS) return true;
+  return false;
+}
+
 /* ------------------------------------------------------------- the client */
 
 #define SKIP_FIRST 3
 
 struct tally {
   double *lat_ms;
+  uint64_t *arrival_ns; /* beside lat_ms: when each sample arrived */
+  FILE *dump; /* LOAD_SCALE_DUMP: one "send_ns latency_ms" line per sample */
   size_t n, cap;
   int ok, failed;
   char first_error[400];
@@ -187,8 +246,11 @@ static void on_done(void *tag, struct run_result *r, void *ctx) {
     if (t->n == t->cap) {
       t->cap = t->cap ? 2 * t->cap : 4096;
       t->lat_ms = realloc(t->lat_ms, t->cap * sizeof *t->lat_ms);
+      t->arrival_ns = realloc(t->arrival_ns, t->cap * sizeof *t->arrival_ns);
     }
+    t->arrival_ns[t->n] = r->chunks[i].t_ns;
     t->lat_ms[t->n++] = ((double)r->chunks[i].t_ns - (double)sent) / 1e6;
+    if (t->dump) fprintf(t->dump, "%llu %.4f\n", sent, t->lat_ms[t->n - 1]);
   }
   run_result_free(r);
 }
@@ -236,23 +298,53 @@ int main(int argc, char **argv) {
   struct backend_request req = {.prompt = "scale", .max_tokens = (uint32_t)tokens, .stream = true,
                                 .idle_timeout_s = 30, .total_timeout_s = 600};
   struct tally t = {0};
+  const char *dump = getenv("LOAD_SCALE_DUMP");
+  if (dump && !(t.dump = fopen(dump, "w"))) {
+    perror(dump);
+    return 2;
+  }
+  static struct hiccups hic;
+  pthread_t hic_thread;
+  const bool hic_on = getenv("LOAD_SCALE_HICCUPS") && *getenv("LOAD_SCALE_HICCUPS") == '1';
+  const bool hic_ok = hic_on && pthread_create(&hic_thread, NULL, hiccup_thread, &hic) == 0;
+  const int wait_ms = getenv("LOAD_SCALE_SPIN") && *getenv("LOAD_SCALE_SPIN") == '1' ? 0 : 10;
   struct rusage r0, r1;
   getrusage(RUSAGE_SELF, &r0);
   const uint64_t t0 = tm_now_ns();
   for (int i = 0; i < streams; i++)
     if (backend_pool_start(p, &req, &rs[i], &rs[i]) != 0) on_done(&rs[i], &rs[i], &t);
-  while (backend_pool_active(p)) backend_pool_drive(p, 10, on_done, &t);
+  while (backend_pool_active(p)) backend_pool_drive(p, wait_ms, on_done, &t);
   const double wall = (double)(tm_now_ns() - t0) / 1e9;
   getrusage(RUSAGE_SELF, &r1);
   const double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
                      (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
                      (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
                      (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+  if (hic_ok) {
+    atomic_store(&hic.stop, true);
+    pthread_join(hic_thread, NULL);
+  }
   struct load_dist d;
   load_dist_of(t.lat_ms, t.n, &d);
   printf("streams %d ok %d failed %d tokens %zu wall %.1f s client_cpu %.2f s "
          "added_latency_ms p50 %.3f p99 %.3f max %.3f\n",
          streams, t.ok, t.failed, t.n, wall, cpu, d.p50, d.p99, d.max);
+  if (hic_ok) {
+    double longest = 0;
+    for (size_t i = 0; i < hic.n; i++)
+      longest = fmax(longest, (double)(hic.end[i] - hic.start[i]) / 1e6);
+    size_t kept = 0;
+    for (size_t i = 0; i < t.n; i++)
+      if (!in_hiccup(&hic, t.arrival_ns[i])) t.lat_ms[kept++] = t.lat_ms[i];
+    struct load_dist q;
+    load_dist_of(t.lat_ms, kept, &q);
+    printf("machine stalls over 1 ms (an idle %s thread's late wake-ups): %zu, longest %.1f ms; "
+           "outside them (%zu of %zu samples): added_latency_ms p50 %.3f p99 %.3f max %.3f\n",
+           hic.realtime ? "real-time" : "normal-priority (so also queued behind our work)",
+           hic.n, longest, kept, t.n, q.p50, q.p99, q.max);
+  } else if (hic_on) {
+    printf("machine stalls: not measured (no thread)\n");
+  }
   if (t.failed) printf("first failure: %s\n", t.first_error);
   backend_pool_free(p);
   backend_free(b);
@@ -260,5 +352,7 @@ int main(int argc, char **argv) {
   waitpid(child, NULL, 0);
   free(rs);
   free(t.lat_ms);
+  free(t.arrival_ns);
+  if (t.dump) fclose(t.dump);
   return t.failed ? 1 : 0;
 }
