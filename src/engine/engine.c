@@ -2,8 +2,8 @@
  * API of engine.h. The forward pass itself is forward.c.
  *
  * Memory: weights are the file's map (never copied); the engine allocates the
- * F16 KV cache (2 x n_layer x n_ctx x n_head_kv x head_dim x 2 bytes, calloc'd
- * so untouched pages cost nothing) and activation buffers for max_batch
+ * F16 KV cache (2 x n_seq x n_layer x n_ctx x n_head_kv x head_dim x 2 bytes,
+ * an anonymous mapping, so untouched pages cost nothing) and activation buffers for max_batch
  * tokens, which are small next to the weights. */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +23,7 @@ void engine_options_init(struct engine_options *o) {
   o->n_ctx = 4096;
   o->kernels = KERNEL_AUTO;
   o->max_batch = 512;
+  o->n_seq = 1;
 }
 
 static int online_cpus(void) {
@@ -91,10 +92,14 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
   const size_t rows = B * K; /* moe groups B*K rows; dense uses B */
   bool ok = true;
 
-  e->kv_bytes = 2ull * m->n_layer * e->n_ctx * KV * sizeof(uint16_t);
+  e->seq_cells = (size_t)m->n_layer * e->n_ctx * KV;
+  e->kv_bytes = 2ull * e->n_seq * e->seq_cells * sizeof(uint16_t);
   if (!e->sizing && kv_map(e) != 0) ok = false;
   e->inv_freq = xcalloc(e, hd / 2, sizeof(float), &ok);
   e->rope_cs = xcalloc(e, B * hd, sizeof(float), &ok);
+  e->row_seq = xcalloc(e, B, sizeof(uint32_t), &ok);
+  e->row_pos = xcalloc(e, B, sizeof(uint32_t), &ok);
+  e->seq_past = xcalloc(e, e->n_seq, sizeof(uint32_t), &ok);
   e->x = xcalloc(e, B * E, sizeof(float), &ok);
   e->xb = xcalloc(e, B * E, sizeof(float), &ok);
   e->q = xcalloc(e, B * Q, sizeof(float), &ok);
@@ -125,8 +130,8 @@ static int alloc_buffers(struct engine *e, struct tm_err *err) {
   }
   if (e->sizing) return 0;
   if (!ok)
-    return tm_errf(err, "out of memory allocating the KV cache (%.1f MiB for %u tokens) and "
-                   "buffers", (double)e->kv_bytes / 1048576.0, e->n_ctx);
+    return tm_errf(err, "out of memory allocating the KV cache (%.1f MiB for %u x %u tokens) "
+                   "and buffers", (double)e->kv_bytes / 1048576.0, e->n_seq, e->n_ctx);
   for (size_t i = 0; i < hd / 2; i++)
     e->inv_freq[i] = (float)pow((double)m->rope_base, -2.0 * (double)i / (double)hd);
   return 0;
@@ -292,8 +297,16 @@ struct engine *engine_load(const char *path, const struct engine_options *opt,
 
   e->n_ctx = opt->n_ctx ? opt->n_ctx : 4096;
   if (e->m.n_ctx_train && e->n_ctx > e->m.n_ctx_train) e->n_ctx = e->m.n_ctx_train;
+  e->n_seq = opt->n_seq ? opt->n_seq : 1;
+  if (e->n_seq > ENGINE_MAX_SEQ) {
+    tm_errf(err, "%u sequences asked; the engine holds at most %u", e->n_seq, ENGINE_MAX_SEQ);
+    engine_free(e);
+    return NULL;
+  }
   e->max_batch = opt->max_batch ? opt->max_batch : 512;
-  if (e->max_batch > e->n_ctx) e->max_batch = e->n_ctx;
+  /* a prompt's batch fits one sequence; a decode step's, every sequence */
+  const uint32_t batch_cap = e->n_ctx > e->n_seq ? e->n_ctx : e->n_seq;
+  if (e->max_batch > batch_cap) e->max_batch = batch_cap;
   e->max_batch_asked = e->max_batch;
   e->max_batch = batch_within_bound(e, e->max_batch);
   e->decode_chunk_bytes =
@@ -312,7 +325,7 @@ void engine_free(struct engine *e) {
   model_free(&e->m);
   gguf_close(e->file);
   if (e->kv_map) munmap(e->kv_map, e->kv_map_bytes);
-  void *bufs[] = {e->inv_freq, e->rope_cs, e->x, e->xb, e->q,
+  void *bufs[] = {e->inv_freq, e->rope_cs, e->row_seq, e->row_pos, e->seq_past, e->x, e->xb, e->q,
                   e->k, e->v, e->att, e->hb, e->hb2, e->ffn_out, e->logits_tmp,
                   e->act[0], e->act[1], e->act[2], e->router, e->top_e, e->top_w, e->moe_x,
                   e->moe_o, e->moe_tok, e->moe_w, e->moe_active, e->items, e->head_amax};
@@ -341,6 +354,7 @@ void engine_get_info(const struct engine *e, struct engine_info *out) {
   out->n_expert = m->n_expert;
   out->n_expert_used = m->n_expert_used;
   out->n_ctx = e->n_ctx;
+  out->n_seq = e->n_seq;
   out->max_batch = e->max_batch;
   out->max_batch_asked = e->max_batch_asked;
   out->n_threads = e->n_threads;
@@ -360,16 +374,24 @@ void engine_get_info(const struct engine *e, struct engine_info *out) {
   out->weights_bytes = has_data ? f->file_size - f->data_offset : 0;
 }
 
-void engine_reset(struct engine *e) { e->n_past = 0; }
+void engine_reset(struct engine *e) {
+  for (uint32_t s = 0; s < e->n_seq; s++) e->seq_past[s] = 0;
+}
 
-uint32_t engine_n_past(const struct engine *e) { return e->n_past; }
+uint32_t engine_n_past(const struct engine *e) { return e->seq_past[0]; }
 
-static int check_tokens(const struct engine *e, const int32_t *tokens, uint32_t n,
-                        struct tm_err *err) {
-  if (n == 0) return tm_errf(err, "no tokens to run");
-  if ((uint64_t)e->n_past + n > e->n_ctx)
-    return tm_errf(err, "context overflow: %u tokens in the cache + %u new > capacity %u "
-                   "(raise n_ctx)", e->n_past, n, e->n_ctx);
+uint32_t engine_n_seq(const struct engine *e) { return e->n_seq; }
+
+void engine_seq_reset(struct engine *e, uint32_t seq) {
+  if (seq < e->n_seq) e->seq_past[seq] = 0;
+}
+
+uint32_t engine_seq_n_past(const struct engine *e, uint32_t seq) {
+  return seq < e->n_seq ? e->seq_past[seq] : 0;
+}
+
+static int check_ids(const struct engine *e, const int32_t *tokens, uint32_t n,
+                     struct tm_err *err) {
   for (uint32_t i = 0; i < n; i++)
     if (tokens[i] < 0 || (uint32_t)tokens[i] >= e->m.n_vocab)
       return tm_errf(err, "token %u: id %d is out of range (vocabulary of %u)", i, tokens[i],
@@ -377,15 +399,30 @@ static int check_tokens(const struct engine *e, const int32_t *tokens, uint32_t 
   return 0;
 }
 
+static int check_tokens(const struct engine *e, uint32_t seq, const int32_t *tokens,
+                        uint32_t n, struct tm_err *err) {
+  if (n == 0) return tm_errf(err, "no tokens to run");
+  if (seq >= e->n_seq)
+    return tm_errf(err, "sequence %u: the engine holds %u (engine_options.n_seq)", seq, e->n_seq);
+  if ((uint64_t)e->seq_past[seq] + n > e->n_ctx)
+    return tm_errf(err, "context overflow: %u tokens in the cache + %u new > capacity %u "
+                   "(raise n_ctx)", e->seq_past[seq], n, e->n_ctx);
+  return check_ids(e, tokens, n, err);
+}
+
 /* Splits n tokens into batches of max_batch; only the last batch produces
  * logits unless all_logits. With logits NULL the head still runs (into a
  * scratch buffer) so a timed prefill includes it, as llama.cpp's does. */
-static int run_tokens(struct engine *e, const int32_t *tokens, uint32_t n, float *logits,
-                      bool all_logits, struct tm_err *err) {
-  if (check_tokens(e, tokens, n, err) != 0) return -1;
+static int run_tokens(struct engine *e, uint32_t seq, const int32_t *tokens, uint32_t n,
+                      float *logits, bool all_logits, struct tm_err *err) {
+  if (check_tokens(e, seq, tokens, n, err) != 0) return -1;
   for (uint32_t done = 0; done < n;) {
     uint32_t b = n - done < e->max_batch ? n - done : e->max_batch;
     bool last = done + b == n;
+    for (uint32_t t = 0; t < b; t++) {
+      e->row_seq[t] = seq;
+      e->row_pos[t] = e->seq_past[seq] + t;
+    }
     float *out = NULL;
     if (all_logits)
       out = logits + (size_t)done * e->m.n_vocab;
@@ -399,18 +436,62 @@ static int run_tokens(struct engine *e, const int32_t *tokens, uint32_t n, float
 
 int engine_prefill(struct engine *e, const int32_t *tokens, uint32_t n, float *logits,
                    struct tm_err *err) {
-  return run_tokens(e, tokens, n, logits, false, err);
+  return run_tokens(e, 0, tokens, n, logits, false, err);
+}
+
+int engine_seq_prefill(struct engine *e, uint32_t seq, const int32_t *tokens, uint32_t n,
+                       float *logits, struct tm_err *err) {
+  return run_tokens(e, seq, tokens, n, logits, false, err);
+}
+
+int engine_decode_batch(struct engine *e, const uint32_t *seq, const int32_t *tokens, uint32_t n,
+                        float *logits, int32_t *next, struct tm_err *err) {
+  if (n == 0) return tm_errf(err, "no sequences to step");
+  if (!logits) return tm_errf(err, "engine_decode_batch needs a logits buffer");
+  uint8_t seen[ENGINE_MAX_SEQ / 8] = {0};
+  for (uint32_t i = 0; i < n; i++) {
+    if (seq[i] >= e->n_seq)
+      return tm_errf(err, "sequence %u: the engine holds %u (engine_options.n_seq)", seq[i],
+                     e->n_seq);
+    if (seen[seq[i] / 8] & (1u << (seq[i] % 8)))
+      return tm_errf(err, "sequence %u is twice in one decode step", seq[i]);
+    seen[seq[i] / 8] |= (uint8_t)(1u << (seq[i] % 8));
+    if (e->seq_past[seq[i]] + 1 > e->n_ctx)
+      return tm_errf(err, "context overflow: sequence %u holds %u tokens, its capacity (raise "
+                     "n_ctx)", seq[i], e->seq_past[seq[i]]);
+  }
+  if (check_ids(e, tokens, n, err) != 0) return -1;
+  const uint32_t nv = e->m.n_vocab;
+  for (uint32_t done = 0; done < n;) {
+    const uint32_t b = n - done < e->max_batch ? n - done : e->max_batch;
+    for (uint32_t t = 0; t < b; t++) {
+      e->row_seq[t] = seq[done + t];
+      e->row_pos[t] = e->seq_past[seq[done + t]];
+    }
+    float *out = logits + (size_t)done * nv;
+    if (b == 1) { /* the single-token path: the head's argmax candidates */
+      forward_batch(e, tokens + done, 1, out, false);
+      if (next) next[done] = (int32_t)argmax_of_chunks(e->ops, e->head_amax, e->head_amax_n, out, nv);
+    } else {
+      forward_batch(e, tokens + done, b, out, true);
+      if (next)
+        for (uint32_t t = 0; t < b; t++)
+          next[done + t] = (int32_t)e->ops->argmax(out + (size_t)t * nv, nv);
+    }
+    done += b;
+  }
+  return 0;
 }
 
 int engine_prefill_all_logits(struct engine *e, const int32_t *tokens, uint32_t n,
                               float *all_logits, struct tm_err *err) {
   if (!all_logits) return tm_errf(err, "engine_prefill_all_logits needs a logits buffer");
-  return run_tokens(e, tokens, n, all_logits, true, err);
+  return run_tokens(e, 0, tokens, n, all_logits, true, err);
 }
 
 int engine_decode(struct engine *e, int32_t token, float *logits, struct tm_err *err) {
   if (!logits) return tm_errf(err, "engine_decode needs a logits buffer");
-  return run_tokens(e, &token, 1, logits, false, err);
+  return run_tokens(e, 0, &token, 1, logits, false, err);
 }
 
 int engine_decode_greedy(struct engine *e, int32_t token, float *logits, int32_t *next,

@@ -35,6 +35,10 @@ struct engine_options {
                                 mapping is read through 2 MiB page-cache folios
                                 where the kernel has them (hugemap.c), which
                                 gives the same speed without the copy */
+  uint32_t n_seq;            /* sequences the KV cache holds (default 1, at most
+                                ENGINE_MAX_SEQ), each with its own positions and
+                                n_ctx tokens of cache: engine_decode_batch
+                                advances several together */
   size_t decode_chunk_bytes; /* weight bytes per decode chunk (mm_layout.h);
                                 0 (default): chosen for this CPU
                                 (engine_auto_decode_chunk_bytes) */
@@ -48,11 +52,14 @@ struct engine *engine_load(const char *path, const struct engine_options *opt,
                            struct tm_err *err);
 void engine_free(struct engine *e);
 
+#define ENGINE_MAX_SEQ 1024u
+
 struct engine_info {
   char arch[32];
   uint32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab;
   uint32_t n_expert, n_expert_used;
-  uint32_t n_ctx;              /* KV capacity */
+  uint32_t n_ctx;              /* KV capacity, per sequence */
+  uint32_t n_seq;              /* sequences (engine_options.n_seq) */
   /* The largest prefill batch the engine runs (longer prompts go in batches
    * of it), and what engine_options asked (capped at n_ctx): smaller when
    * the buffers of the asked batch would break the memory bound (below). */
@@ -118,9 +125,9 @@ int64_t engine_resident_bytes(const void *p, size_t len);
  * elsewhere (the team's Xeon streamed longer chunks slower). */
 size_t engine_auto_decode_chunk_bytes(void);
 
-/* Clears the KV cache (position 0 again). */
+/* Clears the KV cache (position 0 again, every sequence). */
 void engine_reset(struct engine *e);
-/* Tokens currently in the KV cache. */
+/* Tokens currently in the KV cache (of sequence 0). */
 uint32_t engine_n_past(const struct engine *e);
 /* Changes the thread count (rebuilds the pool). */
 int engine_set_threads(struct engine *e, int n_threads, struct tm_err *err);
@@ -141,6 +148,30 @@ int engine_decode(struct engine *e, int32_t token, float *logits, struct tm_err 
  * call. */
 int engine_decode_greedy(struct engine *e, int32_t token, float *logits, int32_t *next,
                          struct tm_err *err);
+
+/* ---- several sequences (engine_options.n_seq) ----
+ * Each sequence has its own positions and its own region of the KV cache;
+ * the single-sequence calls above act on sequence 0. A decode step of B
+ * sequences computes B tokens with each weight read once for all of them
+ * (the matrix products take B columns, as a prompt's do), attention per
+ * sequence over its own cache; for qwen3moe each routed expert runs once
+ * for the tokens routed to it. Any subset of sequences can step together,
+ * so sequences join and leave between steps (continuous batching): reset
+ * one, prefill its prompt, add it to the next step. */
+uint32_t engine_n_seq(const struct engine *e);
+void engine_seq_reset(struct engine *e, uint32_t seq);
+uint32_t engine_seq_n_past(const struct engine *e, uint32_t seq);
+/* engine_prefill into sequence seq. */
+int engine_seq_prefill(struct engine *e, uint32_t seq, const int32_t *tokens, uint32_t n,
+                       float *logits, struct tm_err *err);
+/* One decode step of n distinct sequences: tokens[i] at the next position
+ * of sequence seq[i]. logits: n x n_vocab floats (row i for seq[i]); next:
+ * NULL or n greedy picks (engine_argmax of each row). More than max_batch
+ * sequences run as several passes of max_batch rows (the weights read once
+ * per pass). Fails, running nothing, on a sequence out of range or named
+ * twice, a full cache, or a token id out of range. */
+int engine_decode_batch(struct engine *e, const uint32_t *seq, const int32_t *tokens, uint32_t n,
+                        float *logits, int32_t *next, struct tm_err *err);
 
 /* Index of the largest logit (greedy sampling); -1 only when TOKMETER_KERNELS
  * names a kernel set this machine cannot run (no engine loads then either). */

@@ -55,14 +55,26 @@ struct engine {
   struct warm_cursor *warm; /* (n_threads): warm.h, decode's idle prefetch */
   uintptr_t warm_next;      /* the tpool_run_idle argument of the next job, 0: none */
   uint32_t n_steps;         /* forward_batch calls so far (names warm targets) */
-  uint32_t n_ctx, max_batch, n_past;
+  uint32_t n_ctx, max_batch;
+  /* Sequences (engine_options.n_seq): seq_past[s] tokens of sequence s are
+   * in its cache region. Each region is the whole single-sequence layout
+   * (below), seq_cells uint16 apart. */
+  uint32_t n_seq;
+  uint32_t *seq_past;
+  size_t seq_cells;
+  /* The rows of the batch forward_batch runs (B entries, set by its
+   * caller): row t is token t of sequence row_seq[t] at position
+   * row_pos[t] (its K and V go to that cell, it attends to the cells
+   * 0..row_pos[t] of its sequence). */
+  uint32_t *row_seq, *row_pos;
   double load_ms;
   bool hugepages; /* weights copied into huge pages (engine_options.hugepages) */
   size_t decode_chunk_bytes; /* engine_options.decode_chunk_bytes, resolved */
   double huge_share; /* engine_info.huge_share */
 
-  /* KV cache, F16: (n_layer, n_head_kv, n_ctx, head_dim) each for K and V
-   * (one head's positions contiguous: forward.c qkv_row). */
+  /* KV cache, F16: (n_seq, n_layer, n_head_kv, n_ctx, head_dim) each for K
+   * and V (one head's positions contiguous: forward.c qkv_row; one
+   * sequence's cells together, so a sequence touches pages of its own). */
   uint16_t *k_cache, *v_cache;
   void *kv_map;          /* the mapping holding both (engine.c kv_map) */
   size_t kv_map_bytes;
@@ -110,10 +122,13 @@ struct engine {
   int max_items;
 };
 
-/* Runs tokens[0..n) (n <= max_batch) at positions n_past.., appends to the
- * KV cache and advances n_past. logits: (n, n_vocab) when all_logits, else
- * (n_vocab) for the last token, or NULL to skip the output head (a batch that
- * is not the last of a prompt). The caller has checked ids and capacity. */
+/* Runs tokens[0..n) (n <= max_batch) as the rows e->row_seq / e->row_pos
+ * name (one sequence's consecutive positions, a prompt; or one token of each
+ * of n distinct sequences, a batched decode step), appends to the KV cache
+ * and advances each row's sequence past its position. logits: (n, n_vocab)
+ * when all_logits, else (n_vocab) for the last row, or NULL to skip the
+ * output head (a batch that is not the last of a prompt). The caller has
+ * checked ids and capacity. */
 void forward_batch(struct engine *e, const int32_t *tokens, uint32_t n, float *logits,
                    bool all_logits);
 

@@ -339,13 +339,21 @@ static void rope_head(float *h, const float *cs, uint32_t d, bool neox) {
 }
 
 /* Per token after the Q/K/V projections: biases (qwen2), per-head RMSNorm of
- * Q and K (qwen3), RoPE, and K, V stored into the F16 cache at pos0 + t;
+ * Q and K (qwen3), RoPE, and K, V stored into the F16 cache at the row's
+ * sequence and position;
  * per head, so a decode step can do each KV head's share inside its
  * attention item (attn_worker) instead of on one thread before it. */
 struct qkv_ctx {
   const struct layer_weights *L;
-  uint32_t layer, pos0;
+  uint32_t layer;
 };
+
+/* The first cache cell of layer `layer`, KV head kvh of sequence seq (K; V
+ * is at the same offset in v_cache). */
+static size_t kv_head_base(const struct engine *e, uint32_t seq, uint32_t layer, uint32_t kvh) {
+  return (size_t)seq * e->seq_cells +
+         ((size_t)layer * e->m.n_head_kv + kvh) * (size_t)e->n_ctx * e->m.head_dim;
+}
 
 /* KV head kvh of token t: bias, norm, RoPE of k; bias of v; both stored.
  * Cache layout (layer, kv head, position, hd): one head's rows are
@@ -362,7 +370,7 @@ static void qkv_kv_head(struct engine *e, const struct qkv_ctx *c, int64_t t, ui
   }
   if (c->L->k_norm) rmsnorm(e->ops, k, k, c->L->k_norm, hd, m->rms_eps);
   rope_head(k, e->rope_cs + t * hd, hd, m->rope_neox);
-  size_t slot = (((size_t)c->layer * m->n_head_kv + kvh) * e->n_ctx + c->pos0 + (size_t)t) * hd;
+  size_t slot = kv_head_base(e, e->row_seq[t], c->layer, kvh) + (size_t)e->row_pos[t] * hd;
   e->ops->f32_to_f16(k, e->k_cache + slot, hd);
   e->ops->f32_to_f16(v, e->v_cache + slot, hd);
 }
@@ -400,16 +408,21 @@ static void swiglu_row(struct engine *e, int64_t t, void *ctx) {
 struct attn_job {
   alignas(64) atomic_long next;
   alignas(64) struct engine *e;
-  uint32_t layer, pos0;
+  uint32_t layer;
   long n_items; /* tokens x KV heads */
+  /* The rows are one prompt's tokens (one sequence): items go head by head
+   * so a thread's next item reads rows still in its caches. Else (one token
+   * of each of several sequences) token by token, each from memory. */
+  bool one_seq;
   /* Single-token step: each item first does its heads' qkv work (a KV
    * head's cache row is written and read by the same item, so no item
    * waits for another). NULL when qkv_row already ran for every token. */
   const struct qkv_ctx *qkv;
 };
 
-/* Causal grouped-query attention of token t, head h over cache positions
- * [0, pos0 + t]: softmax(q.k / sqrt(hd)) weighted sum of v, in f32. */
+/* Causal grouped-query attention of row t, head h over its sequence's cache
+ * positions [0, row_pos[t]]: softmax(q.k / sqrt(hd)) weighted sum of v, in
+ * f32. */
 static void attn_worker(void *ctx, int ith, int nth) {
   struct attn_job *j = ctx;
   struct engine *e = j->e;
@@ -418,8 +431,6 @@ static void attn_worker(void *ctx, int ith, int nth) {
   const uint32_t group = m->n_head / m->n_head_kv;
   const float scale = 1.0f / sqrtf((float)hd);
   const size_t head_cells = (size_t)e->n_ctx * hd; /* one kv head's cache */
-  const uint16_t *kc = e->k_cache + (size_t)j->layer * m->n_head_kv * head_cells;
-  const uint16_t *vc = e->v_cache + (size_t)j->layer * m->n_head_kv * head_cells;
   for (;;) {
     long item = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
     if (item >= j->n_items) return;
@@ -431,15 +442,16 @@ static void attn_worker(void *ctx, int ith, int nth) {
      * by head, token after token, so a thread's next item reads the same
      * head's rows, still in its caches: attn_rows_cached. */
     const long n_tok = j->n_items / (long)m->n_head_kv;
-    const bool batch = j->qkv == NULL;
+    const bool batch = j->qkv == NULL && j->one_seq;
     uint32_t t, kvh;
     if (batch) {
       kvh = (uint32_t)(item / n_tok), t = (uint32_t)(item % n_tok);
     } else {
       t = (uint32_t)(item / m->n_head_kv), kvh = (uint32_t)(item % m->n_head_kv);
     }
-    uint32_t n_pos = j->pos0 + t + 1;
-    size_t off = (size_t)kvh * head_cells;
+    const uint32_t pos = e->row_pos[t], n_pos = pos + 1;
+    const size_t off = kv_head_base(e, e->row_seq[t], j->layer, kvh);
+    const uint16_t *kc = e->k_cache, *vc = e->v_cache;
     if (j->qkv) {
       qkv_kv_head(e, j->qkv, t, kvh);
       for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++) qkv_q_head(e, j->qkv, t, h);
@@ -450,14 +462,14 @@ static void attn_worker(void *ctx, int ith, int nth) {
     if (batch) {
       e->ops->attn_rows_cached(qh, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale, oh,
                                hd);
-    } else if (e->ops->attn_rows_next && kvh + (uint32_t)nth < m->n_head_kv && j->pos0 > 0) {
+    } else if (j->qkv && e->ops->attn_rows_next && kvh + (uint32_t)nth < m->n_head_kv && pos > 0) {
       /* Decode: this thread's likely next item is KV head kvh + nth (items
        * go out in order while the threads keep pace); its K rows already
        * cached stream in beside this item's rows, so the two items' misses
        * overlap (a wrong guess costs only the prefetch). */
-      const uint16_t *next_k = kc + (size_t)(kvh + (uint32_t)nth) * head_cells;
+      const uint16_t *next_k = kc + off + (size_t)nth * head_cells;
       e->ops->attn_rows_next(qh, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale, oh,
-                             hd, next_k, (size_t)j->pos0 * hd * sizeof(uint16_t));
+                             hd, next_k, (size_t)pos * hd * sizeof(uint16_t));
     } else {
       e->ops->attn_rows(qh, hd, (int)group, kc + off, vc + off, hd, n_pos, hd, scale, oh, hd);
     }
@@ -595,7 +607,8 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
                    bool all_logits) {
   const struct model *m = &e->m;
   const uint32_t E = m->n_embd, hd = m->head_dim;
-  const uint32_t pos0 = e->n_past;
+  bool one_seq = true;
+  for (uint32_t t = 1; t < B; t++) one_seq &= e->row_seq[t] == e->row_seq[0];
   e->head_amax_n = 0; /* set again by head_one_row */
 
   /* x (B, E) = token_embd[tokens] */
@@ -604,10 +617,10 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
                     m->token_embd.data + (size_t)tokens[t] * m->token_embd.row_bytes,
                     e->x + (size_t)t * E, E);
 
-  /* RoPE angles (B, hd/2): (pos0 + t) * base^(-2i/hd), shared by all layers and heads. */
+  /* RoPE angles (B, hd/2): row_pos[t] * base^(-2i/hd), shared by all layers and heads. */
   for (uint32_t t = 0; t < B; t++)
     for (uint32_t i = 0; i < hd / 2; i++) {
-      float th = (float)(pos0 + t) * e->inv_freq[i];
+      float th = (float)e->row_pos[t] * e->inv_freq[i];
       e->rope_cs[(size_t)t * hd + 2 * i] = cosf(th);
       e->rope_cs[(size_t)t * hd + 2 * i + 1] = sinf(th);
     }
@@ -627,7 +640,7 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     float *oqkv[3] = {e->q, e->k, e->v};
     WARM_NEXT(l, WARM_WO); /* during qkv and attention */
     matmul_shared(e, e->xb, B, 3, wqkv, oqkv);           /* q (B, Q), k, v (B, KV) */
-    struct qkv_ctx qc = {L, l, pos0};
+    struct qkv_ctx qc = {L, l};
     /* bias, q/k norm, RoPE, cache: per head inside the attention items for
      * one token (decode); for a batch, every token first, because token t's
      * attention reads the K/V rows of tokens before it. */
@@ -637,7 +650,7 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     atomic_init(&aj.next, 0);
     aj.e = e;
     aj.layer = l;
-    aj.pos0 = pos0;
+    aj.one_seq = one_seq;
     aj.n_items = (long)B * m->n_head_kv;
     aj.qkv = B == 1 ? &qc : NULL;
     STEP_PROF_BEGIN(prof_attn_t0);
@@ -692,5 +705,6 @@ void forward_batch(struct engine *e, const int32_t *tokens, uint32_t B, float *l
     head_one_row(e, e->xb, logits);                      /* logits (n_vocab) */
   }
   e->warm_next = 0;
-  e->n_past += B;
+  for (uint32_t t = 0; t < B; t++)
+    if (e->row_pos[t] + 1 > e->seq_past[e->row_seq[t]]) e->seq_past[e->row_seq[t]] = e->row_pos[t] + 1;
 }

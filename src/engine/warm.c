@@ -131,14 +131,17 @@ void warm_idle(void *ctx, uintptr_t target, struct tpool *p, int ith, int nth) {
    * the positions already cached are read latency-bound when cold (the
    * weight stream evicted them since the last token). Thread ith takes KV
    * heads ith, ith + nth, ... first (attn_worker hands items out in that
-   * order when the threads keep pace). n_past is stable while any job of
-   * this step runs (the caller advances it after the last one). */
-  if (s == WARM_WO && cur->kv_bytes != UINT64_MAX && layer < m->n_layer && e->n_past > 0) {
+   * order when the threads keep pace). Warming runs in single-token steps
+   * only: the one row's position (the positions already cached) and
+   * sequence are stable while any job of this step runs. */
+  const uint32_t cached = e->row_pos[0];
+  if (s == WARM_WO && cur->kv_bytes != UINT64_MAX && layer < m->n_layer && cached > 0) {
     const size_t head_cells = (size_t)e->n_ctx * m->head_dim;
-    const uint64_t head_bytes = (uint64_t)e->n_past * m->head_dim * sizeof(uint16_t);
+    const uint64_t head_bytes = (uint64_t)cached * m->head_dim * sizeof(uint16_t);
     int n = 0;
     for (uint32_t h = (uint32_t)ith; h < m->n_head_kv && n + 2 <= MAX_SPANS; h += (uint32_t)nth) {
-      size_t off = ((size_t)layer * m->n_head_kv + h) * head_cells;
+      size_t off = (size_t)e->row_seq[0] * e->seq_cells +
+                   ((size_t)layer * m->n_head_kv + h) * head_cells;
       sp[n++] = (struct span){(const uint8_t *)(e->k_cache + off), head_bytes};
       sp[n++] = (struct span){(const uint8_t *)(e->v_cache + off), head_bytes};
     }
