@@ -55,6 +55,8 @@ void load_opts_init(struct load_opts *o) {
   o->shard_count = 1;
   o->start_at_unix = NAN;
   o->drain_s = 30;
+  o->reps = 3;
+  o->warmup = 1;
 }
 
 /* -------------------------------------------------------------- requests */
@@ -486,7 +488,7 @@ double load_mean_depth(const struct load_opts *o) {
 }
 
 /* -m: the aggregate decode ceiling at the level's batch and mean depth. */
-static void level_ceiling(struct load_state *s, struct load_level *lv) {
+void load_level_ceiling(struct load_state *s, struct load_level *lv) {
   lv->ceiling_batch = lv->ceiling_depth = lv->aggregate_decode_ceiling_tok_s = NAN;
   lv->percent_of_ceiling = NAN;
   lv->ceiling_bound = NULL;
@@ -506,6 +508,46 @@ static void level_ceiling(struct load_state *s, struct load_level *lv) {
   /* a shard's aggregate is its share: the merge holds the sum against it */
   if (isfinite(p.aggregate_decode_tok_s) && p.aggregate_decode_tok_s > 0 && shards == 1)
     lv->percent_of_ceiling = 100 * lv->f.aggregate_output_tok_s / p.aggregate_decode_tok_s;
+}
+
+/* -m: the model's cost from its file and this machine's rates from the
+ * probe. 0; -1 out of memory; -2 a file that does not read (err). Without a
+ * probe the run goes on with no ceiling. */
+int load_model_ceiling_setup(struct load_state *s, struct tm_err *err) {
+  s->cost = calloc(1, sizeof *s->cost);
+  if (!s->cost) return -1;
+  if (model_cost_from_file(s->o->gguf, GGML_TYPE_F16, s->cost, NULL, err) != 0) return -2;
+  struct machine_probe *p = calloc(1, sizeof *p);
+  struct tm_err perr = {{0}};
+  if (p && probe_get(p, false, s->hooks.progress, s->hooks.ctx, &perr) == 0) {
+    s->rates = (struct ceiling_rates){.read_bw_bytes_s = probe_best_read_bw(p, NULL),
+                                      .f32_flops = probe_best_f32(p, NULL),
+                                      .int8_ops = probe_best_int8(p, NULL),
+                                      .int8_tile_ops = probe_best_int8_tile(p, NULL)};
+    s->have_model = true;
+    s->batch_turn = ceiling_batch_turn(s->cost, &s->rates, load_mean_depth(s->o), 4096);
+  }
+  free(p);
+  return 0;
+}
+
+void load_batch_turn_finding(struct load_state *s) {
+  struct bench_finding *f = bench_findings_add(&s->findings, "batch_turn", BENCH_INFO);
+  const double depth = load_mean_depth(s->o);
+  bench_finding_figure(f, "batch", s->batch_turn);
+  bench_finding_figure(f, "depth", depth);
+  if (s->batch_turn) {
+    bench_finding_brief(f, "ceiling: the decode step turns compute bound at %u streams (depth %.0f)",
+                        s->batch_turn, depth);
+    bench_finding_text(f, "On this machine's figures the decode step of %u streams at depth %.0f "
+                          "is compute bound: below that more streams share one read of the "
+                          "weights, above it each adds its arithmetic.", s->batch_turn, depth);
+  } else {
+    bench_finding_brief(f, "ceiling: memory bound up to 4096 streams at depth %.0f", depth);
+    bench_finding_text(f, "On this machine's figures the decode step stays memory bound up to "
+                          "4096 streams at depth %.0f (each stream's KV cache grows the bytes "
+                          "with the batch), or no compute rate is known.", depth);
+  }
 }
 
 /* Runs one level (concurrency, or rate when concurrency is 0) as
@@ -546,7 +588,7 @@ static bool one_level(struct run *c, uint32_t concurrency, double rate) {
       !strcmp(after.source, before.source))
     counters_check(c, lv, &before, &after);
   drop_samples(c);
-  level_ceiling(c->s, lv);
+  load_level_ceiling(c->s, lv);
   if (backend_interrupted()) {
     s->interrupted = true; /* a level cut short is no level */
     return false;
@@ -766,6 +808,7 @@ static void calibration_progress(const char *msg, void *ctx) {
 int load_run(struct load_state *s) {
   const struct load_opts *o = s->o;
   struct tm_err err = {{0}};
+  if (!o->url) return load_engine_run(s);
   if ((o->n_concurrency == 0) == (o->n_rate == 0)) {
     s->err_is_usage = true;
     return fail(s, BENCH_BAD_INPUT, "give -c LIST or --rate LIST (one of them)");
@@ -805,22 +848,12 @@ int load_run(struct load_state *s) {
     read_clock(s);
   }
   if (o->gguf) {
-    s->cost = calloc(1, sizeof *s->cost);
-    if (!s->cost) return fail(s, BENCH_RUNTIME, "out of memory");
-    if (model_cost_from_file(o->gguf, GGML_TYPE_F16, s->cost, NULL, &err) != 0) {
+    const int mrc = load_model_ceiling_setup(s, &err);
+    if (mrc == -1) return fail(s, BENCH_RUNTIME, "out of memory");
+    if (mrc == -2) {
       s->err_is_usage = true;
       return fail(s, BENCH_BAD_INPUT, "%s", err.msg);
     }
-    struct machine_probe *p = calloc(1, sizeof *p);
-    if (p && probe_get(p, false, s->hooks.progress, s->hooks.ctx, &err) == 0) {
-      s->rates = (struct ceiling_rates){.read_bw_bytes_s = probe_best_read_bw(p, NULL),
-                                        .f32_flops = probe_best_f32(p, NULL),
-                                        .int8_ops = probe_best_int8(p, NULL),
-                                        .int8_tile_ops = probe_best_int8_tile(p, NULL)};
-      s->have_model = true;
-      s->batch_turn = ceiling_batch_turn(s->cost, &s->rates, load_mean_depth(o), 4096);
-    }
-    free(p);
   }
   const double info_timeout_s = o->idle_timeout_s < 10 ? o->idle_timeout_s : 10;
   enum api_family api = o->api;
@@ -919,24 +952,7 @@ int load_run(struct load_state *s) {
   } else {
     find_capacity(&c);
   }
-  if (s->have_model && s->n_levels) {
-    struct bench_finding *f = bench_findings_add(&s->findings, "batch_turn", BENCH_INFO);
-    const double depth = load_mean_depth(o);
-    bench_finding_figure(f, "batch", s->batch_turn);
-    bench_finding_figure(f, "depth", depth);
-    if (s->batch_turn) {
-      bench_finding_brief(f, "ceiling: the decode step turns compute bound at %u streams (depth %.0f)",
-                          s->batch_turn, depth);
-      bench_finding_text(f, "On this machine's figures the decode step of %u streams at depth %.0f "
-                            "is compute bound: below that more streams share one read of the "
-                            "weights, above it each adds its arithmetic.", s->batch_turn, depth);
-    } else {
-      bench_finding_brief(f, "ceiling: memory bound up to 4096 streams at depth %.0f", depth);
-      bench_finding_text(f, "On this machine's figures the decode step stays memory bound up to "
-                            "4096 streams at depth %.0f (each stream's KV cache grows the bytes "
-                            "with the batch), or no compute rate is known.", depth);
-    }
-  }
+  if (s->have_model && s->n_levels) load_batch_turn_finding(s);
   rc = BENCH_OK;
   if (s->interrupted) rc = fail(s, BENCH_RUNTIME, "interrupted: the levels finished are recorded");
   else if (s->oom)

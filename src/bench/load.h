@@ -104,6 +104,12 @@ struct load_opts {
   const char *shard_source;
   double start_at_unix;
   double drain_s;               /* a scheduled level's drain budget (default 30) */
+  /* In process (url NULL: load_engine.c): the engine decodes each level's
+   * streams together, prompt_tokens deep (prefilled first, not counted) for
+   * max_tokens steps, warmup untimed passes then reps timed ones per level;
+   * gguf is the model (required). */
+  int n_threads;                /* 0: every online CPU */
+  uint32_t reps, warmup;        /* default 3 and 1 */
 };
 void load_opts_init(struct load_opts *o);
 
@@ -195,12 +201,25 @@ struct load_state {
   char run_id[20];
   double clock_est_error_ms, clock_max_error_ms;
   bool clock_synced;
+  /* in process: each level's timed passes' aggregates (tok/s), the engine */
+  double reps_aggregate[LOAD_MAX_LEVELS][16];
+  uint32_t n_reps[LOAD_MAX_LEVELS];
+  char kernel_path[32];
+  int engine_threads;
 };
 
 void load_state_init(struct load_state *s, const struct load_opts *o, const struct load_hooks *h);
-/* Runs every level. BENCH_OK, BENCH_RUNTIME (a failure, or failed requests:
+/* Runs every level (o->url NULL: in process, load_engine_run). BENCH_OK, BENCH_RUNTIME (a failure, or failed requests:
  * the levels are still measured and recorded) or BENCH_BAD_INPUT. */
 int load_run(struct load_state *s);
+/* The in-process load (load_engine.c): the levels of o->concurrency on the
+ * engine (engine_decode_batch), the same level figures (stats/load_window.h,
+ * each stream a request whose tokens arrive at the steps' ends), records,
+ * findings and ceiling as the server load's; what does not apply (TTFT,
+ * prompt rate, queue, the server's counters) is null. The level's figures
+ * are its median timed pass by aggregate; every pass's aggregate is in the
+ * record (reps_aggregate_tok_s). */
+int load_engine_run(struct load_state *s);
 void load_state_free(struct load_state *s);
 
 #endif

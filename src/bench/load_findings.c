@@ -100,24 +100,30 @@ void load_level_findings(struct load_state *s, const struct load_level *lv) {
 }
 
 /* The knee: the lowest level whose next raises aggregate output by less than
- * 10% while raising p99 TTFT by more than 50%. */
+ * 10% while raising p99 TTFT by more than 50%. In process (no TTFT: the
+ * prompts are not timed) the latency that grows is the step's, p99 of the
+ * inter-token gap. */
 void load_knee_finding(struct load_state *s) {
   double agg[LOAD_MAX_LEVELS], p99[LOAD_MAX_LEVELS];
+  const bool steps = !s->o->url;
   for (size_t i = 0; i < s->n_levels; i++)
-    agg[i] = s->levels[i].f.aggregate_output_tok_s, p99[i] = s->levels[i].f.ttft_ms.p99;
+    agg[i] = s->levels[i].f.aggregate_output_tok_s,
+    p99[i] = steps ? s->levels[i].f.itl_ms.p99 : s->levels[i].f.ttft_ms.p99;
   const long k = load_knee_index(agg, p99, s->n_levels);
   if (k < 0) return;
   const struct load_level *a = &s->levels[k];
   const double gain = agg[k + 1] / agg[k] - 1, lat = p99[k + 1] / p99[k] - 1;
+  const char *what = steps ? "p99 step time" : "p99 TTFT";
   char where[32];
   load_level_name(a, where, sizeof where);
   struct bench_finding *f = load_level_finding(s, "knee", BENCH_INFO, where);
   bench_finding_figure(f, "aggregate_output_tok_s", a->f.aggregate_output_tok_s);
   bench_finding_figure(f, "next_gain_fraction", gain);
-  bench_finding_figure(f, "next_ttft_p99_growth_fraction", lat);
-  bench_finding_brief(f, "knee at %s: the next level adds %.0f%% output, %.0f%% p99 TTFT", where,
-                      100 * gain, 100 * lat);
+  bench_finding_figure(f, steps ? "next_itl_p99_growth_fraction" : "next_ttft_p99_growth_fraction",
+                       lat);
+  bench_finding_brief(f, "knee at %s: the next level adds %.0f%% output, %.0f%% %s", where,
+                      100 * gain, 100 * lat, what);
   bench_finding_text(f, "The knee is at %s (%.1f tok/s aggregate): the next level raises the "
-                        "aggregate output by %.0f%% and p99 TTFT by %.0f%%.",
-                     where, a->f.aggregate_output_tok_s, 100 * gain, 100 * lat);
+                        "aggregate output by %.0f%% and %s by %.0f%%.",
+                     where, a->f.aggregate_output_tok_s, 100 * gain, what, 100 * lat);
 }

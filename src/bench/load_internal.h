@@ -4,7 +4,8 @@
  *                    search, the server's counters, the ceiling, records
  *   load_stats.c     SLO parsing
  *   load_json.c      a level as its "load" record
- *   load_findings.c  the levels' findings and the knee */
+ *   load_findings.c  the levels' findings and the knee
+ *   load_engine.c    the in-process load (the engine's batched decode) */
 #ifndef TM_BENCH_LOAD_INTERNAL_H
 #define TM_BENCH_LOAD_INTERNAL_H
 
@@ -24,5 +25,13 @@ struct bench_finding *load_level_finding(struct load_state *s, const char *code,
                                          enum bench_severity sev, const char *where);
 void load_level_findings(struct load_state *s, const struct load_level *lv);
 void load_knee_finding(struct load_state *s);
+/* -m (always in process): the aggregate decode ceiling at the level's batch
+ * and mean depth, the measured share of it. */
+void load_level_ceiling(struct load_state *s, struct load_level *lv);
+/* The batch_turn finding: where the decode step turns compute bound. */
+void load_batch_turn_finding(struct load_state *s);
+/* The model's cost and this machine's rates (s->cost, s->rates,
+ * s->batch_turn, s->have_model) from o->gguf and the probe. */
+int load_model_ceiling_setup(struct load_state *s, struct tm_err *err);
 
 #endif

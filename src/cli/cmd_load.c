@@ -1,6 +1,9 @@
 /* cmd_load: `tokmeter load --url URL`: aggregate throughput under
- * concurrency (closed loop, -c) or arrival rate (open loop, --rate). Parses
- * the flags, runs src/bench/load.c, prints a table per level. */
+ * concurrency (closed loop, -c) or arrival rate (open loop, --rate); without
+ * --url, streams decoding together on the engine (load_engine.c): -m FILE,
+ * or the main job's Qwen3-0.6B-shaped Q4_0 model and the moe-small preset's
+ * (synthesized once, cached), a dense and a mixture-of-experts curve.
+ * Parses the flags, runs src/bench/load.c, prints a table per level. */
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -13,7 +16,9 @@
 #include "bench/load_shard.h"
 #include "bench/runner.h"
 #include "cli/cli.h"
+#include "model/analysis.h"
 #include "record/record.h"
+#include "synth/synth.h"
 #include "util/redact.h"
 
 static const char *const CMD = "load";
@@ -21,8 +26,11 @@ static const char *const CMD = "load";
 static void usage(FILE *out) {
   fprintf(out,
           "Usage: tokmeter load --url URL (-c LIST | --rate LIST) [options]\n"
+          "       tokmeter load [-m FILE] [-c LIST] [-d N] [-n N] [-t N] [-r N]\n"
           "Aggregate throughput of a server under load, each request judged as bench\n"
-          "judges a run. Method and records: docs/load.md.\n"
+          "judges a run; without --url, streams decoding together on tokmeter's engine\n"
+          "(default -c 1,2,4,8,16,32,64 -d 64 -n 32; no -m: a dense and a MoE synthetic\n"
+          "model), each level beside its ceiling. Method and records: docs/load.md.\n"
           "  --url URL            base URL, e.g. http://127.0.0.1:8080\n"
           "  --api KIND           auto, openai, ollama or llamacpp (default auto)\n"
           "  --endpoint E         chat or completion (default chat)\n"
@@ -51,6 +59,11 @@ static void usage(FILE *out) {
           "  --start-at TIME      the common start (unix seconds or 2026-12-02T10:30:00Z);\n"
           "                       level k begins at TIME + k x (ramp + duration + drain)\n"
           "  --drain S            a scheduled level's drain budget (default 30)\n"
+          "In process (no --url):\n"
+          "  -d, --depth N        each stream's prompt, prefilled first (default 64)\n"
+          "  -t, --threads N      engine threads (default every CPU)\n"
+          "  -r, --repetitions N  timed passes per level, the median kept (default 3)\n"
+          "  --warmup N           untimed passes first (default 1)\n"
           "  --out FILE           results file to append to (tokmeter-results.jsonl)\n"
           "  --json               one level record per line on stdout\n"
           "  -v, --verbose        every finding in full\n"
@@ -195,10 +208,98 @@ static void print_levels(const struct load_state *s, bool verbose) {
          (unsigned long long)s->session.lines);
 }
 
+/* The command line as recorded, the API key left out. */
+static void command_line(int argc, char **argv, const char *api_key, char *shown, size_t n) {
+  char command[2048] = "tokmeter";
+  for (int i = 0; i < argc; i++) {
+    size_t len = strlen(command);
+    snprintf(command + len, sizeof command - len, " %s", argv[i]);
+  }
+  snprintf(shown, n, "%s", command);
+  tm_redact(shown, n, api_key);
+}
+
+/* Runs one load (a server's, or the engine's on one model) and prints it. */
+static int run_one(struct load_opts *o, bool json, bool verbose) {
+  const struct load_hooks hooks = {.progress = cli_progress, .level = hook_level, .ctx = &json};
+  struct load_state *st = calloc(1, sizeof *st);
+  if (!st) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  load_state_init(st, o, &hooks);
+  struct sigaction sa = {0}, old_sa;
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_sa);
+  int rc = load_run(st);
+  sigaction(SIGINT, &old_sa, NULL);
+  cli_progress_done();
+  if (!json && st->session.lines) print_levels(st, verbose);
+  if (rc != BENCH_OK) {
+    if (st->err_is_usage) rc = cli_usage_error(CMD, "%s", st->err.msg);
+    else rc = cli_fail(CMD, rc == BENCH_BAD_INPUT ? TM_EXIT_USAGE : TM_EXIT_RUNTIME, "%s", st->err.msg);
+  }
+  load_state_free(st);
+  free(st);
+  return rc;
+}
+
+static void synth_progress(uint64_t done, uint64_t total, void *ctx) {
+  const char *name = ctx;
+  char line[160];
+  snprintf(line, sizeof line, "load: synthesizing the %s model (once): %.0f%%", name,
+           total ? 100.0 * (double)done / (double)total : 0.0);
+  cli_progress(line, NULL);
+}
+
+/* No --url: the engine's batched decode, on -m FILE or the two default
+ * models in turn. */
+static int load_in_process(struct load_opts *o, int argc, char **argv, bool json, bool verbose,
+                           bool server_flag, bool p_given, bool n_given, uint32_t depth) {
+  if (server_flag)
+    return cli_usage_error(CMD, "that flag is for a server load (--url); in process: -m, -c, -d, "
+                                "-n, -t, -r, --warmup, --out, --json");
+  if (p_given)
+    return cli_usage_error(CMD, "in process the prompt is each stream's depth: -d N");
+  if (!o->n_concurrency) {
+    static const uint32_t def[] = {1, 2, 4, 8, 16, 32, 64};
+    for (size_t i = 0; i < sizeof def / sizeof def[0]; i++) o->concurrency[i] = def[i];
+    o->n_concurrency = sizeof def / sizeof def[0];
+  }
+  o->prompt_tokens = depth ? depth : 64;
+  if (!n_given) o->max_tokens = 32;
+  if (o->max_tokens_sd) return cli_usage_error(CMD, "-n: in process every stream runs N steps (no :SD)");
+  const char *out = o->out ? o->out : RECORD_DEFAULT_FILE;
+  struct tm_err err = {{0}};
+  if (record_check_writable(out, &err) != 0) return cli_usage_error(CMD, "--out: %s", err.msg);
+  char shown[2048];
+  command_line(argc, argv, NULL, shown, sizeof shown);
+  o->command = shown;
+  if (o->gguf) return run_one(o, json, verbose);
+  /* the main job's dense model and the MoE preset, synthesized once */
+  static const char *const presets[] = {"qwen3-0.6b", "moe-small"};
+  int worst = TM_EXIT_OK;
+  for (size_t i = 0; i < 2; i++) {
+    char path[1024];
+    bool written = false;
+    if (synth_cached(presets[i], MODEL_FTYPE_Q4_0, SYNTH_DEFAULT_SEED, 0, synth_progress,
+                     (void *)presets[i], path, sizeof path, &written, &err) != 0) {
+      cli_progress_done();
+      return cli_fail(CMD, TM_EXIT_RUNTIME, "cannot synthesize the %s model: %s", presets[i],
+                      err.msg);
+    }
+    cli_progress_done();
+    o->gguf = path;
+    if (i && !json) printf("\n");
+    const int rc = run_one(o, json, verbose);
+    if (rc > worst) worst = rc;
+    if (rc == TM_EXIT_USAGE || backend_interrupted()) break;
+  }
+  return worst;
+}
+
 int cmd_load(int argc, char **argv) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_RATE, O_ARRIVALS, O_BURST, O_RAMP,
          O_DURATION, O_REQUESTS, O_IDLE, O_TIMEOUT, O_OUT, O_JSON, O_PROGRESS, O_NO_PROGRESS,
-         O_SLO, O_CAPACITY, O_SHARD, O_SHARDS, O_START_AT, O_DRAIN };
+         O_SLO, O_CAPACITY, O_SHARD, O_SHARDS, O_START_AT, O_DRAIN, O_WARMUP };
   static const struct option longopts[] = {
       {"url", required_argument, 0, O_URL},           {"api", required_argument, 0, O_API},
       {"endpoint", required_argument, 0, O_ENDPOINT}, {"model", required_argument, 0, O_MODEL},
@@ -215,6 +316,8 @@ int cmd_load(int argc, char **argv) {
       {"gguf", required_argument, 0, 'm'},            {"workload", required_argument, 0, 'w'},
       {"shard", required_argument, 0, O_SHARD},       {"shards", required_argument, 0, O_SHARDS},
       {"start-at", required_argument, 0, O_START_AT}, {"drain", required_argument, 0, O_DRAIN},
+      {"depth", required_argument, 0, 'd'},           {"threads", required_argument, 0, 't'},
+      {"repetitions", required_argument, 0, 'r'},     {"warmup", required_argument, 0, O_WARMUP},
       {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
   struct load_opts o;
   load_opts_init(&o);
@@ -222,12 +325,21 @@ int cmd_load(int argc, char **argv) {
   uint32_t shards_flag = 0;
   bool drain_given = false;
   bool json = false, verbose = false, burst_given = false, slo_given = false, pn_given = false;
+  bool p_given = false, n_given = false, server_flag = false, engine_flag = false;
+  uint32_t depth = 0;
   double list[LOAD_MAX_LEVELS], v;
   size_t n;
   optind = 1;
   opterr = 0;
   int ch;
-  while ((ch = getopt_long(argc, argv, ":c:p:n:m:w:vh", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":c:p:n:m:w:d:t:r:vh", longopts, NULL)) != -1) {
+    /* the flags that mean a server, and those that mean the engine */
+    if (ch == O_API || ch == O_ENDPOINT || ch == O_MODEL || ch == O_KEYENV || ch == O_RATE ||
+        ch == O_ARRIVALS || ch == O_BURST || ch == 'w' || ch == O_SLO || ch == O_CAPACITY ||
+        ch == O_RAMP || ch == O_DURATION || ch == O_REQUESTS || ch == O_IDLE || ch == O_TIMEOUT ||
+        ch == O_SHARD || ch == O_SHARDS || ch == O_START_AT || ch == O_DRAIN)
+      server_flag = true;
+    if (ch == 'd' || ch == 't' || ch == 'r' || ch == O_WARMUP) engine_flag = true;
     switch (ch) {
       case O_URL: o.url = optarg; break;
       case O_API: {
@@ -261,12 +373,28 @@ int cmd_load(int argc, char **argv) {
         if (cli_parse_number(CMD, optarg, "--burstiness", false, 0.01, 100, &o.burstiness)) return TM_EXIT_USAGE;
         burst_given = true;
         break;
+      case 'd':
+        if (cli_parse_number(CMD, optarg, "--depth", true, 1, 1000000, &v)) return TM_EXIT_USAGE;
+        depth = (uint32_t)v;
+        break;
+      case 't':
+        if (cli_parse_number(CMD, optarg, "--threads", true, 1, 1024, &v)) return TM_EXIT_USAGE;
+        o.n_threads = (int)v;
+        break;
+      case 'r':
+        if (cli_parse_number(CMD, optarg, "--repetitions", true, 1, 16, &v)) return TM_EXIT_USAGE;
+        o.reps = (uint32_t)v;
+        break;
+      case O_WARMUP:
+        if (cli_parse_number(CMD, optarg, "--warmup", true, 0, 100, &v)) return TM_EXIT_USAGE;
+        o.warmup = (uint32_t)v;
+        break;
       case 'p':
-        pn_given = true;
+        pn_given = p_given = true;
         if (parse_mean_sd(optarg, "--prompt-tokens", &o.prompt_tokens, &o.prompt_sd)) return TM_EXIT_USAGE;
         break;
       case 'n':
-        pn_given = true;
+        pn_given = n_given = true;
         if (parse_mean_sd(optarg, "--max-tokens", &o.max_tokens, &o.max_tokens_sd)) return TM_EXIT_USAGE;
         break;
       case O_RAMP:
@@ -332,7 +460,10 @@ int cmd_load(int argc, char **argv) {
     }
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-  if (!o.url) return cli_usage_error(CMD, "--url is needed (a server to load; in-process load is not built yet)");
+  if (!o.url) return load_in_process(&o, argc, argv, json, verbose, server_flag, p_given,
+                                      n_given, depth);
+  if (engine_flag)
+    return cli_usage_error(CMD, "-d, -t, -r and --warmup are for the in-process load (no --url)");
   if (!o.n_concurrency && !o.n_rate) return cli_usage_error(CMD, "give -c LIST (closed loop) or --rate LIST (open loop)");
   if (o.n_concurrency && o.n_rate) return cli_usage_error(CMD, "-c and --rate: one loop at a time");
   if (o.n_concurrency && (o.arrivals != LOAD_POISSON || burst_given))
@@ -362,33 +493,8 @@ int cmd_load(int argc, char **argv) {
   if (o.api_key && !*o.api_key) o.api_key = NULL;
   const char *out = o.out ? o.out : RECORD_DEFAULT_FILE;
   if (record_check_writable(out, &err) != 0) return cli_usage_error(CMD, "--out: %s", err.msg);
-  char command[2048] = "tokmeter";
-  for (int i = 0; i < argc; i++) {
-    size_t len = strlen(command);
-    snprintf(command + len, sizeof command - len, " %s", argv[i]);
-  }
   char shown[2048];
-  snprintf(shown, sizeof shown, "%s", command);
-  tm_redact(shown, sizeof shown, o.api_key);
+  command_line(argc, argv, o.api_key, shown, sizeof shown);
   o.command = shown;
-
-  const struct load_hooks hooks = {.progress = cli_progress, .level = hook_level, .ctx = &json};
-  struct load_state *st = calloc(1, sizeof *st);
-  if (!st) return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
-  load_state_init(st, &o, &hooks);
-  struct sigaction sa = {0}, old_sa;
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_sa);
-  int rc = load_run(st);
-  sigaction(SIGINT, &old_sa, NULL);
-  cli_progress_done();
-  if (!json && st->session.lines) print_levels(st, verbose);
-  if (rc != BENCH_OK) {
-    if (st->err_is_usage) rc = cli_usage_error(CMD, "%s", st->err.msg);
-    else rc = cli_fail(CMD, rc == BENCH_BAD_INPUT ? TM_EXIT_USAGE : TM_EXIT_RUNTIME, "%s", st->err.msg);
-  }
-  load_state_free(st);
-  free(st);
-  return rc;
+  return run_one(&o, json, verbose);
 }

@@ -386,6 +386,10 @@ void engine_seq_reset(struct engine *e, uint32_t seq) {
   if (seq < e->n_seq) e->seq_past[seq] = 0;
 }
 
+void engine_seq_truncate(struct engine *e, uint32_t seq, uint32_t n) {
+  if (seq < e->n_seq && n < e->seq_past[seq]) e->seq_past[seq] = n;
+}
+
 uint32_t engine_seq_n_past(const struct engine *e, uint32_t seq) {
   return seq < e->n_seq ? e->seq_past[seq] : 0;
 }

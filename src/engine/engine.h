@@ -161,6 +161,10 @@ int engine_decode_greedy(struct engine *e, int32_t token, float *logits, int32_t
 uint32_t engine_n_seq(const struct engine *e);
 void engine_seq_reset(struct engine *e, uint32_t seq);
 uint32_t engine_seq_n_past(const struct engine *e, uint32_t seq);
+/* Keeps the first n tokens of sequence seq (its cache cells below n are
+ * never rewritten by later positions, so decoding on from n is as if the
+ * rest had never run); n above its length changes nothing. */
+void engine_seq_truncate(struct engine *e, uint32_t seq, uint32_t n);
 /* engine_prefill into sequence seq. */
 int engine_seq_prefill(struct engine *e, uint32_t seq, const int32_t *tokens, uint32_t n,
                        float *logits, struct tm_err *err);

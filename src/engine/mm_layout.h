@@ -131,6 +131,22 @@ static inline int64_t mm_chunk_rows(const struct mat *w, int64_t rows, int64_t n
   return r;
 }
 
+/* Below this many columns, a product of a 32-element type (Q4_0, Q4_1,
+ * Q5_0, Q5_1, Q8_0) runs the decode kernel once per column over each
+ * chunk (forward.c mm_chunk) instead of the prefill panels, whose build
+ * costs more than it saves there. Measured 2026-12-02, AMD Zen 4 (EPYC,
+ * AVX-512 VNNI), one thread, a 512 MiB 1024-column matrix from DRAM, ms per
+ * column, per-column decode kernel over 128 KiB chunks vs the panels:
+ * Q4_0 2: 24.1 / 106.5, 4: 22.1 / 53.3, 8: 19.8 / 29.1, 12: 18.9 / 21.8,
+ * 16: 20.2 / 17.7; Q8_0 2: 27.9 / 96.7, 8: 13.1 / 25.1, 16: 12.6 / 14.1,
+ * 32: 11.6 / 8.9. The K-quant panels are already fast there (Q6_K 2 columns:
+ * 15.8 ms vs 31.9 per column). */
+#define MM_SMALL_BATCH_COLS 16
+static inline bool mm_small_batch_type(uint32_t t) {
+  return t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_0 ||
+         t == GGML_TYPE_Q5_1 || t == GGML_TYPE_Q8_0;
+}
+
 /* Chunks of region k (bounds b) in a job of items[0..n). */
 static inline int64_t mm_region_chunks(const struct mm_item *items, int n,
                                        const struct mm_bound *b, int k, size_t decode_bytes) {
