@@ -55,6 +55,27 @@ static int side(const char *path, struct results *r, struct load_views *vs,
  * of the window. A new array in *out (NULL when none), its length. */
 static size_t values(const struct load_view_level *L, const char *metric, double **out) {
   *out = NULL;
+  /* In process (the engine's batched decode): a pass's streams step
+   * together, so their figures are one figure B times, not B samples; the
+   * samples are the timed passes (reps_aggregate_tok_s): the aggregate, one
+   * stream's share of it, and the pass's duration (B x steps / aggregate). */
+  json_t *reps = json_object_get(L->record, "reps_aggregate_tok_s");
+  if (json_is_array(reps)) {
+    const double B = num(L->record, "concurrency"), steps = num(L->record, "steps");
+    double *v = calloc(json_array_size(reps) + 1, sizeof *v);
+    if (!v) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(reps); i++) {
+      const double agg = json_number_value(json_array_get(reps, i));
+      double x = NAN;
+      if (!strcmp(metric, "aggregate_output_tok_s")) x = agg;
+      else if (!strcmp(metric, "per_stream_decode_tok_s")) x = agg / B;
+      else if (!strcmp(metric, "e2e_ms")) x = 1e3 * B * steps / agg;
+      if (isfinite(x) && x > 0) v[n++] = x;
+    }
+    *out = v;
+    return n;
+  }
   if (!strcmp(metric, "aggregate_output_tok_s")) {
     const double w = L->w1 - L->w0;
     size_t k = COMPARE_LOAD_SLICES;
@@ -124,7 +145,10 @@ int compare_load_files(const char *a, const char *b, const struct compare_opts *
       continue;
     }
     matched_b++;
+    const bool in_process = json_is_array(json_object_get(LA->record, "reps_aggregate_tok_s")) &&
+                            json_is_array(json_object_get(LB->record, "reps_aggregate_tok_s"));
     for (size_t m = 0; m < nm; m++) {
+      if (in_process && !strcmp(METRICS[m], "ttft_ms")) continue; /* prompts not timed */
       struct compare_load_row *row = &c->rows[c->n++];
       snprintf(row->level, sizeof row->level, "%s", name);
       row->metric = METRICS[m];

@@ -248,6 +248,7 @@ static int one_level(struct load_state *s, struct engine *e, uint32_t B, const i
     json_object_set_new(rec, "backend", json_string("engine"));
     json_object_set_new(rec, "reps_aggregate_tok_s", reps);
     json_object_set_new(rec, "depth", json_integer(o->prompt_tokens));
+    json_object_set_new(rec, "steps", json_integer(o->max_tokens));
     json_object_set_new(rec, "threads", json_integer(s->engine_threads));
   }
   if (rec && s->hooks.level) s->hooks.level(lv, rec, s->hooks.ctx);

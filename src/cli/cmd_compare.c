@@ -205,9 +205,16 @@ static void print_load_table(const struct compare_load *c, const struct compare_
     printf("%-10s %-24s %12.2f %12.2f %8s %21s  %s\n", r->level, r->metric, r->a, r->b, ratio, ci,
            compare_verdict_name(r->verdict));
   }
-  printf("(%.0f%% intervals on B/A; the aggregate from %d slices of each window, the rest per "
-         "request; A and B: the level's aggregate, the median of the rest)\n",
-         100 * o->confidence, COMPARE_LOAD_SLICES);
+  const bool in_process =
+      json_is_array(json_object_get(c->a->levels[0].record, "reps_aggregate_tok_s"));
+  if (in_process)
+    printf("(%.0f%% intervals on B/A over the timed passes of each level: in process a pass's "
+           "streams step together, one sample; A and B: the level's median pass)\n",
+           100 * o->confidence);
+  else
+    printf("(%.0f%% intervals on B/A; the aggregate from %d slices of each window, the rest per "
+           "request; A and B: the level's aggregate, the median of the rest)\n",
+           100 * o->confidence, COMPARE_LOAD_SLICES);
   if (c->only_a || c->only_b)
     printf("levels with no partner: %zu in A, %zu in B\n", c->only_a, c->only_b);
 }

@@ -253,10 +253,15 @@ static void synth_progress(uint64_t done, uint64_t total, void *ctx) {
 /* No --url: the engine's batched decode, on -m FILE or the two default
  * models in turn. */
 static int load_in_process(struct load_opts *o, int argc, char **argv, bool json, bool verbose,
-                           bool server_flag, bool p_given, bool n_given, uint32_t depth) {
-  if (server_flag)
-    return cli_usage_error(CMD, "that flag is for a server load (--url); in process: -m, -c, -d, "
-                                "-n, -t, -r, --warmup, --out, --json");
+                           const char *server_flag, bool p_given, bool n_given, uint32_t depth) {
+  if (server_flag) {
+    char flag[64];
+    snprintf(flag, sizeof flag, "%s", server_flag);
+    char *eq = strchr(flag, '=');
+    if (eq) *eq = 0;
+    return cli_usage_error(CMD, "%s is for a server load (--url); in process: -m, -c, -d, -n, -t, "
+                                "-r, --warmup, --out, --json", flag);
+  }
   if (p_given)
     return cli_usage_error(CMD, "in process the prompt is each stream's depth: -d N");
   if (!o->n_concurrency) {
@@ -325,7 +330,8 @@ int cmd_load(int argc, char **argv) {
   uint32_t shards_flag = 0;
   bool drain_given = false;
   bool json = false, verbose = false, burst_given = false, slo_given = false, pn_given = false;
-  bool p_given = false, n_given = false, server_flag = false, engine_flag = false;
+  bool p_given = false, n_given = false, engine_flag = false;
+  const char *server_flag = NULL; /* the first flag that means a server */
   uint32_t depth = 0;
   double list[LOAD_MAX_LEVELS], v;
   size_t n;
@@ -338,7 +344,9 @@ int cmd_load(int argc, char **argv) {
         ch == O_ARRIVALS || ch == O_BURST || ch == 'w' || ch == O_SLO || ch == O_CAPACITY ||
         ch == O_RAMP || ch == O_DURATION || ch == O_REQUESTS || ch == O_IDLE || ch == O_TIMEOUT ||
         ch == O_SHARD || ch == O_SHARDS || ch == O_START_AT || ch == O_DRAIN)
-      server_flag = true;
+      if (!server_flag) /* the option itself, whether its value came apart or with '=' */
+        server_flag = optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2]
+                                                                          : argv[optind - 1];
     if (ch == 'd' || ch == 't' || ch == 'r' || ch == O_WARMUP) engine_flag = true;
     switch (ch) {
       case O_URL: o.url = optarg; break;

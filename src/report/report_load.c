@@ -148,7 +148,28 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
       t50[k] = dist(l, "ttft_ms", "p50");
       t99[k] = dist(l, "ttft_ms", "p99");
     }
+    /* in process the prompts are not timed (no TTFT): the latency that
+     * grows with the batch is the decode step's, the inter-token gap */
+    bool any_ttft = false;
+    for (size_t k = 0; k < n; k++) any_ttft |= isfinite(t50[k]) || isfinite(t99[k]);
+    const bool steps = !any_ttft;
+    if (steps)
+      for (size_t k = 0; k < n; k++) {
+        json_t *l = v->levels[order ? order[k] : k].record;
+        t50[k] = dist(l, "itl_ms", "p50");
+        t99[k] = dist(l, "itl_ms", "p99");
+      }
     free(order);
+    /* the ceiling's memory/compute corner (the batch_turn finding) */
+    double corner = NAN;
+    json_t *fs = v->inv && v->inv->end ? json_object_get(v->inv->end, "findings") : NULL;
+    for (size_t k = 0; json_is_array(fs) && k < json_array_size(fs); k++) {
+      json_t *f = json_array_get(fs, k);
+      const char *code = json_string_value(json_object_get(f, "code"));
+      const double b = json_path_num(f, "figures.batch");
+      if (code && !strcmp(code, "batch_turn") && b > 0) corner = b;
+    }
+    if (!(corner >= x[0] && corner <= x[n - 1])) corner = NAN; /* off the plot */
     char id1[48], id2[48], title[300], title2[300];
     snprintf(id1, sizeof id1, "load-%zu-throughput", i);
     snprintf(id2, sizeof id2, "load-%zu-ttft", i);
@@ -158,7 +179,8 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
     if (v->shards > 1) snprintf(who, sizeof who, "%.180s (%u shards)", target ? target : "?", v->shards);
     else snprintf(who, sizeof who, "%.200s", v->title);
     snprintf(title, sizeof title, "%s: aggregate and one stream", who);
-    snprintf(title2, sizeof title2, "%s: time to first token", who);
+    snprintf(title2, sizeof title2, steps ? "%s: time per decode step" : "%s: time to first token",
+             who);
     const struct svg_series s1[] = {
         {.name = "AT aggregate output (tok/s)", .x = x, .y = agg, .n = n, .line = true,
          .shape = SVG_CIRCLE, .color = 0},
@@ -168,22 +190,29 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
          .shape = SVG_NO_MARK, .dashed = true, .color = -1}};
     bool knee_closed;
     const double knee = v->knee >= 0 ? load_of(v->levels[v->knee].record, &knee_closed) : NAN;
-    const struct svg_refline ref = {.vertical = true, .value = knee, .label = "knee"};
+    struct svg_refline refs[2];
+    size_t n_refs = 0;
+    if (isfinite(knee)) refs[n_refs++] = (struct svg_refline){.vertical = true, .value = knee,
+                                                              .label = "knee"};
+    if (isfinite(corner) && any_ceiling)
+      refs[n_refs++] = (struct svg_refline){.vertical = true, .value = corner,
+                                            .label = "ceiling: compute bound"};
     const struct svg_chart c1 = {.kind = SVG_XY, .id = id1, .title = title,
                                  .x_label = closed ? "concurrency" : "request rate",
                                  .x_unit = closed ? "streams" : "req/s",
                                  .y_label = "rate", .y_unit = "tok/s", .y_zero = true,
                                  .x_integer = closed, .series = s1, .n_series = any_ceiling ? 3 : 2,
-                                 .refs = isfinite(knee) ? &ref : NULL, .n_refs = isfinite(knee)};
+                                 .refs = n_refs ? refs : NULL, .n_refs = n_refs};
     const struct svg_series s2[] = {
-        {.name = "TTFT p50 (ms)", .x = x, .y = t50, .n = n, .line = true, .shape = SVG_CIRCLE,
-         .color = 0},
-        {.name = "TTFT p99 (ms)", .x = x, .y = t99, .n = n, .line = true, .shape = SVG_TRIANGLE,
-         .color = 2}};
+        {.name = steps ? "step p50 (ms)" : "TTFT p50 (ms)", .x = x, .y = t50, .n = n,
+         .line = true, .shape = SVG_CIRCLE, .color = 0},
+        {.name = steps ? "step p99 (ms)" : "TTFT p99 (ms)", .x = x, .y = t99, .n = n,
+         .line = true, .shape = SVG_TRIANGLE, .color = 2}};
     const struct svg_chart c2 = {.kind = SVG_XY, .id = id2, .title = title2,
                                  .x_label = closed ? "concurrency" : "request rate",
                                  .x_unit = closed ? "streams" : "req/s",
-                                 .y_label = "time to first token", .y_unit = "ms", .y_zero = true,
+                                 .y_label = steps ? "time per decode step" : "time to first token",
+                                 .y_unit = "ms", .y_zero = true,
                                  .x_integer = closed, .series = s2, .n_series = 2};
     int rc = 0;
     sbuf_puts(o, "<figure class=\"tm-figure\">\n");
@@ -191,11 +220,17 @@ int report_load_html(const struct results *r, struct sbuf *o, struct tm_err *err
     sbuf_puts(o, "<figcaption>One mark per level: every stream's generated tokens that arrived "
                  "inside the measured window, per second (AT), and one stream's decode rate "
                  "(DC, the median request); the dashed line is the aggregate decode ceiling "
-                 "(load -m) where recorded; the knee is where more load stops buying "
+                 "(load -m, and always in process) where recorded, with the batch where it "
+                 "turns compute bound; the knee is where more load stops buying "
                  "throughput.</figcaption>\n</figure>\n<figure class=\"tm-figure\">\n");
     if (!rc) rc = svg_render(&c2, o, err);
-    sbuf_puts(o, "<figcaption>Time to first token of the level's requests (p50, p99), cache "
-                 "hits left out: past the knee it is queueing.</figcaption>\n</figure>\n");
+    if (steps)
+      sbuf_puts(o, "<figcaption>In process: the time of one decode step of all the level's "
+                   "streams (p50, p99 of the gaps between a stream's tokens); the prompts are "
+                   "prefilled first and not timed.</figcaption>\n</figure>\n");
+    else
+      sbuf_puts(o, "<figcaption>Time to first token of the level's requests (p50, p99), cache "
+                   "hits left out: past the knee it is queueing.</figcaption>\n</figure>\n");
     free(x), free(agg), free(per), free(ceil), free(t50), free(t99);
     if (v->refused[0]) {
       sbuf_puts(o, "<p class=\"tm-none\">");
