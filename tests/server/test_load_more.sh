@@ -90,7 +90,7 @@ assert lv["short_decode"] > 0, lv  # classify's 16 tokens give no decode rate
 PY
 
 # --- 4. bad usage: one line, exit 2, nothing sent ---------------------------------
-for args in "-c 1" "--url http://127.0.0.1:$BPORT" "--url http://127.0.0.1:$BPORT -c 0" \
+for args in "-c 1 --ramp 1" "--url http://127.0.0.1:$BPORT" "--url http://127.0.0.1:$BPORT -c 0" \
   "--url http://127.0.0.1:$BPORT -c 1 --rate 2" "--url http://127.0.0.1:$BPORT -c 2 --arrivals gamma" \
   "--url http://127.0.0.1:$BPORT --rate 2 --burstiness 2" "--url http://127.0.0.1:$BPORT -c 1 -p x" \
   "--url http://127.0.0.1:$BPORT -c 1 --out /dev/full" "--url ftp://x -c 1" "--url http://127.0.0.1:$BPORT -c 1 --bogus" \
