@@ -59,6 +59,9 @@ SHORTEN=(
   # 1024 tokens prefilled before every depth-1024 run: minutes. The same
   # shape (two depths, the same thread counts: what `decide --match` selects
   # from later) at small sizes.
+  # 16 streams of a 0.6B model, 1 warm-up + 3 timed passes per level: half a
+  # minute; the same levels, one timed pass, no warm-up
+  '^build/tokmeter load -m m\.gguf -c 1,4,16 -d 64 -n 32$|=>-r 1 --warmup 0|3 levels x 4 passes of a 0.6B model take half a minute; one timed pass, no warm-up'
   '^build/tokmeter bench -m m\.gguf -p 128,512 -n 128 -d 0,1024 -t 1,2$|-p 128,512=>-p 32|-n 128=>-n 32|-d 0,1024=>-d 0,64|=>-r 1|2 prompt lengths x 2 depths (1024 prefilled) x 2 thread counts x 6 runs of a 0.6B model take minutes; one length, depths 0 and 64, one timed run'
 )
 
@@ -315,6 +318,15 @@ check_example() {
   decide)
     grep -q "^first token" "$out" && grep -q "^complete answer" "$out" ||
       echo "no first-token / complete-answer comparison"
+    ;;
+  load)
+    # a table row per level of -c; in process each beside its ceiling
+    local c="" prev=""
+    for a in "${argv[@]}"; do [ "$prev" = -c ] || [ "$prev" = --concurrency ] && c=$a; prev=$a; done
+    for l in ${c//,/ }; do grep -q "^c=$l " "$out" || echo "no table row for c=$l"; done
+    if ! grep -q -- "--url" <<<"$cmd"; then
+      grep -Eq "^c=[0-9]+ .*ceiling [0-9]+ tok/s" "$out" || echo "no level beside its ceiling"
+    fi
     ;;
   *) ;; # a new family: exit code and stdout only
   esac
