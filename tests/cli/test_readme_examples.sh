@@ -59,9 +59,10 @@ SHORTEN=(
   # 1024 tokens prefilled before every depth-1024 run: minutes. The same
   # shape (two depths, the same thread counts: what `decide --match` selects
   # from later) at small sizes.
-  # 16 streams of a 0.6B model, 1 warm-up + 3 timed passes per level: half a
-  # minute; the same levels, one timed pass, no warm-up
-  '^build/tokmeter load -m m\.gguf -c 1,4,16 -d 64 -n 32$|=>-r 1 --warmup 0|3 levels x 4 passes of a 0.6B model take half a minute; one timed pass, no warm-up'
+  # 16 streams of a 0.6B model, 64-token prompts, 1 warm-up + 3 timed passes
+  # per level: half a minute beside the other tests; the same levels, short
+  # prompts, the fewest steps with a decode rate, one timed pass
+  '^build/tokmeter load -m m\.gguf -c 1,4,16 -d 64 -n 32$|-d 64=>-d 8|-n 32=>-n 24|=>-r 1 --warmup 0|3 levels x 4 passes of a 0.6B model (64-token prompts) take half a minute; 8-token prompts, 24 steps, one timed pass'
   '^build/tokmeter bench -m m\.gguf -p 128,512 -n 128 -d 0,1024 -t 1,2$|-p 128,512=>-p 32|-n 128=>-n 32|-d 0,1024=>-d 0,64|=>-r 1|2 prompt lengths x 2 depths (1024 prefilled) x 2 thread counts x 6 runs of a 0.6B model take minutes; one length, depths 0 and 64, one timed run'
 )
 

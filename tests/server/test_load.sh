@@ -19,7 +19,7 @@ unset OPENAI_API_KEY
 # --- 1. closed loop: the contract, the truth, the knee ------------------------
 start_batching --slots 4 --c0 20 --c1 1 --b 0.5
 expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$BPORT" -c 1,2,4,8 -p 50 -n 40 \
-  --ramp 0.6 --duration 2.5 --json --out "$dir/c.jsonl"
+  --ramp 1 --duration 3 --json --out "$dir/c.jsonl"
 curl -s "http://127.0.0.1:$BPORT/truth" >"$dir/truth.json"
 python3 - "$dir/out" "$dir/c.jsonl" "$dir/truth.json" <<'PY' || fail "closed loop (see above)"
 import json, sys
