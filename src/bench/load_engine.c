@@ -33,6 +33,7 @@
 #include "record/record.h"
 #include "util/clock.h"
 #include "util/rng.h"
+#include "util/textfile.h"
 
 #ifndef TOKMETER_VERSION
 #define TOKMETER_VERSION "0"
@@ -303,6 +304,24 @@ int load_engine_run(struct load_state *s) {
     engine_free(e);
     return efail(s, BENCH_BAD_INPUT, true, "-d %u -n %u: %u tokens per stream, beyond the model's "
                  "context of %u", o->prompt_tokens, o->max_tokens, eo.n_ctx, ei.n_ctx);
+  }
+  /* every stream's cache is written to its depth: it must fit in memory
+   * (the cache's pages are taken as they are written; too late to fail then) */
+  {
+    uint64_t total = 0, avail = 0;
+    struct tm_err merr = {{0}};
+    char *mi = tm_read_text_file("/proc/meminfo", 1 << 20, &merr);
+    const bool known = mi && machine_parse_meminfo(mi, &total, &avail) == 0 && avail > 0;
+    free(mi);
+    const double need = (double)ei.kv_bytes * ((double)o->prompt_tokens + o->max_tokens + 1) /
+                            (double)ei.n_ctx + (double)ei.file_bytes;
+    if (known && need > 0.9 * (double)avail) {
+      engine_free(e);
+      return efail(s, BENCH_BAD_INPUT, true,
+                   "-c %u -d %u -n %u: the KV caches and the model need %.1f GiB, %.1f GiB is "
+                   "available: fewer streams or a shallower depth", max_b, o->prompt_tokens,
+                   o->max_tokens, need / 1073741824.0, (double)avail / 1073741824.0);
+    }
   }
   snprintf(s->kernel_path, sizeof s->kernel_path, "%s", ei.kernel_path);
   s->engine_threads = ei.n_threads;
