@@ -677,9 +677,13 @@ void load_state_free(struct load_state *s) {
   bench_findings_free(&s->findings);
 }
 
-static int fail(struct load_state *s, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct load_state *s, int status, const char *fmt, ...) {
+void load_read_unix_offset(struct load_state *s) {
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  s->unix_offset = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - (double)tm_now_ns() / 1e9;
+}
+
+int load_fail(struct load_state *s, int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(s->err.msg, sizeof s->err.msg, fmt, ap);
@@ -756,12 +760,19 @@ static int open_session(struct load_state *s, const struct server_info *si) {
                                   record_json_num(s->clock_max_error_ms), "synced",
                                   s->clock_synced));
   }
+  return load_session_open(s, settings, si, o->model ? o->model : si->model,
+                           api_family_name(s->api), o->url);
+}
+
+int load_session_open(struct load_state *s, json_t *settings, const struct server_info *si,
+                      const char *model_name, const char *backend, const char *target) {
+  const struct load_opts *o = s->o;
   struct machine_info mi;
   struct machine_thermal th;
   struct tm_err err = {{0}};
   if (machine_info_read(&mi, &err) != 0) memset(&mi, 0, sizeof mi);
   machine_thermal_read(&th);
-  struct record_model rm = {.name = o->model ? o->model : si->model,
+  struct record_model rm = {.name = model_name,
                             .file = o->gguf,
                             .arch = s->have_model ? s->cost->arch : NULL,
                             .bytes_per_token = s->have_model ? s->cost->weight_bytes_per_token : NAN};
@@ -771,12 +782,12 @@ static int open_session(struct load_state *s, const struct server_info *si) {
                                   .thermal_before = &th,
                                   .server = si,
                                   .model = &rm,
-                                  .backend = api_family_name(s->api),
-                                  .target = o->url,
+                                  .backend = backend,
+                                  .target = target,
                                   .command = o->command};
   int rc = bench_session_open(&s->session, o->out, &in, &err);
   json_decref(settings);
-  if (rc != 0) return fail(s, rc == -1 ? BENCH_BAD_INPUT : BENCH_RUNTIME, "%s", err.msg);
+  if (rc != 0) return load_fail(s, rc == -1 ? BENCH_BAD_INPUT : BENCH_RUNTIME, "%s", err.msg);
   return 0;
 }
 
@@ -811,11 +822,11 @@ int load_run(struct load_state *s) {
   if (!o->url) return load_engine_run(s);
   if ((o->n_concurrency == 0) == (o->n_rate == 0)) {
     s->err_is_usage = true;
-    return fail(s, BENCH_BAD_INPUT, "give -c LIST or --rate LIST (one of them)");
+    return load_fail(s, BENCH_BAD_INPUT, "give -c LIST or --rate LIST (one of them)");
   }
   if (o->find_capacity && !load_slo_any(&o->slo)) {
     s->err_is_usage = true;
-    return fail(s, BENCH_BAD_INPUT, "--find-capacity needs --slo (the objectives to meet)");
+    return load_fail(s, BENCH_BAD_INPUT, "--find-capacity needs --slo (the objectives to meet)");
   }
   if (o->shard_count > 1 || isfinite(o->start_at_unix)) {
     const char *why = NULL;
@@ -827,21 +838,17 @@ int load_run(struct load_state *s) {
     if (why) {
       s->err_is_usage = true;
       if (o->shard_count > 1)
-        return fail(s, BENCH_BAD_INPUT, "shard %u of %u (%s): %s", o->shard_index, o->shard_count,
+        return load_fail(s, BENCH_BAD_INPUT, "shard %u of %u (%s): %s", o->shard_index, o->shard_count,
                     o->shard_source ? o->shard_source : "flag", why);
-      return fail(s, BENCH_BAD_INPUT, "%s", why);
+      return load_fail(s, BENCH_BAD_INPUT, "%s", why);
     }
   }
-  {
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    s->unix_offset = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - (double)tm_now_ns() / 1e9;
-  }
+  load_read_unix_offset(s);
   if (isfinite(o->start_at_unix)) {
     const double late = s->unix_offset + (double)tm_now_ns() / 1e9 - o->start_at_unix;
     if (late > 0) {
       s->err_is_usage = true;
-      return fail(s, BENCH_BAD_INPUT,
+      return load_fail(s, BENCH_BAD_INPUT,
                   "--start-at was %.1f s ago: give a time every shard reaches before it starts",
                   late);
     }
@@ -849,10 +856,10 @@ int load_run(struct load_state *s) {
   }
   if (o->gguf) {
     const int mrc = load_model_ceiling_setup(s, &err);
-    if (mrc == -1) return fail(s, BENCH_RUNTIME, "out of memory");
+    if (mrc == -1) return load_fail(s, BENCH_RUNTIME, "out of memory");
     if (mrc == -2) {
       s->err_is_usage = true;
-      return fail(s, BENCH_BAD_INPUT, "%s", err.msg);
+      return load_fail(s, BENCH_BAD_INPUT, "%s", err.msg);
     }
   }
   const double info_timeout_s = o->idle_timeout_s < 10 ? o->idle_timeout_s : 10;
@@ -861,7 +868,7 @@ int load_run(struct load_state *s) {
   memset(&si, 0, sizeof si);
   if (api == API_AUTO && backend_detect_within(o->url, o->api_key, info_timeout_s, &api, &err) != 0) {
     /* nothing usable: the invocation still leaves its identity and end */
-    int rc = fail(s, BENCH_RUNTIME, "%s", err.msg);
+    int rc = load_fail(s, BENCH_RUNTIME, "%s", err.msg);
     if (open_session(s, &si) == 0) {
       struct bench_finding *f = bench_findings_add(&s->findings, "server_not_identified",
                                                    BENCH_PROBLEM);
@@ -882,7 +889,7 @@ int load_run(struct load_state *s) {
   struct backend *b = backend_new(&cfg, &err);
   if (!b) {
     s->err_is_usage = true;
-    return fail(s, BENCH_BAD_INPUT, "--url %s: %s", s->url_shown, err.msg);
+    return load_fail(s, BENCH_BAD_INPUT, "--url %s: %s", s->url_shown, err.msg);
   }
   if (backend_server_info(b, &si, &err) != 0) memset(&si, 0, sizeof si);
   snprintf(s->server_kind, sizeof s->server_kind, "%s", si.kind);
@@ -912,10 +919,10 @@ int load_run(struct load_state *s) {
   struct runner_result *cal = calloc(1, sizeof *cal);
   if (!cal) {
     backend_free(b);
-    return fail(s, BENCH_RUNTIME, "out of memory");
+    return load_fail(s, BENCH_RUNTIME, "out of memory");
   }
   if (runner_calibrate(&ro, cal, &c.line, &err) != 0) {
-    rc = fail(s, BENCH_RUNTIME, "%s", err.msg);
+    rc = load_fail(s, BENCH_RUNTIME, "%s", err.msg);
     struct bench_finding *f = bench_findings_add(&s->findings, "calibration_failed", BENCH_PROBLEM);
     bench_finding_brief(f, "the calibration failed: nothing measured");
     bench_finding_text(f, "%s", s->err.msg);
@@ -940,7 +947,7 @@ int load_run(struct load_state *s) {
   c.fl = calloc(cap, sizeof *c.fl);
   c.n_fl = cap;
   if (!c.pool || !c.fl) {
-    rc = fail(s, BENCH_RUNTIME, "%s", c.pool ? "out of memory" : err.msg);
+    rc = load_fail(s, BENCH_RUNTIME, "%s", c.pool ? "out of memory" : err.msg);
     goto done;
   }
   s->n_levels = 0;
@@ -954,15 +961,15 @@ int load_run(struct load_state *s) {
   }
   if (s->have_model && s->n_levels) load_batch_turn_finding(s);
   rc = BENCH_OK;
-  if (s->interrupted) rc = fail(s, BENCH_RUNTIME, "interrupted: the levels finished are recorded");
+  if (s->interrupted) rc = load_fail(s, BENCH_RUNTIME, "interrupted: the levels finished are recorded");
   else if (s->oom)
-    rc = fail(s, BENCH_RUNTIME, "out of memory computing a level's figures (the requests are in %s)",
+    rc = load_fail(s, BENCH_RUNTIME, "out of memory computing a level's figures (the requests are in %s)",
               s->session.path);
   else if (s->session.write_failures)
-    rc = fail(s, BENCH_RUNTIME, "results not safely kept: %llu records missing from %s",
+    rc = load_fail(s, BENCH_RUNTIME, "results not safely kept: %llu records missing from %s",
               (unsigned long long)s->session.write_failures, s->session.path);
   else if (s->failed_total)
-    rc = fail(s, BENCH_RUNTIME, "%u requests failed (kinds in %s)", s->failed_total,
+    rc = load_fail(s, BENCH_RUNTIME, "%u requests failed (kinds in %s)", s->failed_total,
               s->session.path);
 done: {
   uint32_t failed[RUN_ERR_COUNT] = {0};

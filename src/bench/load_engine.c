@@ -35,20 +35,9 @@
 #include "util/rng.h"
 #include "util/textfile.h"
 
-#ifndef TOKMETER_VERSION
-#define TOKMETER_VERSION "0"
-#endif
 
-static int efail(struct load_state *s, int status, bool usage, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int efail(struct load_state *s, int status, bool usage, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(s->err.msg, sizeof s->err.msg, fmt, ap);
-  va_end(ap);
-  s->err_is_usage = usage;
-  return status;
-}
+/* load_fail, and whether the message is a usage error (exit 2, one line). */
+#define efail(s, status, usage, ...) ((s)->err_is_usage = (usage), load_fail((s), (status), __VA_ARGS__))
 
 static void progress(struct load_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void progress(struct load_state *s, const char *fmt, ...) {
@@ -76,28 +65,7 @@ static int open_session(struct load_state *s, const struct engine_info *ei) {
   json_object_set_new(settings, "url", json_null());
   json_object_set_new(settings, "shard", json_null());
   json_object_set_new(settings, "slo", json_null());
-  struct machine_info mi;
-  struct machine_thermal th;
-  struct tm_err err = {{0}};
-  if (machine_info_read(&mi, &err) != 0) memset(&mi, 0, sizeof mi);
-  machine_thermal_read(&th);
-  struct record_model rm = {.name = NULL,
-                            .file = o->gguf,
-                            .arch = s->have_model ? s->cost->arch : NULL,
-                            .bytes_per_token = s->have_model ? s->cost->weight_bytes_per_token : NAN};
-  struct record_identity_in in = {.tokmeter_version = TOKMETER_VERSION,
-                                  .settings = settings,
-                                  .machine = &mi,
-                                  .thermal_before = &th,
-                                  .server = NULL,
-                                  .model = &rm,
-                                  .backend = "engine",
-                                  .target = "in-process",
-                                  .command = o->command};
-  int rc = bench_session_open(&s->session, o->out, &in, &err);
-  json_decref(settings);
-  if (rc != 0) return efail(s, rc == -1 ? BENCH_BAD_INPUT : BENCH_RUNTIME, false, "%s", err.msg);
-  return 0;
+  return load_session_open(s, settings, NULL, NULL, "engine", "in-process");
 }
 
 /* Prefills the prompts of streams [0, n) (prompt_tokens random ids each)
@@ -275,11 +243,7 @@ int load_engine_run(struct load_state *s) {
     return efail(s, BENCH_BAD_INPUT, true, "an in-process load takes -c LIST (streams decoding together)");
   if (!o->max_tokens || !o->prompt_tokens || !o->reps)
     return efail(s, BENCH_BAD_INPUT, true, "-n, -d and -r must be at least 1 in process");
-  {
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    s->unix_offset = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - (double)tm_now_ns() / 1e9;
-  }
+  load_read_unix_offset(s);
   const int mrc = load_model_ceiling_setup(s, &err);
   if (mrc == -1) return efail(s, BENCH_RUNTIME, false, "out of memory");
   if (mrc == -2) return efail(s, BENCH_BAD_INPUT, true, "%s", err.msg);

@@ -13,6 +13,20 @@
 
 #include "bench/load.h"
 
+struct server_info;
+/* s->err from the format (the API key redacted, control characters out);
+ * returns status. */
+int load_fail(struct load_state *s, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* s->unix_offset: the wall clock minus the monotonic clock, now. */
+void load_read_unix_offset(struct load_state *s);
+/* Opens the results file with the invocation's identity: settings (taken,
+ * freed here), the server (NULL in process), the model's name, the backend
+ * ("openai"..., "engine") and the target (the URL, "in-process"). 0, or
+ * load_fail's status. */
+int load_session_open(struct load_state *s, json_t *settings, const struct server_info *si,
+                      const char *model_name, const char *backend, const char *target);
+
 /* A stream's mean depth, prompt + output / 2 (over the -w mix). */
 double load_mean_depth(const struct load_opts *o);
 

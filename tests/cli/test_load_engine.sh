@@ -39,9 +39,10 @@ for l in levels:
     assert l["request_rate"] is None and l["requests_ok"] == B and l["requests_failed"] == 0, l
     assert l["backend"] == "engine" and l["depth"] == 6 and l["steps"] == 24, l
     # what has no meaning in process is null, not zero
-    assert l["ttft_ms"] is None or l["ttft_ms"]["p50"] is None, l["ttft_ms"]
-    assert l["aggregate_prompt_tok_s"] is None and l["queue_ms"] is None or \
-        l["queue_ms"]["p50"] is None, l
+    for k in ("ttft_ms", "ttfat_ms", "ttft_sched_ms", "queue_ms"):
+        assert l[k] is None or l[k]["p50"] is None, (k, l[k])
+    for k in ("aggregate_prompt_tok_s", "server_counters", "server_slots", "client_cpu_share"):
+        assert l[k] is None, (k, l[k])
     # the aggregate: B x 24 tokens over the window, the median of the passes
     agg = l["aggregate_output_tok_s"]
     assert math.isclose(agg, B * 24 / l["window_s"], rel_tol=1e-6), l
@@ -91,7 +92,9 @@ grep -q "over the timed passes" "$dir/out" || fail "compare: footnote"
 # bad usage: one line, exit 2, nothing run
 for args in "-m $dense -c 0" "-m $dense -c 2000" "-m $dense -c 1 --rate 2" "-m $dense -c 1 -p 8" \
   "-m $dense -c 1 -d 0" "-m $dense -c 1 -r 0" "-m $dir/none.gguf -c 1" "-m $dense -c 1 -d 100000" \
-  "-m $dense -c 1 --slo ttft=1s" "-m $dense -c 1 -n 8:2" "--url http://127.0.0.1:1 -c 1 -d 4"; do
+  "-m $dense -c 1 --slo ttft=1s" "-m $dense -c 1 -n 8:2" "--url http://127.0.0.1:1 -c 1 -d 4" \
+  "-m $dense -c 1 -t 0" "-m $dense -c 1 --warmup x" "-m $dense -c 1 -r 17" "-m $dense -c 1,x" \
+  "-m $TOKMETER_FIXTURES/gguf/ggml-vocab-llama-spm.gguf -c 1"; do
   # shellcheck disable=SC2086
   expect_exit 2 "$TOKMETER" load $args --out "$dir/bad.jsonl"
   [ "$(grep -cv "^Try 'tokmeter" "$dir/err")" = 1 ] || fail "load $args: not one line: $(cat "$dir/err")"
