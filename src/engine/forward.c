@@ -98,10 +98,16 @@ static void mm_chunk(struct mm_job *job, int k, long j, int ith) {
   if (rg->share_item == it && rg->share_r0 == r0)
     rows = job->ops->gemv_share[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1,
                                              it->act, it->out, &rg->share, true);
+  else if (it->ncols > 1 && it->ncols < MM_SMALL_BATCH_COLS && job->ops->gemm_few[it->w->type])
+    /* A few columns (a batched decode step, an expert's few tokens), each
+     * weight block unpacked once for all; each column's outputs have the
+     * bits of its single decode (kernels.h). */
+    job->ops->gemm_few[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1, it->act,
+                                    it->a_stride, it->ncols, it->out, it->out_stride);
   else if (it->ncols > 1 && it->ncols < MM_SMALL_BATCH_COLS && mm_small_batch_type(it->w->type))
-    /* A few columns (a batched decode step, an expert's few tokens): the
-     * decode kernel once per column over this chunk, whose rows stay in
-     * L2 after the first; each column then equals its single decode. */
+    /* No such kernel: the decode kernel once per column over this chunk,
+     * whose rows stay in L2 after the first; each column then equals its
+     * single decode. */
     for (int64_t c = 0; c < it->ncols; c++)
       job->ops->gemm[it->w->type](it->w->n, it->wdata, it->w->row_bytes, r0, r1,
                                   (const uint8_t *)it->act + (size_t)c * it->a_stride,

@@ -102,6 +102,13 @@ struct kernel_ops {
    * gemv_share_max_n (forward.c checks). */
   gemv_share_fn gemv_share[GGML_TYPE_COUNT];
   int64_t gemv_share_max_n;
+  /* A product of a few columns (a batched decode step: forward.c uses it
+   * below MM_SMALL_BATCH_COLS columns) that unpacks each weight block once
+   * for all of them, gemm's contract for any ncols >= 1, with a promise:
+   * column c's outputs have the bits of this table's gemm on column c alone
+   * (ncols = 1). NULL where the path has none for the type (forward.c then
+   * runs gemm once per column). */
+  gemm_fn gemm_few[GGML_TYPE_COUNT];
   void (*quantize_q8)(const float *x, struct act_q8 *y, int64_t n);
   void (*quantize_q8k)(const float *x, struct act_q8k *y, int64_t n);
   /* Attention over an F16 KV cache and small f32 helpers. */

@@ -114,36 +114,59 @@ AVX512_INLINE void tile_q6_k_512(int64_t n, const uint8_t *wr, const uint8_t *a,
  * parts (ql as two 64-byte halves, qh, the 16 scales, d); Q6_ACCUM(sumi, p,
  * s) adds the i16 products p times the sub-block scales s to sumi: madd +
  * add on AVX-512, one vpdpwssd with VNNI (the same exact int32 sums). */
-#define Q6_MATH(Q6_ACCUM, ql0, ql1, qh, scales, dh, x, acc)                                      \
+/* Q6_MATH in two parts, so a few-column product (few_q6_k_vnni) unpacks a
+ * block once for all its columns: Q6_UNPACK fills a struct q6_unpacked (the
+ * 6-bit values of half h against activation bytes 128h .. 128h + 127, their
+ * sub-block scales as i16 pairs, the 16 scales, the block scale), Q6_COL
+ * applies it to one column's activation block. */
+struct q6_unpacked {
+  __m512i q[2][2], s[2][2];
+  __m256i sc16;
+  float dsc;
+};
+#define Q6_UNPACK(u, ql0, ql1, qh, scales, dh)                                                \
   do {                                                                                        \
     const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);                    \
     const __m512i idx = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,       \
                                          1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);      \
-    const float dsc = _cvtsh_ss(dh);                                                          \
-    const __m256i sc16 = _mm256_cvtepi8_epi16(scales);                                        \
-    const __m512i sc512 = _mm512_castsi256_si512(sc16);                                       \
-    __m512i sumi = _mm512_setzero_si512();                                                    \
+    (u).dsc = _cvtsh_ss(dh);                                                                  \
+    (u).sc16 = _mm256_cvtepi8_epi16(scales);                                                  \
+    const __m512i sc512 = _mm512_castsi256_si512((u).sc16);                                   \
     for (int h = 0; h < 2; h++) {                                                             \
       const __m512i ql = h ? (ql1) : (ql0);                                                   \
       const __m256i qhh = h ? _mm512_extracti64x4_epi64((qh), 1) : _mm512_castsi512_si256(qh); \
       __m512i qha = join256(_mm256_slli_epi16(qhh, 4), _mm256_slli_epi16(qhh, 2));            \
       __m512i qhb = join256(qhh, _mm256_srli_epi16(qhh, 2));                                  \
-      __m512i q0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(qha, m30));     \
-      __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),            \
-                                   _mm512_and_si512(qhb, m30));                               \
-      __m512i s0 = _mm512_permutexvar_epi16(                                                  \
+      (u).q[h][0] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(qha, m30));    \
+      (u).q[h][1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),           \
+                                    _mm512_and_si512(qhb, m30));                              \
+      (u).s[h][0] = _mm512_permutexvar_epi16(                                                 \
           _mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h))), sc512);                   \
-      __m512i s1 = _mm512_permutexvar_epi16(                                                  \
+      (u).s[h][1] = _mm512_permutexvar_epi16(                                                 \
           _mm512_add_epi16(idx, _mm512_set1_epi16((short)(8 * h + 4))), sc512);               \
-      sumi = Q6_ACCUM(sumi, _mm512_maddubs_epi16(q0, _mm512_loadu_si512((x)->q + 128 * h)), s0); \
-      sumi = Q6_ACCUM(sumi, _mm512_maddubs_epi16(q1, _mm512_loadu_si512((x)->q + 128 * h + 64)), \
-                      s1);                                                                    \
+    }                                                                                         \
+  } while (0)
+#define Q6_COL(Q6_ACCUM, u, x, acc)                                                           \
+  do {                                                                                        \
+    __m512i sumi = _mm512_setzero_si512();                                                    \
+    for (int h = 0; h < 2; h++) {                                                             \
+      sumi = Q6_ACCUM(sumi, _mm512_maddubs_epi16((u).q[h][0], _mm512_loadu_si512((x)->q + 128 * h)), \
+                      (u).s[h][0]);                                                           \
+      sumi = Q6_ACCUM(sumi,                                                                   \
+                      _mm512_maddubs_epi16((u).q[h][1], _mm512_loadu_si512((x)->q + 128 * h + 64)), \
+                      (u).s[h][1]);                                                           \
     }                                                                                         \
     __m256i s256 =                                                                            \
         _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));   \
-    __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x)->bsums), sc16);   \
+    __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(x)->bsums), (u).sc16); \
     s256 = _mm256_sub_epi32(s256, _mm256_slli_epi32(off, 5));                                 \
-    *(acc) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s256), _mm256_set1_ps(dsc * (x)->d), *(acc));   \
+    *(acc) = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s256), _mm256_set1_ps((u).dsc * (x)->d), *(acc)); \
+  } while (0)
+#define Q6_MATH(Q6_ACCUM, ql0, ql1, qh, scales, dh, x, acc)                                      \
+  do {                                                                                        \
+    struct q6_unpacked u_;                                                                    \
+    Q6_UNPACK(u_, ql0, ql1, qh, scales, dh);                                                  \
+    Q6_COL(Q6_ACCUM, u_, x, acc);                                                             \
   } while (0)
 
 #define Q6_MADD_ADD(sumi, p, s) _mm512_add_epi32((sumi), _mm512_madd_epi16((p), (s)))
@@ -690,6 +713,53 @@ AVX512_INLINE void tile_q5_k_512(int64_t n, const uint8_t *wr, const uint8_t *a,
 DEFINE_GEMV_Q6_K(AVX512, gemv_q6_k_512, q6_block, q6_four)
 DEFINE_GEMV_Q6_K(VNNI, gemv_q6_k_vnni, q6_block_vnni, q6_four_vnni)
 
+/* ---- Q6_K, a few columns (a batched decode step: the output head) -------
+ * Each block unpacked once (Q6_UNPACK) for up to Q6_FEW_COLS columns
+ * (Q6_COL each), one row at a time: a column's operations on a row are the
+ * decode's (Q6_MATH with vpdpwssd, blocks in order, hsum256), so its outputs
+ * have the bits of its decode (kernels.h gemm_few). Groups of columns are
+ * evened out (12 = 6 + 6). */
+#define Q6_FEW_COLS 8
+VNNI_INLINE void few_q6_k_rows(const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,
+                               int64_t nb, const uint8_t *a, size_t as, const int nc, float *out,
+                               int64_t os) {
+  for (int64_t r = r0; r < r1; r++) {
+    const struct block_q6_k *wr = (const struct block_q6_k *)(w + (size_t)r * w_stride);
+    __m256 acc[Q6_FEW_COLS];
+    for (int c = 0; c < nc; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < nb; k++) {
+      PREFETCH_W(&wr[k], sizeof wr[k]);
+      struct q6_unpacked u;
+      Q6_UNPACK(u, _mm512_loadu_si512(wr[k].ql), _mm512_loadu_si512(wr[k].ql + 64),
+                _mm512_loadu_si512(wr[k].qh), _mm_loadu_si128((const __m128i *)wr[k].scales),
+                wr[k].d);
+      for (int c = 0; c < nc; c++)
+        Q6_COL(Q6_DPWSSD, u, (const struct act_q8k *)(a + (size_t)c * as) + k, &acc[c]);
+    }
+    for (int c = 0; c < nc; c++) out[c * os + r] = hsum256(acc[c]);
+  }
+}
+VNNI static void few_q6_k_vnni(int64_t n, const void *w, size_t w_stride, int64_t r0, int64_t r1,
+                               const void *a, size_t as, int64_t ncols, float *out, int64_t os) {
+  const int64_t nb = n / QK_K;
+  const int64_t groups = (ncols + Q6_FEW_COLS - 1) / Q6_FEW_COLS;
+  for (int64_t g = 0; g < groups; g++) {
+    const int64_t c0 = ncols * g / groups, c1 = ncols * (g + 1) / groups;
+    const uint8_t *ag = (const uint8_t *)a + (size_t)c0 * as;
+    float *o = out + c0 * os;
+    switch (c1 - c0) {
+    case 1: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 1, o, os); break;
+    case 2: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 2, o, os); break;
+    case 3: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 3, o, os); break;
+    case 4: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 4, o, os); break;
+    case 5: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 5, o, os); break;
+    case 6: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 6, o, os); break;
+    case 7: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 7, o, os); break;
+    default: few_q6_k_rows(w, w_stride, r0, r1, nb, ag, as, 8, o, os); break;
+    }
+  }
+}
+
 DEFINE_X86_GEMM(AVX512, gemm_q4_k_512, tile_q4_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q5_k_512, tile_q5_k_512)
 DEFINE_X86_GEMM(AVX512, gemm_q6_k_512, tile_q6_k_512)
@@ -732,6 +802,7 @@ void kernels_fill_avx512_kquant(struct kernel_ops *ops) {
 
 void kernels_fill_avx512_kquant_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q6_K] = gemm_q6_k_vnni_fast;
+  ops->gemm_few[GGML_TYPE_Q6_K] = few_q6_k_vnni;
   ops->gemm[GGML_TYPE_Q4_K] = gemm_q4_k_vnni_fast;
   ops->gemm[GGML_TYPE_Q5_K] = gemm_q5_k_vnni_fast;
 }

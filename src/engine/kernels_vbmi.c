@@ -93,12 +93,16 @@ VBMI_INLINE void oct_repack(const struct act_q8 *x, int64_t nb, struct vnni_oct 
   }
 }
 
-/* acc += one row's octet against oc, lane-wise, from its four windows (the
- * 64 bytes at 0, 8, 72 and 80 of the octet's 144: blocks 0-3 sit at the
- * same offsets in the first two as blocks 4-7 in the last two, so one index
- * vector serves all; the last window ends at byte 143). */
-VBMI_INLINE __m512 oct_dot(__m512i w0, __m512i w8, __m512i w72, __m512i w80,
-                           const struct vnni_oct *oc, __m512 acc) {
+/* One row's octet, unpacked from its four windows (the 64 bytes at 0, 8, 72
+ * and 80 of the octet's 144: blocks 0-3 sit at the same offsets in the
+ * first two as blocks 4-7 in the last two, so one index vector serves all;
+ * the last window ends at byte 143): u[0..3] = A & 15, A >> 4, B & 15,
+ * B >> 4 (against oc's al, ah, bl, bh), *dw the lanes' weight scales. */
+struct oct_w {
+  __m512i u[4];
+  __m512 dw;
+};
+VBMI_INLINE struct oct_w oct_unpack(__m512i w0, __m512i w8, __m512i w72, __m512i w80) {
   /* Byte 8c + j of each 32-byte half <- window byte 18c + 2 + j (c = 0..3). */
   const __m512i idx = _mm512_set_epi8(
       63, 62, 61, 60, 59, 58, 57, 56, 45, 44, 43, 42, 41, 40, 39, 38,
@@ -119,13 +123,32 @@ VBMI_INLINE __m512 oct_dot(__m512i w0, __m512i w8, __m512i w72, __m512i w80,
   const __m512i B = _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(idx, w8), upper, idx, w80);
   const __m512i S =
       _mm512_mask_permutexvar_epi8(_mm512_permutexvar_epi8(sidx, w0), s_upper, sidx, w72);
-  const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(S));
-  __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(A, m4), oc->al);
-  I = _mm512_dpbusd_epi32(I, _mm512_and_si512(_mm512_srli_epi16(A, 4), m4), oc->ah);
-  I = _mm512_dpbusd_epi32(I, _mm512_and_si512(B, m4), oc->bl);
-  I = _mm512_dpbusd_epi32(I, _mm512_and_si512(_mm512_srli_epi16(B, 4), m4), oc->bh);
+  struct oct_w o;
+  o.dw = _mm512_cvtph_ps(_mm512_castsi512_si256(S));
+  o.u[0] = _mm512_and_si512(A, m4);
+  o.u[1] = _mm512_and_si512(_mm512_srli_epi16(A, 4), m4);
+  o.u[2] = _mm512_and_si512(B, m4);
+  o.u[3] = _mm512_and_si512(_mm512_srli_epi16(B, 4), m4);
+  return o;
+}
+
+/* acc += an unpacked octet against one activation column's octet oc,
+ * lane-wise: the same operations whichever caller (one column or several),
+ * so every column's sum has the bits of its single decode. */
+VBMI_INLINE __m512 oct_col(const struct oct_w *o, const struct vnni_oct *oc, __m512 acc) {
+  __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), o->u[0], oc->al);
+  I = _mm512_dpbusd_epi32(I, o->u[1], oc->ah);
+  I = _mm512_dpbusd_epi32(I, o->u[2], oc->bl);
+  I = _mm512_dpbusd_epi32(I, o->u[3], oc->bh);
   const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), oc->da, oc->ns);
-  return _mm512_fmadd_ps(t, dw, acc);
+  return _mm512_fmadd_ps(t, o->dw, acc);
+}
+
+/* acc += one row's octet (windows w0 .. w80) against oc. */
+VBMI_INLINE __m512 oct_dot(__m512i w0, __m512i w8, __m512i w72, __m512i w80,
+                           const struct vnni_oct *oc, __m512 acc) {
+  const struct oct_w o = oct_unpack(w0, w8, w72, w80);
+  return oct_col(&o, oc, acc);
 }
 
 VBMI_INLINE __m512 oct_dot_at(const uint8_t *g, const struct vnni_oct *oc, __m512 acc) {
@@ -461,12 +484,142 @@ DEFINE_OCT_GEMV(gemv_q8_0_vbmi, struct q8_oct, q8_oct_repack, q8_0_step4, q8_oct
 DEFINE_VBMI_GEMM(gemm_q8_0_vbmi, gemv_q8_0_vbmi, q8_0_other)
 #undef DEFINE_VBMI_GEMM
 
+/* ---- A few columns (a batched decode step, an expert's few tokens) -------
+ * B activation columns against the same rows: each weight octet is loaded
+ * and unpacked once (oct_unpack, q8_unpack) and applied to up to FEW_COLS
+ * columns (oct_col, q8_col), where the decode kernel run once per column
+ * unpacked it B times and was compute bound from L2 (bench/RESULTS.md,
+ * 2026-12-02). Two rows at a time, so each column's repacked activations
+ * loaded for one octet serve both. A column's operations on its row are
+ * exactly the decode kernel's (the same unpack, the same per-octet column
+ * step, in octet order, summed by the same tree), so every output has the
+ * bits of that column's decode: batching changes no logit on this path
+ * (tests: test_kernels.c test_few_columns_are_decodes).
+ *
+ * Columns go in groups of at most FEW_COLS (26 of the 32 vector registers
+ * hold two rows' accumulators and unpacked octets), evened out (8 = 4 + 4,
+ * 15 = 5 + 5 + 5), each group's columns repacked into FEW_SLOTS octets on
+ * the stack (64 KiB; wide rows take fewer columns per group). */
+#define FEW_COLS 6
+#define FEW_SLOTS 160
+
+/* The Q8_0 octet (272 bytes at g) unpacked: the four pairs as unsigned
+ * bytes (w ^ 0x80) and the eight scales in the tree's lane order. */
+struct q8_w {
+  __m512i v[4];
+  __m512 dw;
+};
+VBMI_INLINE struct q8_w q8_unpack(const uint8_t *g) {
+  const __m512i sgn = _mm512_set1_epi8((char)0x80);
+  struct q8_w o;
+  for (int k = 0; k < 4; k++)
+    o.v[k] = _mm512_xor_si512(
+        _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(g + 68 * k + 2))),
+            _mm256_loadu_si256((const __m256i *)(g + 68 * k + 36)), 1),
+        sgn);
+  o.dw = q8_oct_scales(g);
+  return o;
+}
+/* acc += an unpacked Q8_0 octet against one column's octet: q8_oct_dot's
+ * integers (exact, whatever the order) and its float operations. */
+VBMI_INLINE __m512 q8_col(const struct q8_w *o, const struct q8_oct *oc, __m512 acc) {
+  __m512i X[4];
+  for (int k = 0; k < 4; k++) X[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), o->v[k], oc->q[k]);
+  const __m512i I = q8_tree2(q8_tree1(X[0], X[1]), q8_tree1(X[2], X[3]));
+  const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I), oc->da, oc->ns);
+  return _mm512_fmadd_ps(t, o->dw, acc);
+}
+VBMI_INLINE struct oct_w q4_unpack(const uint8_t *g) {
+  return oct_unpack(_mm512_loadu_si512(g), _mm512_loadu_si512(g + 8), _mm512_loadu_si512(g + 72),
+                    _mm512_loadu_si512(g + 80));
+}
+
+/* name##_rows: rows [r0, r1) against nc (a constant where inlined) columns
+ * whose octets are oc[c * no + o]; name: the gemm_fn (ncols >= 1; rows whose
+ * block count is not a multiple of 8, or too long, go to SINGLE once per
+ * column, as the decode would). */
+#define DEFINE_FEW(name, OCT_T, W_T, UNPACK, COL, REPACK, OCT_BYTES, SINGLE)                      \
+  VBMI_INLINE void name##_rows(const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,        \
+                               int64_t no, const OCT_T *oc, const int nc, float *out,             \
+                               int64_t os) {                                                      \
+    int64_t r = r0;                                                                               \
+    for (; r + 2 <= r1; r += 2) {                                                                 \
+      const uint8_t *wa = w + (size_t)r * w_stride, *wb = wa + w_stride;                          \
+      __m512 a[FEW_COLS], b[FEW_COLS];                                                            \
+      for (int c = 0; c < nc; c++) a[c] = b[c] = _mm512_setzero_ps();                             \
+      for (int64_t o = 0; o < no; o++) {                                                          \
+        const uint8_t *ga = wa + (OCT_BYTES) * o, *gb = wb + (OCT_BYTES) * o;                     \
+        for (int pf = 0; pf < (OCT_BYTES); pf += 64) {                                            \
+          VBMI_PREFETCH(ga + VBMI_PF_BYTES + pf);                                                 \
+          VBMI_PREFETCH(gb + VBMI_PF_BYTES + pf);                                                 \
+        }                                                                                         \
+        const W_T ua = UNPACK(ga), ub = UNPACK(gb);                                               \
+        for (int c = 0; c < nc; c++) {                                                            \
+          a[c] = COL(&ua, oc + c * no + o, a[c]);                                                 \
+          b[c] = COL(&ub, oc + c * no + o, b[c]);                                                 \
+        }                                                                                         \
+      }                                                                                           \
+      for (int c = 0; c < nc; c++) {                                                              \
+        float s4[4];                                                                              \
+        reduce4(a[c], b[c], _mm512_setzero_ps(), _mm512_setzero_ps(), s4);                        \
+        out[c * os + r] = s4[0];                                                                  \
+        out[c * os + r + 1] = s4[1];                                                              \
+      }                                                                                           \
+    }                                                                                             \
+    if (r < r1) {                                                                                 \
+      const uint8_t *wr = w + (size_t)r * w_stride;                                               \
+      __m512 a[FEW_COLS];                                                                         \
+      for (int c = 0; c < nc; c++) a[c] = _mm512_setzero_ps();                                    \
+      for (int64_t o = 0; o < no; o++) {                                                          \
+        const W_T u = UNPACK(wr + (OCT_BYTES) * o);                                               \
+        for (int c = 0; c < nc; c++) a[c] = COL(&u, oc + c * no + o, a[c]);                       \
+      }                                                                                           \
+      for (int c = 0; c < nc; c++) out[c * os + r] = row_sum(a[c]);                                                            \
+    }                                                                                             \
+  }                                                                                               \
+  VBMI static void name(int64_t n, const void *wv, size_t w_stride, int64_t r0, int64_t r1,       \
+                        const void *av, size_t a_stride, int64_t ncols, float *out, int64_t os) { \
+    const int64_t no = n / 256;                                                                   \
+    const uint8_t *w = wv, *a = av;                                                               \
+    if (n % 256 != 0 || no > VBMI_MAX_OCTS) {                                                     \
+      for (int64_t c = 0; c < ncols; c++)                                                         \
+        SINGLE(n, w, w_stride, r0, r1, a + (size_t)c * a_stride, a_stride, 1, out + c * os, os);  \
+      return;                                                                                     \
+    }                                                                                             \
+    alignas(64) OCT_T oc[FEW_SLOTS];                                                              \
+    const int64_t cap = FEW_SLOTS / no < FEW_COLS ? FEW_SLOTS / no : FEW_COLS;                    \
+    const int64_t groups = (ncols + cap - 1) / cap;                                               \
+    for (int64_t g = 0; g < groups; g++) {                                                        \
+      const int64_t c0 = ncols * g / groups, c1 = ncols * (g + 1) / groups;                       \
+      for (int64_t c = c0; c < c1; c++)                                                           \
+        REPACK((const struct act_q8 *)(a + (size_t)c * a_stride), n / 32, oc + (c - c0) * no);    \
+      float *o = out + c0 * os;                                                                   \
+      switch (c1 - c0) {                                                                          \
+      case 1: name##_rows(w, w_stride, r0, r1, no, oc, 1, o, os); break;                          \
+      case 2: name##_rows(w, w_stride, r0, r1, no, oc, 2, o, os); break;                          \
+      case 3: name##_rows(w, w_stride, r0, r1, no, oc, 3, o, os); break;                          \
+      case 4: name##_rows(w, w_stride, r0, r1, no, oc, 4, o, os); break;                          \
+      case 5: name##_rows(w, w_stride, r0, r1, no, oc, 5, o, os); break;                          \
+      default: name##_rows(w, w_stride, r0, r1, no, oc, 6, o, os); break;                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+DEFINE_FEW(few_q4_0_vbmi, struct vnni_oct, struct oct_w, q4_unpack, oct_col, oct_repack, 144,
+           gemm_q4_0_vbmi)
+DEFINE_FEW(few_q8_0_vbmi, struct q8_oct, struct q8_w, q8_unpack, q8_col, q8_oct_repack, 272,
+           gemm_q8_0_vbmi)
+#undef DEFINE_FEW
+
 void kernels_fill_vbmi(struct kernel_ops *ops, bool amd) {
   q4_0_other = ops->gemm[GGML_TYPE_Q4_0];
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_vbmi;
   ops->gemv_share[GGML_TYPE_Q4_0] = gemv_q4_0_vbmi_share;
   ops->gemv_share_max_n = 256 * VBMI_MAX_OCTS;
+  ops->gemm_few[GGML_TYPE_Q4_0] = few_q4_0_vbmi;
   if (amd) {
+    ops->gemm_few[GGML_TYPE_Q8_0] = few_q8_0_vbmi;
     q8_0_other = ops->gemm[GGML_TYPE_Q8_0];
     ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vbmi;
     ops->gemv_share[GGML_TYPE_Q8_0] = gemv_q8_0_vbmi_share;

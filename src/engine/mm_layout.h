@@ -131,10 +131,18 @@ static inline int64_t mm_chunk_rows(const struct mat *w, int64_t rows, int64_t n
   return r;
 }
 
-/* Below this many columns, a product of a 32-element type (Q4_0, Q4_1,
- * Q5_0, Q5_1, Q8_0) runs the decode kernel once per column over each
- * chunk (forward.c mm_chunk) instead of the prefill panels, whose build
- * costs more than it saves there. Measured 2026-12-02, AMD Zen 4 (EPYC,
+/* Below this many columns, a product runs the table's few-column kernel
+ * (kernels.h gemm_few: each weight block unpacked once for all columns,
+ * each column with its decode's bits) where it has one, else, for a
+ * 32-element type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), the decode kernel once
+ * per column over each chunk (forward.c mm_chunk) instead of the prefill
+ * panels, whose build costs more than it saves there. bench/few_cols.c,
+ * 2026-12-03, Xeon (AMX, VBMI), one thread, 512 MiB from DRAM, ms per pass
+ * at 2 / 4 / 8 / 15 columns, per-column decode vs gemm_few: Q4_0 44.3 /
+ * 39.6, 74.8 / 48.7, 134.0 / 84.0, 230.4 / 129.1; Q6_K 49.6 / 39.1, 86.6 /
+ * 54.8, 162.8 / 74.2, 290.0 / 133.2 (its panels 40.1, 54.2, 113.9, 143.2:
+ * faster from L2, slower from DRAM, where a step's head is read). Before
+ * gemm_few: Measured 2026-12-02, AMD Zen 4 (EPYC,
  * AVX-512 VNNI), one thread, a 512 MiB 1024-column matrix from DRAM, ms per
  * column, per-column decode kernel over 128 KiB chunks vs the panels:
  * Q4_0 2: 24.1 / 106.5, 4: 22.1 / 53.3, 8: 19.8 / 29.1, 12: 18.9 / 21.8,

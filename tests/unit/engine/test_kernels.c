@@ -779,6 +779,75 @@ static void test_amx_prefill(void) {
 #endif
 }
 
+/* The few-column products (kernels.h gemm_few: a batched decode step): each
+ * column's outputs have exactly the bits of the table's decode of that
+ * column alone, for 2 .. 15 columns (groups of up to six, evened out), rows
+ * of 8-block multiples (the fast path) and of other widths (the fallback),
+ * rows so wide that a group holds fewer columns (40 and 64 octets), odd row
+ * counts (the two-row loop's last row) and a range not starting at 0; and
+ * within the scalar tolerance, NaN outside the range. Also: where this CPU
+ * has AVX-512 VBMI and the set allows it, the VNNI table has the Q4_0 one. */
+static void test_few_columns_are_decodes(void) {
+  const struct kernel_ops *sc = kernels_get(KERNEL_SCALAR);
+  static const struct {
+    int64_t ncols, rows, r0, r1;
+    int mult;
+  } shapes[] = {{2, 37, 3, 34, 8},   {3, 37, 3, 34, 32},  {7, 21, 0, 21, 16},
+                {8, 40, 5, 38, 24},  {13, 37, 3, 34, 8},  {15, 9, 1, 8, 32},
+                {5, 37, 3, 34, 7},   {9, 20, 2, 19, 320}, {13, 6, 0, 5, 512},
+                {4, 3, 2, 3, 8}};
+  int tables_with = 0;
+  for (size_t p = 0; p < N_PATHS; p++) {
+    const struct kernel_ops *ops = kernels_get(paths[p]);
+    if (!ops) continue;
+    for (size_t t = 0; t < N_TYPES; t++) {
+      const uint32_t type = gemm_types[t];
+      if (!ops->gemm_few[type]) continue;
+      tables_with++;
+      for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        struct gemm_case gc;
+        if (case_make_rows(&gc, type, shapes[k].mult, shapes[k].ncols, shapes[k].rows,
+                           shapes[k].r0, shapes[k].r1) != 0) {
+          CHECK_MSG(0, "case_make");
+          continue;
+        }
+        const size_t cells = (size_t)(gc.out_stride * gc.ncols);
+        float *few = malloc(cells * sizeof(float)), *one = malloc(cells * sizeof(float));
+        float *ref = run_gemm(sc, &gc);
+        if (few && one && ref) {
+          for (size_t i = 0; i < cells; i++) few[i] = one[i] = NAN;
+          ops->gemm_few[type](gc.n, gc.w, gc.w_stride, gc.r0, gc.r1, gc.a, gc.a_stride, gc.ncols,
+                              few, gc.out_stride);
+          for (int64_t c = 0; c < gc.ncols; c++)
+            ops->gemm[type](gc.n, gc.w, gc.w_stride, gc.r0, gc.r1, gc.a + (size_t)c * gc.a_stride,
+                            gc.a_stride, 1, one + c * gc.out_stride, gc.out_stride);
+          check_vs_scalar(&gc, few, ref, ops->name, "few columns");
+          int differ = 0;
+          for (int64_t c = 0; c < gc.ncols; c++)
+            for (int64_t r = gc.r0; r < gc.r1; r++)
+              differ += memcmp(&few[c * gc.out_stride + r], &one[c * gc.out_stride + r],
+                               sizeof(float)) != 0;
+          CHECK_MSG(differ == 0, "%s %s n %lld ncols %lld: %d outputs differ from the columns' decodes",
+                    ops->name, ggml_type_get(type)->name, (long long)gc.n, (long long)gc.ncols,
+                    differ);
+        } else {
+          CHECK_MSG(0, "out of memory");
+        }
+        free(few);
+        free(one);
+        free(ref);
+        case_free(&gc);
+      }
+    }
+  }
+#if defined(__x86_64__)
+  const struct kernel_ops *vnni = kernels_get(KERNEL_AVX512_VNNI);
+  if (vnni && __builtin_cpu_supports("avx512vbmi") && kset_allows("vbmi"))
+    CHECK(vnni->gemm_few[GGML_TYPE_Q4_0] != NULL);
+#endif
+  if (tables_with == 0) TM_SKIP("no table has a few-column kernel: %s", kset_why_not("vbmi"));
+}
+
 static void test_dispatch(void) {
   CHECK_STR(kernel_path_name(KERNEL_SCALAR), "scalar");
   CHECK_STR(kernel_path_name(KERNEL_AVX512_VNNI), "avx512_vnni");
@@ -832,6 +901,7 @@ void tm_run_tests(void) {
   TM_RUN(test_amx_prefill);
   TM_RUN(test_decode_rows_independent_of_range);
   TM_RUN(test_gemv_share);
+  TM_RUN(test_few_columns_are_decodes);
   TM_RUN(test_vnni_kquant_variants);
   TM_RUN(test_saturation_extremes);
 }
