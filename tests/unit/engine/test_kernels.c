@@ -781,7 +781,7 @@ static void test_amx_prefill(void) {
 
 /* The few-column products (kernels.h gemm_few: a batched decode step): each
  * column's outputs have exactly the bits of the table's decode of that
- * column alone, for 2 .. 15 columns (groups of up to six, evened out), rows
+ * column alone, for 2 .. 15 columns (groups of up to eight, evened out), rows
  * of 8-block multiples (the fast path) and of other widths (the fallback),
  * rows so wide that a group holds fewer columns (40 and 64 octets), odd row
  * counts (the two-row loop's last row) and a range not starting at 0; and
