@@ -81,24 +81,42 @@ struct q4_pair_act {
   __m256 da, ns;
 };
 
-AVX2_INLINE __m256 q4_0_lane_pair(const uint8_t *blk, const struct q4_pair_act *p, __m256 acc) {
-  const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+/* A pair unpacked (q4_pair_unpack), then applied to one column's repacked
+ * pair (q4_pair_col): q4_0_lane_pair is the two, and the few-column kernel
+ * below unpacks once for several columns with each column's operations
+ * unchanged (same bits). */
+struct q4_pair_w {
+  __m256i lo, hi;
+  __m256 dw;
+};
+AVX2_INLINE struct q4_pair_w q4_pair_unpack(const uint8_t *blk) {
+  const __m256i m4 = _mm256_set1_epi8(15);
   const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blk + 20)),
                                      _mm_loadu_si128((const __m128i *)(blk + 2)));
-  const __m256i lo = _mm256_and_si256(v, m4);
-  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-  /* each i16 sum is at most 2 x 2 x 15 x 127 = 7620: no saturation */
-  const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, p->lo),
-                                       _mm256_maddubs_epi16(hi, p->hi));
-  const __m256i I = _mm256_madd_epi16(p16, ones);
+  struct q4_pair_w u;
+  u.lo = _mm256_and_si256(v, m4);
+  u.hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
   /* the two fp16 scales, each on four lanes */
   uint16_t d0, d1;
   memcpy(&d0, blk, 2);
   memcpy(&d1, blk + 18, 2);
   const __m128i dd = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)(d0 | (uint32_t)d1 << 16)),
                                       _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3));
+  u.dw = _mm256_cvtph_ps(dd);
+  return u;
+}
+AVX2_INLINE __m256 q4_pair_col(const struct q4_pair_w *u, const struct q4_pair_act *p, __m256 acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  /* each i16 sum is at most 2 x 2 x 15 x 127 = 7620: no saturation */
+  const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(u->lo, p->lo),
+                                       _mm256_maddubs_epi16(u->hi, p->hi));
+  const __m256i I = _mm256_madd_epi16(p16, ones);
   const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), p->da, p->ns);
-  return _mm256_fmadd_ps(t, _mm256_cvtph_ps(dd), acc);
+  return _mm256_fmadd_ps(t, u->dw, acc);
+}
+AVX2_INLINE __m256 q4_0_lane_pair(const uint8_t *blk, const struct q4_pair_act *p, __m256 acc) {
+  const struct q4_pair_w u = q4_pair_unpack(blk);
+  return q4_pair_col(&u, p, acc);
 }
 
 #define Q4_PAIRS_MAX 256 /* n <= 16384 */
@@ -155,6 +173,34 @@ AVX2 static void gemv_q4_0_avx2(int64_t n, const uint8_t *w, size_t w_stride, in
       a = q4_0_lane_pair(wr + 36 * k, &pa[k], a);
     }
     out[r] = hsum_ps(a);
+  }
+}
+
+/* ---- Q4_0, a few columns (a batched decode step) ------------------------
+ * Each pair of blocks of a row unpacked once (q4_pair_unpack) for up to
+ * Q4_FEW_COLS columns (q4_pair_col each: the decode's operations, pairs in
+ * order, hsum_ps at the row's end), so each column's outputs have the bits
+ * of its decode (kernels.h gemm_few). One row at a time: the 16 vector
+ * registers hold the columns' accumulators, the unpacked pair and the
+ * constants. Columns in groups evened out (12 = 6 + 6), each group's
+ * activations repacked into Q4_FEW_SLOTS pairs on the stack (64 KiB; wide
+ * rows take fewer columns per group). Rows whose width is not a multiple
+ * of 64 go to gemm_q4_0_fast once per column, as the decode would. */
+#define Q4_FEW_COLS 8
+#define Q4_FEW_SLOTS 512
+AVX2_INLINE void few_q4_0_rows(const uint8_t *w, size_t w_stride, int64_t r0, int64_t r1,
+                               int64_t np, const struct q4_pair_act *pa, const int nc, float *out,
+                               int64_t os) {
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    __m256 acc[Q4_FEW_COLS];
+    for (int c = 0; c < nc; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < np; k++) {
+      _mm_prefetch((const char *)wr + 36 * k + KERNEL_PREFETCH_BYTES, KERNEL_PF_HINT);
+      const struct q4_pair_w u = q4_pair_unpack(wr + 36 * k);
+      for (int c = 0; c < nc; c++) acc[c] = q4_pair_col(&u, pa + c * np + k, acc[c]);
+    }
+    for (int c = 0; c < nc; c++) out[c * os + r] = hsum_ps(acc[c]);
   }
 }
 
@@ -422,9 +468,42 @@ DEFINE_AVX2_LEGACY_FAST(gemm_q5_1_fast, gemv_q5_1_avx2, PAIRS_OK, AP_Q5_1, 2, ge
 DEFINE_AVX2_LEGACY_FAST(gemm_q8_0_fast, gemv_q8_0_avx2, n % 32 == 0, AP_Q8_0, 6, gemm_q8_0)
 #undef PAIRS_OK
 
+AVX2 static void few_q4_0_avx2(int64_t n, const void *wv, size_t w_stride, int64_t r0, int64_t r1,
+                               const void *av, size_t a_stride, int64_t ncols, float *out,
+                               int64_t os) {
+  const int64_t np = n / 64;
+  const uint8_t *w = wv, *a = av;
+  if (n % 64 != 0 || np > Q4_PAIRS_MAX) {
+    for (int64_t c = 0; c < ncols; c++)
+      gemm_q4_0_fast(n, w, w_stride, r0, r1, a + (size_t)c * a_stride, a_stride, 1, out + c * os, os);
+    return;
+  }
+  struct q4_pair_act pa[Q4_FEW_SLOTS];
+  const int64_t cap = Q4_FEW_SLOTS / np < Q4_FEW_COLS ? Q4_FEW_SLOTS / np : Q4_FEW_COLS;
+  const int64_t groups = (ncols + cap - 1) / cap;
+  for (int64_t g = 0; g < groups; g++) {
+    const int64_t c0 = ncols * g / groups, c1 = ncols * (g + 1) / groups;
+    for (int64_t c = c0; c < c1; c++)
+      q4_pair_repack((const struct act_q8 *)(a + (size_t)c * a_stride), n / 32, -8.0f,
+                     pa + (c - c0) * np);
+    float *o = out + c0 * os;
+    switch (c1 - c0) {
+    case 1: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 1, o, os); break;
+    case 2: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 2, o, os); break;
+    case 3: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 3, o, os); break;
+    case 4: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 4, o, os); break;
+    case 5: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 5, o, os); break;
+    case 6: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 6, o, os); break;
+    case 7: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 7, o, os); break;
+    default: few_q4_0_rows(w, w_stride, r0, r1, np, pa, 8, o, os); break;
+    }
+  }
+}
+
 void kernels_fill_avx2_q32(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_fast;
   ops->gemm[GGML_TYPE_Q4_0] = gemm_q4_0_fast;
+  ops->gemm_few[GGML_TYPE_Q4_0] = few_q4_0_avx2;
   ops->gemm[GGML_TYPE_Q4_1] = gemm_q4_1_fast;
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_fast;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_fast;

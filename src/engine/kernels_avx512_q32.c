@@ -365,5 +365,10 @@ void kernels_fill_avx512_q32_vnni(struct kernel_ops *ops) {
   ops->gemm[GGML_TYPE_Q5_0] = gemm_q5_0_vnni_fast;
   ops->gemm[GGML_TYPE_Q5_1] = gemm_q5_1_vnni_fast;
   ops->gemm[GGML_TYPE_Q8_0] = gemm_q8_0_vnni_fast;
+  /* the AVX2 path's few-column kernels give the bits of its decode, not
+   * of these (kernels_vbmi.c sets this path's own) */
+  const uint32_t q32[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                          GGML_TYPE_Q8_0};
+  for (size_t i = 0; i < sizeof q32 / sizeof q32[0]; i++) ops->gemm_few[q32[i]] = NULL;
 }
 #endif
