@@ -44,9 +44,25 @@ const char *api_family_name(enum api_family f);      /* "openai" ... */
 int api_family_from_name(const char *s);             /* -1 when unknown */
 
 /* What to send. Strings are borrowed for the duration of the call. */
+/* One earlier turn of a chat (a workload file's system message, examples). */
+struct backend_message {
+  const char *role;          /* "system", "user", "assistant" */
+  const char *content;
+};
+
 struct backend_request {
   const char *model;         /* served model name; NULL/"" = let the server pick */
   const char *prompt;        /* the user message (chat) or the prompt (completion) */
+  /* Turns before the prompt's (chat: sent as messages; completion: their
+   * contents put before the prompt, a blank line apart). n_history 0: none. */
+  const struct backend_message *history;
+  size_t n_history;
+  /* Images attached to the prompt's turn after its text (so the nonce, the
+   * text's first words, comes first): data:...;base64, or http(s):// URLs.
+   * OpenAI chat sends image_url content parts, Ollama the base64 in
+   * "images" (it takes no URLs); completion endpoints refuse them. */
+  const char *const *images;
+  size_t n_images;
   uint32_t max_tokens;       /* max_tokens / n_predict / num_predict */
   bool exact_length;         /* ask for exactly max_tokens where the API allows it
                                 (ignore_eos, min_tokens, Ollama num_predict) */

@@ -14,6 +14,7 @@
  * The endpoint argument is ignored: there is only one endpoint. */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend_internal.h"
@@ -28,7 +29,14 @@ static int llamacpp_build(enum api_endpoint ep, const struct backend_request *re
   json_t *o = json_object();
   if (!o) return tm_errf(err, "out of memory building the request");
   int bad = 0;
-  json_t *s = json_string(req->prompt ? req->prompt : "");
+  if (req->n_images) {
+    json_decref(o);
+    return tm_errf(err, "images need the chat endpoint (--api openai --endpoint chat): "
+                        "llama.cpp's /completion takes text here");
+  }
+  char *flat = du_flat_prompt(req);
+  json_t *s = flat ? json_string(flat) : NULL;
+  free(flat);
   if (!s) bad = 1;
   else bad |= json_object_set_new(o, "prompt", s);
   if (req->model && req->model[0]) bad |= json_object_set_new(o, "model", json_string(req->model));

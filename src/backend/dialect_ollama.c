@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend_internal.h"
@@ -37,14 +38,38 @@ static int ollama_build(enum api_endpoint ep, const struct backend_request *req,
   int bad = 0;
   if (req->model && req->model[0]) bad |= json_object_set_new(o, "model", json_string(req->model));
   const char *prompt = req->prompt ? req->prompt : "";
+  /* Ollama takes images as base64 (no URLs, no data: prefix) */
+  json_t *imgs = req->n_images ? json_array() : NULL;
+  for (size_t i = 0; i < req->n_images; i++) {
+    const char *b = du_data_url_base64(req->images[i]);
+    if (!b) {
+      json_decref(imgs);
+      json_decref(o);
+      json_decref(opt);
+      return tm_errf(err, "Ollama takes image files, not URLs (%.80s): give a path in the "
+                          "workload file", req->images[i]);
+    }
+    bad |= json_array_append_new(imgs, json_string(b));
+  }
   if (ep == ENDPOINT_CHAT) {
-    json_t *msgs = json_pack("[{s:s, s:s}]", "role", "user", "content", prompt);
+    json_t *msgs = json_array();
     if (!msgs) bad = 1;
-    else bad |= json_object_set_new(o, "messages", msgs);
+    for (size_t i = 0; msgs && i < req->n_history; i++)
+      bad |= json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", req->history[i].role,
+                                                   "content", req->history[i].content));
+    json_t *msg = json_pack("{s:s, s:s}", "role", "user", "content", prompt);
+    if (msg && imgs) bad |= json_object_set_new(msg, "images", imgs);
+    else json_decref(imgs);
+    if (!msg || !msgs) bad = 1;
+    else bad |= json_array_append_new(msgs, msg);
+    if (msgs) bad |= json_object_set_new(o, "messages", msgs);
   } else {
-    json_t *s = json_string(prompt);
+    char *flat = du_flat_prompt(req);
+    json_t *s = flat ? json_string(flat) : NULL;
+    free(flat);
     if (!s) bad = 1;
     else bad |= json_object_set_new(o, "prompt", s);
+    if (imgs) bad |= json_object_set_new(o, "images", imgs);
   }
   bad |= json_object_set_new(o, "stream", json_boolean(req->stream));
   if (req->max_tokens > 0)

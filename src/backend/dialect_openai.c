@@ -33,17 +33,38 @@ static int openai_build(enum api_endpoint ep, const struct backend_request *req,
   if (req->model && req->model[0]) bad |= json_object_set_new(o, "model", json_string(req->model));
   const char *prompt = req->prompt ? req->prompt : "";
   if (ep == ENDPOINT_CHAT) {
-    json_t *msg = json_pack("{s:s, s:s}", "role", "user", "content", prompt);
     json_t *msgs = json_array();
+    if (!msgs) bad = 1;
+    for (size_t i = 0; msgs && i < req->n_history; i++)
+      bad |= json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", req->history[i].role,
+                                                   "content", req->history[i].content));
+    json_t *content = NULL;
+    if (req->n_images == 0) {
+      content = json_string(prompt);
+    } else { /* content parts: the text (with the nonce) first, then the images */
+      content = json_array();
+      bad |= json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", prompt));
+      for (size_t i = 0; i < req->n_images; i++)
+        bad |= json_array_append_new(
+            content, json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url",
+                               req->images[i]));
+    }
+    json_t *msg = content ? json_pack("{s:s, s:o}", "role", "user", "content", content) : NULL;
     if (!msg || !msgs || json_array_append_new(msgs, msg) != 0) {
-      json_decref(msg);
       json_decref(msgs);
       json_decref(o);
       return tm_errf(err, "out of memory building the request (or the prompt is not UTF-8)");
     }
     bad |= json_object_set_new(o, "messages", msgs);
   } else {
-    json_t *s = json_string(prompt);
+    if (req->n_images) {
+      json_decref(o);
+      return tm_errf(err, "images need the chat endpoint (--endpoint chat): /v1/completions "
+                          "takes text only");
+    }
+    char *flat = du_flat_prompt(req);
+    json_t *s = flat ? json_string(flat) : NULL;
+    free(flat);
     if (!s) bad = 1;
     else bad |= json_object_set_new(o, "prompt", s);
   }

@@ -3,6 +3,7 @@
 #include "backend/dialect_util.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -297,4 +298,25 @@ void du_http_error(struct run_result *r, int status, const char *body, size_t le
     run_result_fail(r, kind, "HTTP %d: %s", status, msg);
   else
     run_result_fail(r, kind, "HTTP %d (empty body)", status);
+}
+
+char *du_flat_prompt(const struct backend_request *req) {
+  const char *prompt = req->prompt ? req->prompt : "";
+  size_t n = strlen(prompt) + 1;
+  for (size_t i = 0; i < req->n_history; i++) n += strlen(req->history[i].content) + 2;
+  char *t = malloc(n);
+  if (!t) return NULL;
+  t[0] = '\0';
+  for (size_t i = 0; i < req->n_history; i++) {
+    strcat(t, req->history[i].content);
+    strcat(t, "\n\n");
+  }
+  strcat(t, prompt);
+  return t;
+}
+
+const char *du_data_url_base64(const char *url) {
+  if (strncmp(url, "data:", 5) != 0) return NULL;
+  const char *b = strstr(url, ";base64,");
+  return b ? b + 8 : NULL;
 }

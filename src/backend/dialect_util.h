@@ -89,4 +89,11 @@ void du_http_error(struct run_result *r, int status, const char *body, size_t le
  * spaces, runs of spaces collapse, ends trimmed, truncated to dst_n - 1. */
 void du_one_line(char *dst, size_t dst_n, const char *src, size_t len);
 
+/* The prompt of a completion endpoint: the history's contents, then the
+ * prompt, a blank line apart (malloc'd; NULL when out of memory). */
+char *du_flat_prompt(const struct backend_request *req);
+/* The base64 of a data URL ("data:TYPE;base64,DATA" -> DATA), NULL for any
+ * other URL. */
+const char *du_data_url_base64(const char *url);
+
 #endif

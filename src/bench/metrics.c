@@ -158,6 +158,36 @@ void metrics_classify_chunks(const struct run_result *r, bool *out_reasoning) {
   }
 }
 
+char *metrics_answer_text(const struct run_result *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_chunks; i++)
+    if (r->chunks[i].field == CHUNK_CONTENT) n += r->chunks[i].text_len;
+  char *t = malloc(n + 1), *w = t;
+  if (!t) return NULL;
+  for (size_t i = 0; i < r->n_chunks; i++) {
+    const struct run_chunk *c = &r->chunks[i];
+    if (c->field != CHUNK_CONTENT || !r->text || (size_t)c->text_off + c->text_len > r->text_len)
+      continue;
+    memcpy(w, r->text + c->text_off, c->text_len);
+    w += c->text_len;
+  }
+  *w = '\0';
+  /* a close before any open: the template opened the block */
+  char *open = strstr(t, THINK_OPEN), *close = strstr(t, THINK_CLOSE);
+  if (close && (!open || close < open))
+    memmove(t, close + sizeof THINK_CLOSE - 1, strlen(close + sizeof THINK_CLOSE - 1) + 1);
+  while ((open = strstr(t, THINK_OPEN)) != NULL) {
+    close = strstr(open, THINK_CLOSE);
+    if (!close) {
+      *open = '\0';
+      break;
+    }
+    const char *rest = close + sizeof THINK_CLOSE - 1;
+    memmove(open, rest, strlen(rest) + 1);
+  }
+  return t;
+}
+
 /* ------------------------------------------------------------ decode curve */
 
 static double ns_to_ms(uint64_t ns) { return (double)ns / 1e6; }

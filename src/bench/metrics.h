@@ -229,5 +229,11 @@ void run_metrics_compute(const struct run_result *r, const struct backend_reques
  * (reasoning field, or content inside an open <think> block; a chunk holding
  * the closing tag counts as reasoning). out_reasoning has r->n_chunks entries. */
 void metrics_classify_chunks(const struct run_result *r, bool *out_reasoning);
+/* The answer alone (what an expected answer is checked against): the
+ * content chunks' text with inline <think>...</think> blocks removed (an
+ * unclosed block runs to the end; a "</think>" before any "<think>" ends a
+ * block the template opened), reasoning-field text never included.
+ * malloc'd ("" when there is none); NULL when out of memory. */
+char *metrics_answer_text(const struct run_result *r);
 
 #endif

@@ -296,6 +296,8 @@ void *record_run_build(const struct record_run_in *in, const struct run_result *
                               c->decode_ceiling_tok_s)
                : json_null());
   bad |= put(o, "verdicts", run_verdicts(m));
+  /* a job with an expect: its answer's check (only there: absent, not null) */
+  if (in->answer) bad |= put(o, "answer", json_deep_copy(in->answer));
   if (bad) {
     json_decref(o);
     return NULL;

@@ -43,6 +43,10 @@ struct record_run_in {
                                  borrowed and deep-copied; NULL -> {} */
   uint32_t max_tokens;        /* asked for; 0 = unknown (-> null) */
   const struct record_ceiling *ceiling; /* NULL = no model file given */
+  const void *answer;         /* json object: the answer's check (expect.h
+                                 answer_check_json), borrowed and deep-copied;
+                                 NULL: no "answer" key (the job has no expect,
+                                 or the run failed) */
 };
 
 /* r and m are required (m = run_metrics_compute over r). */

@@ -19,9 +19,9 @@
  * blank by rule 5: 16 < 24 tokens), extract is prompt-heavy, generate is
  * decode-heavy. */
 static const struct workload named_workloads[] = {
-    {"classify", 50, 16, NULL},
-    {"extract", 1700, 60, NULL},
-    {"generate", 50, 400, NULL},
+    {"classify", 50, 16, NULL, NULL},
+    {"extract", 1700, 60, NULL, NULL},
+    {"generate", 50, 400, NULL, NULL},
 };
 
 int workload_by_name(const char *name, struct workload *out) {
@@ -143,6 +143,14 @@ struct run_ctx {
   double aim_total, aim_words;
   uint64_t deadline_ns;    /* --max-wait: no request starts after it; 0 = none */
   bool retry_waited;       /* the last request's Retry-After was waited out */
+  /* The current workload's job (a workload file's): its earlier turns and
+   * its images as URLs, made once for its requests; the last request's
+   * verdict (-1: none). */
+  struct backend_message *history;
+  size_t n_history;
+  char **images;
+  size_t n_images;
+  int last_verdict;
 };
 
 static void progress(const struct run_ctx *c, const char *fmt, ...)
@@ -250,6 +258,10 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
   struct backend_request req = {
       .model = c->opt->model,
       .prompt = prompt,
+      .history = w && w->job ? c->history : NULL,
+      .n_history = w && w->job ? c->n_history : 0,
+      .images = w && w->job ? (const char *const *)c->images : NULL,
+      .n_images = w && w->job ? c->n_images : 0,
       .max_tokens = max_tokens,
       .exact_length = exact,
       .stream = true,
@@ -282,11 +294,26 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
     snprintf(r->error_msg, sizeof r->error_msg, "%s", m->error_msg);
     rc = -1;
   }
+  /* A job's expected answer, on the answer alone (not the reasoning). */
+  struct answer_check check;
+  bool checked = false;
+  c->last_verdict = -1;
+  if (rc == 0 && w && w->job && w->job->has_expect) {
+    char *answer = metrics_answer_text(r);
+    if (answer && expect_check(&w->job->expect, answer, &check) == 0) {
+      checked = true;
+      c->last_verdict = (int)check.verdict;
+      ev->answer = &check;
+    }
+    free(answer);
+  }
   ev->request = &req;
   ev->result = r;
   ev->metrics = m;
   if (c->opt->sink) c->opt->sink(ev, c->opt->ctx);
   ev->request = NULL; /* req dies here */
+  ev->answer = NULL;
+  if (checked) answer_check_free(&check);
   honour_retry_after(c, ev, r);
   if (keep_prompt)
     *keep_prompt = prompt;
@@ -519,10 +546,65 @@ static void note_implausible(struct runner_workload_result *out, const struct ru
              (int)sizeof out->implausible_first[r->check] - 1, r->error_msg);
 }
 
+/* The job's earlier turns and image URLs for its requests (c->history,
+ * c->images); -1 with why when an image file can no longer be read. */
+static int job_prepare(struct run_ctx *c, const struct wl_job *j, char *why, size_t whyn) {
+  c->n_history = c->n_images = 0;
+  if (!j) return 0;
+  c->history = calloc(j->n_messages ? j->n_messages : 1, sizeof *c->history);
+  c->images = calloc(j->n_images ? j->n_images : 1, sizeof *c->images);
+  if (!c->history || !c->images) return snprintf(why, whyn, "out of memory"), -1;
+  for (size_t i = 0; i + 1 < j->n_messages; i++)
+    c->history[c->n_history++] = (struct backend_message){j->messages[i].role, j->messages[i].content};
+  for (size_t i = 0; i < j->n_images; i++) {
+    c->images[i] = wl_image_url(&j->images[i], why, whyn);
+    if (!c->images[i]) return -1;
+    c->n_images = i + 1;
+  }
+  return 0;
+}
+
+static void job_release(struct run_ctx *c) {
+  for (size_t i = 0; c->images && i < c->n_images; i++) free(c->images[i]);
+  free(c->images);
+  free(c->history);
+  c->images = NULL;
+  c->history = NULL;
+  c->n_images = c->n_history = 0;
+}
+
+static int run_workload_body(struct run_ctx *c, size_t wi, uint32_t reps, bool exact);
+
 static int run_workload(struct run_ctx *c, size_t wi) {
+  const struct workload *w = &c->opt->workloads[wi];
+  const uint32_t reps = w->job && w->job->repeat ? (uint32_t)w->job->repeat : c->opt->reps;
+  /* a job runs as the user's application would: to its natural end */
+  const bool exact = w->job ? false : c->opt->exact_length;
+  char why[300] = "";
+  if (job_prepare(c, w->job, why, sizeof why) != 0) {
+    job_release(c);
+    struct runner_workload_result *out = &c->res->workloads[wi];
+    out->workload = *w;
+    out->cpu_steal_share = NAN;
+    out->n_skipped = reps;
+    out->skipped_after = RUN_ERR_OTHER;
+    progress(c, "%s: %s: its runs are skipped", w->name, why);
+    c->res->failed += reps;
+    c->res->runs += reps;
+    c->res->failed_by_kind[RUN_ERR_OTHER] += reps;
+    bench_summarize(w->name, NULL, 0, NULL, c->opt->allow_cache, &out->summary);
+    return 1;
+  }
+  int rc = run_workload_body(c, wi, reps, exact);
+  job_release(c);
+  return rc;
+}
+
+static int run_workload_body(struct run_ctx *c, size_t wi, uint32_t reps, bool exact) {
   const struct workload *w = &c->opt->workloads[wi];
   struct runner_workload_result *out = &c->res->workloads[wi];
   out->workload = *w;
+  out->checked = w->job && w->job->has_expect;
   out->cpu_steal_share = NAN; /* until its timed runs have run */
   uint32_t n_words = words_for(c, w->prompt_tokens);
   c->aim_total = c->aim_words = NAN;
@@ -533,7 +615,7 @@ static int run_workload(struct run_ctx *c, size_t wi) {
   out->prompt_sizing = w->prompt_text     ? SIZING_PROMPT_FILE
                        : c->have_tokenizer ? SIZING_TOKENIZE
                                            : SIZING_TOKENS_PER_WORD;
-  struct run_metrics *ms = calloc(c->opt->reps ? c->opt->reps : 1, sizeof *ms);
+  struct run_metrics *ms = calloc(reps ? reps : 1, sizeof *ms);
   if (!ms) return -1;
   int failed = 0;
   /* consecutive failures of one kind, the warm-up's included */
@@ -545,12 +627,12 @@ static int run_workload(struct run_ctx *c, size_t wi) {
     struct run_metrics m;
     struct runner_event ev = {.workload = w, .warmup = true};
     progress(c, "%s: warm-up (discarded)", w->name);
-    int rc = one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev,
+    int rc = one_request(c, w, w->name, n_words, w->max_tokens, exact, false, &ev,
                          &r, &m, NULL);
     if (rc == OUT_OF_TIME) {
       run_result_free(&r);
       free(ms);
-      out->n_skipped = c->opt->reps;
+      out->n_skipped = reps;
       out->skipped_max_wait = true;
       bench_summarize(w->name, NULL, 0, NULL, c->opt->allow_cache, &out->summary);
       return 0;
@@ -577,19 +659,20 @@ static int run_workload(struct run_ctx *c, size_t wi) {
   struct machine_cpu_ticks ticks;
   machine_cpu_ticks_now(&ticks);
   uint32_t done = 0;
-  for (uint32_t i = 0; i < c->opt->reps; i++) {
+  for (uint32_t i = 0; i < reps; i++) {
     struct run_result r;
     struct runner_event ev = {.workload = w, .index = i};
-    progress(c, "%s: run %u/%u", w->name, i + 1, c->opt->reps);
-    int rc = one_request(c, w, w->name, n_words, w->max_tokens, c->opt->exact_length, false, &ev,
+    progress(c, "%s: run %u/%u", w->name, i + 1, reps);
+    int rc = one_request(c, w, w->name, n_words, w->max_tokens, exact, false, &ev,
                          &r, &ms[i], NULL);
     if (rc == OUT_OF_TIME) {
       run_result_free(&r);
-      out->n_skipped = c->opt->reps - i;
+      out->n_skipped = reps - i;
       out->skipped_max_wait = true;
       break;
     }
     note_implausible(out, &r);
+    if (c->last_verdict >= 0) out->answers[c->last_verdict]++;
     done++;
     c->res->runs++;
     if (rc != 0) {
@@ -605,8 +688,8 @@ static int run_workload(struct run_ctx *c, size_t wi) {
     if (backend_interrupted()) break;
     /* Give up early, say why: the same failure twice in a row (a server that
      * is gone or stalls would cost an idle timeout per request). */
-    if (streak >= RUNNER_GIVE_UP_AFTER && i + 1 < c->opt->reps && streak_kind != RUN_ERR_INTERRUPTED) {
-      out->n_skipped = c->opt->reps - (i + 1);
+    if (streak >= RUNNER_GIVE_UP_AFTER && i + 1 < reps && streak_kind != RUN_ERR_INTERRUPTED) {
+      out->n_skipped = reps - (i + 1);
       out->skipped_after = streak_kind;
       progress(c, "%s: %u consecutive %s failures: the other %u runs are skipped", w->name,
                streak, run_error_name(streak_kind), out->n_skipped);

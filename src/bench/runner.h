@@ -34,8 +34,12 @@
 #include "bench/metrics.h"
 #include "bench/summary.h"
 #include "util/err.h"
+#include "workload/expect.h"
+#include "workload/workload_file.h"
 
-#define RUNNER_MAX_WORKLOADS 8
+/* Workloads per invocation: the built-in three, a TTFT sweep's lengths (at
+ * most 8, workloads.c), or a workload file's jobs. */
+#define RUNNER_MAX_WORKLOADS 32
 #define RUNNER_MAX_REPS 1000
 /* Prompt tokens per word of the synthesized text before calibration measures
  * it (English text in BPE vocabularies), and when the server reports none. */
@@ -47,6 +51,12 @@ struct workload {
   uint32_t max_tokens;    /* output length asked for */
   const char *prompt_text;/* NULL: synthesized to prompt_tokens; else used as is
                              (after the nonce) */
+  /* A job of a workload file (workload/workload_file.h), or NULL: its
+   * earlier turns go before the prompt (prompt_text: its last user turn),
+   * its images after the prompt's text, its repeat replaces the options'
+   * reps, it runs at its natural length (no exact_length) and, with an
+   * expect, each successful run's answer is checked (runner_event.answer). */
+  const struct wl_job *job;
 };
 
 /* The named workloads: classify (~50 prompt tokens, 16 out), extract (~1700, 60),
@@ -74,6 +84,9 @@ struct runner_event {
   const struct backend_request *request;
   const struct run_result *result;
   const struct run_metrics *metrics;
+  /* The answer's check (a job with an expect, the run successful); NULL
+   * otherwise. */
+  const struct answer_check *answer;
 };
 
 typedef void (*runner_sink_fn)(const struct runner_event *ev, void *ctx);
@@ -136,6 +149,10 @@ struct runner_workload_result {
                                      skipped_after is RUN_OK) */
   /* Runs that broke a plausibility rule (run_check), by rule, and the first
    * one's reason: what was seen. The warm-up's count. */
+  /* A job with an expect: its timed runs' verdicts (enum answer_verdict);
+   * failed runs have none. */
+  bool checked;
+  uint32_t answers[3];
   uint32_t implausible[RUN_CHECK_COUNT];
   char implausible_first[RUN_CHECK_COUNT][160];
 };

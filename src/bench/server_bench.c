@@ -225,8 +225,13 @@ static void sink(const struct runner_event *ev, void *vctx) {
     ceiling = ceiling_for_run(&s->model, ev->metrics, ev->request->max_tokens);
     in.ceiling = &ceiling;
   }
+  json_t *answer = ev->answer && ev->workload && ev->workload->job
+                       ? answer_check_json(&ev->workload->job->expect, ev->answer)
+                       : NULL;
+  in.answer = answer;
   bench_session_write(&s->session, record_run_build(&in, ev->result, ev->metrics));
   json_decref(settings);
+  json_decref(answer);
   if (!ev->warmup && !ev->calibration && ev->result->error != RUN_OK) {
     sb_progress_done(s);
     sb_warn(s, "%s %srun %u failed (%s): %s", ev->workload ? ev->workload->name : "",
@@ -441,6 +446,14 @@ static void summarize(struct sb_state *s) {
                                           wr->skipped_max_wait ? "max-wait"
                                                                : run_error_name(wr->skipped_after))
                               : json_null());
+    /* a job with an expect: its timed runs' verdicts */
+    if (sum)
+      json_object_set_new(sum, "answers",
+                          wr->checked ? json_pack("{s:i, s:i, s:i}", "correct",
+                                                  (int)wr->answers[ANSWER_CORRECT], "wrong",
+                                                  (int)wr->answers[ANSWER_WRONG], "no_answer",
+                                                  (int)wr->answers[ANSWER_NO_ANSWER])
+                                      : json_null());
     /* this workload's findings, in its summary and in the invocation's list */
     struct bench_findings mine = {0};
     bench_server_findings(&s->summaries[i], s->model.have ? &s->ceilings[i] : NULL,

@@ -22,6 +22,30 @@ static struct workload *next(struct workload *out, size_t *n, struct tm_err *err
 int workloads_from_request(const struct workload_request *r, struct workload *out, size_t *n,
                            struct tm_err *err) {
   *n = 0;
+  if (r->file) {
+    if (r->names || r->n_prompt_tokens || r->prompt_text || r->ttft_sweep)
+      return tm_errf(err, "a workload file (-w FILE.jsonl) goes alone: not with other workloads, "
+                          "-p, --prompt-file or --ttft-sweep");
+    if (r->n_max_tokens > 1) return tm_errf(err, "with --url, -n takes one value");
+    if (r->file->n_jobs > RUNNER_MAX_WORKLOADS)
+      return tm_errf(err, "%s: %zu jobs; at most %d per invocation", r->file->path,
+                     r->file->n_jobs, RUNNER_MAX_WORKLOADS);
+    for (size_t i = 0; i < r->file->n_jobs; i++) {
+      const struct wl_job *j = &r->file->jobs[i];
+      struct workload *w = next(out, n, err);
+      if (!w) return -1;
+      snprintf(w->name, sizeof w->name, "%s", j->name);
+      w->prompt_tokens = 0; /* the job's text, not sized */
+      w->max_tokens = j->max_tokens          ? (uint32_t)j->max_tokens
+                      : r->n_max_tokens      ? r->max_tokens[0]
+                                             : WORKLOADS_JOB_MAX_TOKENS;
+      w->prompt_text = j->messages[j->n_messages - 1].content;
+      w->job = j;
+    }
+    return 0;
+  }
+  if (r->ttft_sweep && r->n_prompt_tokens > WORKLOADS_MAX_SWEEP)
+    return tm_errf(err, "--ttft-sweep: at most %d lengths", WORKLOADS_MAX_SWEEP);
   const bool custom = r->n_prompt_tokens || r->n_max_tokens || r->prompt_text;
   if ((r->n_prompt_tokens > 1 && !r->ttft_sweep) || r->n_max_tokens > 1)
     return tm_errf(err, "with --url, -p and -n take one value each");

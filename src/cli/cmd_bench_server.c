@@ -26,6 +26,7 @@
 #include "util/redact.h"
 #include "util/textfile.h"
 #include "util/units.h"
+#include "workload/workload_file.h"
 
 static const char *const CMD = "bench";
 #define PROMPT_FILE_MAX_BYTES (16u << 20)
@@ -67,6 +68,30 @@ static void print_findings(const struct bench_findings *l, bool verbose) {
   free(order);
 }
 
+/* The jobs with an expected answer: correct of checked, per job and in all
+ * (a difference of one answer in a few is not a ranking: the counts, not a
+ * percentage). */
+static void print_answers(const struct runner_result *res) {
+  uint32_t tot[3] = {0, 0, 0};
+  bool any = false;
+  for (size_t i = 0; i < res->n_workloads; i++) {
+    const struct runner_workload_result *w = &res->workloads[i];
+    if (!w->checked) continue;
+    if (!any) printf("answers (checked after normalization, docs/workloads.md):\n");
+    any = true;
+    const uint32_t *a = w->answers, n = a[0] + a[1] + a[2];
+    printf("  %-31s %u/%u correct", w->workload.name, a[ANSWER_CORRECT], n);
+    if (a[ANSWER_WRONG]) printf(", %u wrong", a[ANSWER_WRONG]);
+    if (a[ANSWER_NO_ANSWER]) printf(", %u no answer", a[ANSWER_NO_ANSWER]);
+    if (n < w->summary.n_runs)
+      printf(" (%u runs failed: not checked)", w->summary.n_runs - n);
+    printf("\n");
+    for (int k = 0; k < 3; k++) tot[k] += a[k];
+  }
+  if (any)
+    printf("  %-31s %u/%u correct\n", "all", tot[ANSWER_CORRECT], tot[0] + tot[1] + tot[2]);
+}
+
 static void print_result(const struct sb_state *s, bool verbose) {
   const struct runner_result *res = s->res;
   /* the server's own words, cleaned for the terminal (util/redact.h) */
@@ -80,6 +105,7 @@ static void print_result(const struct sb_state *s, bool verbose) {
          api_family_name(s->api), build[0] ? ", build " : "", build);
   report_server_table(stdout, s->summaries, res->n_workloads, s->model.have ? s->ceilings : NULL,
                       verbose);
+  print_answers(res);
   if (verbose) {
     if (res->have_cold && isfinite(res->cold.ttft_ms))
       printf("first request (cold, calibration-sized): TTFT %.1f ms%s\n", res->cold.ttft_ms,
@@ -150,6 +176,7 @@ int bench_server(const struct bench_opts *o) {
   if (api_key && !*api_key) api_key = NULL;
 
   char *prompt_text = NULL;
+  struct workload_file wfile = {0};
   if (o->prompt_file &&
       !(prompt_text = tm_read_text_file(o->prompt_file, PROMPT_FILE_MAX_BYTES, &err)))
     return cli_fail(CMD, TM_EXIT_USAGE, "--prompt-file %s", err.msg);
@@ -160,7 +187,18 @@ int bench_server(const struct bench_opts *o) {
                        .timeout_s = o->timeout_s, .cooldown_s = o->cooldown_s,
                        .max_wait_s = o->max_wait_s,
                        .command = o->command};
-  const struct workload_request wr = {.names = o->workloads, .prompt_tokens = o->prompt_tokens,
+  /* -w FILE.jsonl: the user's jobs, read and checked whole before anything runs */
+  const bool from_file = workload_is_file(o->workloads);
+  if (from_file) {
+    char why[768];
+    if (workload_file_load(o->workloads, &wfile, why, sizeof why) != 0) {
+      rc = cli_fail(CMD, TM_EXIT_USAGE, "%s", why);
+      goto out;
+    }
+  }
+  const struct workload_request wr = {.names = from_file ? NULL : o->workloads,
+                                      .file = from_file ? &wfile : NULL,
+                                      .prompt_tokens = o->prompt_tokens,
                                       .n_prompt_tokens = o->n_prompt_tokens,
                                       .max_tokens = o->max_tokens,
                                       .n_max_tokens = o->n_max_tokens,
@@ -204,5 +242,6 @@ int bench_server(const struct bench_opts *o) {
   free(st);
 out:
   free(prompt_text);
+  workload_file_free(&wfile);
   return rc;
 }

@@ -217,8 +217,8 @@ static int job_parse(const json_t *o, const char *dir, struct wl_job *j, char *w
   }
   const json_t *name = json_object_get(o, "name");
   if (!name) return failf(why, whyn, "missing \"name\"");
-  if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 200)
-    return failf(why, whyn, "\"name\" must be a string of 1 to 200 bytes");
+  if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 31)
+    return failf(why, whyn, "\"name\" must be a string of 1 to 31 bytes (it names the workload in tables and records)");
   j->name = strdup(json_string_value(name));
   const json_t *prompt = json_object_get(o, "prompt"), *msgs = json_object_get(o, "messages");
   const json_t *sys = json_object_get(o, "system");

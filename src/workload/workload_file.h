@@ -2,7 +2,7 @@
  * docs/workloads.md), read and checked whole before anything runs.
  *
  * One job per line (blank lines skipped):
- *   name        string, required, unique in the file (a run record's
+ *   name        string of 1 to 31 bytes, required, unique in the file (a run record's
  *               `workload`)
  *   prompt      string: the user's message    } exactly one of the two
  *   messages    [{"role", "content"}, ...]    } (role system/user/assistant)

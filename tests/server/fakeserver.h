@@ -128,6 +128,16 @@ struct fs_config {
   bool reasoning;             /* FS_PACED: the first half of the tokens come as
                                  reasoning_content (OpenAI) / thinking (Ollama) */
   bool think_tags;            /* FS_PACED: reasoning inline in <think>...</think> */
+  /* FS_PACED: the answer's words (after any reasoning) are these, and the
+   * generation stops after them (finish "stop") unless the exact length was
+   * asked; NULL = alpha, bravo, ... to the length */
+  const char *answer;
+  /* FS_PACED: each image of a request (OpenAI image_url parts, Ollama
+   * images) adds this many prompt tokens, prefilled at b like text; with
+   * reject_images a request with any image gets HTTP 400 as a text-only
+   * server answers */
+  uint32_t image_tokens;
+  bool reject_images;
   /* hostile: the OpenAI-style usage reports this completion_tokens (a JSON
    * literal as given: "-32", "32.5", "200000"), whatever was generated;
    * NULL = the truth */

@@ -33,6 +33,10 @@ static void usage(FILE *f) {
           "  --reasoning           first half of tokens as reasoning (default off)\n"
           "  --think-tags          first half inline in <think>...</think> (default off)\n"
           "  --stop-early          stop at max_tokens/4 unless exact length asked (default off)\n"
+          "  --answer TEXT         the answer's words are TEXT's, then stop unless ignore_eos or\n"
+          "                        min_tokens asked for more (default: alpha, bravo, ...)\n"
+          "  --image-tokens N      each image in a request adds N prompt tokens (default 0)\n"
+          "  --reject-images       a request with an image gets HTTP 400 (a text-only model)\n"
           "  --lie-completion J    hostile: usage.completion_tokens is J (a JSON literal:\n"
           "                        -32, 32.5, 200000) whatever was generated\n"
           "  --lie-prompt J        hostile: usage.prompt_tokens is J (a JSON literal)\n"
@@ -154,6 +158,15 @@ int main(int argc, char **argv) {
       cfg.think_tags = true;
     } else if (strcmp(a, "--stop-early") == 0) {
       cfg.stop_early = true;
+    } else if (strcmp(a, "--answer") == 0) {
+      NEEDV();
+      cfg.answer = v;
+    } else if (strcmp(a, "--image-tokens") == 0) {
+      NEEDV();
+      if (parse_num(a, v, &x)) return 2;
+      cfg.image_tokens = (uint32_t)x;
+    } else if (strcmp(a, "--reject-images") == 0) {
+      cfg.reject_images = true;
     } else if (strcmp(a, "--usage-every-chunk") == 0) {
       cfg.usage_every_chunk = true;
     } else if (strcmp(a, "--lie-completion") == 0) {

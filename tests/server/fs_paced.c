@@ -58,6 +58,7 @@ struct gen {
   long long created;
   uint32_t prompt_tokens, cached, n_gen, n_reason;
   bool stopped_early, think_tags, reasoning;
+  const char *answer;   /* cfg.answer: the answer's words */
   bool usage_every;     /* cfg.usage_every_chunk */
   double prefill_ms, c_ms;
   double runtime_prompt_ms; /* b x uncached tokens: what the runtime's timer says */
@@ -202,8 +203,46 @@ static const char *token_text(const struct gen *g, uint32_t i, char *buf, size_t
   } else if (g->reasoning && i < g->n_reason) {
     *reasoning = true;
   }
+  if (g->answer && i >= g->n_reason) { /* word i - n_reason of the answer */
+    const char *p = g->answer;
+    for (uint32_t k = 0;; k++) {
+      p += strspn(p, " ");
+      size_t len = strcspn(p, " ");
+      if (k == i - g->n_reason || !p[len]) {
+        snprintf(buf, n, "%.*s ", (int)len, p);
+        return buf;
+      }
+      p += len;
+    }
+  }
   snprintf(buf, n, "%s ", words[i % 16]);
   return buf;
+}
+
+/* Words of an answer text. */
+static uint32_t answer_words(const char *a) {
+  uint32_t n = 0;
+  for (const char *p = a; *p;) {
+    p += strspn(p, " ");
+    if (!*p) break;
+    n++;
+    p += strcspn(p, " ");
+  }
+  return n;
+}
+
+/* Images in a request: OpenAI image_url content parts, Ollama "images". */
+static uint32_t count_images(json_t *body) {
+  uint32_t n = (uint32_t)json_array_size(json_object_get(body, "images"));
+  json_t *msgs = json_object_get(body, "messages");
+  for (size_t i = 0; i < json_array_size(msgs); i++) {
+    json_t *m = json_array_get(msgs, i);
+    n += (uint32_t)json_array_size(json_object_get(m, "images"));
+    json_t *c = json_object_get(m, "content");
+    for (size_t k = 0; k < json_array_size(c); k++)
+      n += json_object_get(json_array_get(c, k), "image_url") != NULL;
+  }
+  return n;
 }
 
 static void ollama_time(char *out, size_t n) {
@@ -490,6 +529,7 @@ static void gen_setup(struct fakeserver *s, const struct fs_request *req, enum e
   bool use_cache = !(cfg->flavor == FS_FLAVOR_LLAMACPP &&
                      json_is_false(json_object_get(body, "cache_prompt")));
   count_prompt(s, prompt_text(ep, body), use_cache, g);
+  g->prompt_tokens += cfg->image_tokens * count_images(body);
 
   uint32_t n_max = 16;
   bool given = false, exact = false;
@@ -522,6 +562,16 @@ static void gen_setup(struct fakeserver *s, const struct fs_request *req, enum e
   g->reasoning = cfg->reasoning && !cfg->think_tags &&
                  (!text_only || ep == EP_OLLAMA_GENERATE);
   g->n_reason = (g->think_tags || g->reasoning) ? g->n_gen / 2 : 0;
+  /* an answer ends the generation unless ignore_eos / min_tokens asked to go
+   * on (Ollama has no such knob: num_predict is only a budget there) */
+  if (cfg->answer && (!exact || is_ollama(g)) && answer_words(cfg->answer) > 0) {
+    g->answer = cfg->answer;
+    const uint32_t want = g->n_reason + answer_words(cfg->answer);
+    if (want < g->n_gen) {
+      g->n_gen = want;
+      g->stopped_early = true;
+    }
+  }
   const double heat = pow(1.0 + cfg->heat, (double)s->n_generations++);
   g->prefill_ms = cfg->a_ms + heat * cfg->b_ms * (double)(g->prompt_tokens - g->cached);
   g->runtime_prompt_ms = heat * cfg->b_ms * (double)(g->prompt_tokens - g->cached);
@@ -766,6 +816,9 @@ int fs_paced_handle(struct fakeserver *s, int fd, const struct fs_request *req) 
   if (ep != EP_NONE) {
     if (!json_is_object(req->json))
       return send_error(s, fd, req, 400, "invalid_request_error", "fakeserver: body is not JSON");
+    if (s->cfg.reject_images && count_images(req->json) > 0)
+      return send_error(s, fd, req, 400, "invalid_request_error",
+                        "image input is not supported by this model");
     return serve_generation(s, fd, req, ep, v0);
   }
   int rc = fs_info_handle(s, fd, req, path);

@@ -221,10 +221,33 @@ static void test_backend_run_native(void) {
   }
 }
 
+/* /completion: a job's turns before the prompt; images refused (chat). */
+static void test_build_history_and_images(void) {
+  char path[128];
+  char *body = NULL;
+  struct tm_err err = {{0}};
+  const struct backend_message hist[] = {{"system", "Be brief."}};
+  const char *const imgs[] = {"data:image/png;base64,QUJD"};
+  struct backend_request req = {.prompt = "Reference n3. Go.", .history = hist, .n_history = 1,
+                                .stream = true};
+  CHECK_EQ_INT(D->build(ENDPOINT_COMPLETION, &req, path, sizeof path, &body, &err), 0);
+  json_t *o = fx_parse_body(body);
+  CHECK_STR(json_string_value(json_object_get(o, "prompt")), "Be brief.\n\nReference n3. Go.");
+  json_decref(o);
+  free(body);
+  body = NULL;
+  req.images = imgs;
+  req.n_images = 1;
+  CHECK_EQ_INT(D->build(ENDPOINT_COMPLETION, &req, path, sizeof path, &body, &err), -1);
+  CHECK(strstr(err.msg, "chat endpoint") != NULL);
+  CHECK(body == NULL);
+}
+
 void tm_run_tests(void) {
   TM_RUN(test_backend_run_native);
   TM_RUN(test_native_fixture);
   TM_RUN(test_cut_stream);
   TM_RUN(test_errors);
   TM_RUN(test_build);
+  TM_RUN(test_build_history_and_images);
 }

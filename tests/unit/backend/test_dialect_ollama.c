@@ -281,6 +281,42 @@ static void test_backend_run_paced(void) {
   }
 }
 
+/* A job's turns as messages and its images as base64 in the user turn
+ * ("images", no data: prefix); generate puts them in "images" too; a URL
+ * image is refused (Ollama takes files). */
+static void test_build_history_and_images(void) {
+  char path[128];
+  char *body = NULL;
+  struct tm_err err = {{0}};
+  const struct backend_message hist[] = {{"system", "Be brief."}};
+  const char *const imgs[] = {"data:image/jpeg;base64,QUJD"};
+  struct backend_request req = {.prompt = "Reference n2. Panel?", .history = hist,
+                                .n_history = 1, .images = imgs, .n_images = 1, .stream = true};
+  CHECK_EQ_INT(D->build(ENDPOINT_CHAT, &req, path, sizeof path, &body, &err), 0);
+  json_t *o = fx_parse_body(body);
+  json_t *msgs = json_object_get(o, "messages");
+  CHECK_EQ_INT(json_array_size(msgs), 2);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(msgs, 0), "content")), "Be brief.");
+  json_t *u = json_array_get(msgs, 1);
+  CHECK_STR(json_string_value(json_object_get(u, "content")), "Reference n2. Panel?");
+  CHECK_STR(json_string_value(json_array_get(json_object_get(u, "images"), 0)), "QUJD");
+  json_decref(o);
+  free(body);
+  body = NULL;
+  CHECK_EQ_INT(D->build(ENDPOINT_COMPLETION, &req, path, sizeof path, &body, &err), 0);
+  o = fx_parse_body(body);
+  CHECK_STR(json_string_value(json_object_get(o, "prompt")), "Be brief.\n\nReference n2. Panel?");
+  CHECK_STR(json_string_value(json_array_get(json_object_get(o, "images"), 0)), "QUJD");
+  json_decref(o);
+  free(body);
+  body = NULL;
+  const char *const url[] = {"https://example.com/p.jpg"};
+  req.images = url;
+  CHECK_EQ_INT(D->build(ENDPOINT_CHAT, &req, path, sizeof path, &body, &err), -1);
+  CHECK(strstr(err.msg, "not URLs") != NULL);
+  CHECK(body == NULL);
+}
+
 void tm_run_tests(void) {
   TM_RUN(test_backend_run_paced);
   TM_RUN(test_chat_stream);
@@ -288,4 +324,5 @@ void tm_run_tests(void) {
   TM_RUN(test_errors);
   TM_RUN(test_malformed);
   TM_RUN(test_build);
+  TM_RUN(test_build_history_and_images);
 }

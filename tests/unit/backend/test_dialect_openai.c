@@ -585,6 +585,51 @@ static void test_backend_run_replay_and_paced(void) {
   }
 }
 
+/* A workload file's job: earlier turns as messages, images as content parts
+ * after the text (the nonce first); the completion endpoint puts the turns'
+ * text before the prompt and refuses images. */
+static void test_build_history_and_images(void) {
+  char path[128];
+  char *body = NULL;
+  struct tm_err err = {{0}};
+  const struct backend_message hist[] = {{"system", "Reply in JSON."}, {"user", "Hi"},
+                                         {"assistant", "Hello"}};
+  const char *const imgs[] = {"data:image/png;base64,QUJD", "https://example.com/p.jpg"};
+  struct backend_request req = {.prompt = "Reference n1. Which meter?", .history = hist,
+                                .n_history = 3, .images = imgs, .n_images = 2, .stream = true};
+  CHECK_EQ_INT(D->build(ENDPOINT_CHAT, &req, path, sizeof path, &body, &err), 0);
+  json_t *o = fx_parse_body(body);
+  json_t *msgs = json_object_get(o, "messages");
+  CHECK_EQ_INT(json_array_size(msgs), 4);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(msgs, 0), "role")), "system");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(msgs, 2), "content")), "Hello");
+  json_t *parts = json_object_get(json_array_get(msgs, 3), "content");
+  CHECK_EQ_INT(json_array_size(parts), 3);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(parts, 0), "type")), "text");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(parts, 0), "text")),
+            "Reference n1. Which meter?");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(parts, 1), "type")), "image_url");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(json_array_get(parts, 1), "image_url"), "url")),
+            "data:image/png;base64,QUJD");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(json_array_get(parts, 2), "image_url"), "url")),
+            "https://example.com/p.jpg");
+  json_decref(o);
+  free(body);
+  body = NULL;
+  req.n_images = 0;
+  CHECK_EQ_INT(D->build(ENDPOINT_COMPLETION, &req, path, sizeof path, &body, &err), 0);
+  o = fx_parse_body(body);
+  CHECK_STR(json_string_value(json_object_get(o, "prompt")),
+            "Reply in JSON.\n\nHi\n\nHello\n\nReference n1. Which meter?");
+  json_decref(o);
+  free(body);
+  body = NULL;
+  req.n_images = 1;
+  CHECK_EQ_INT(D->build(ENDPOINT_COMPLETION, &req, path, sizeof path, &body, &err), -1);
+  CHECK(strstr(err.msg, "chat endpoint") != NULL);
+  CHECK(body == NULL);
+}
+
 void tm_run_tests(void) {
   TM_RUN(test_backend_run_replay_and_paced);
   TM_RUN(test_chat_stream_fixture);
@@ -595,6 +640,7 @@ void tm_run_tests(void) {
   TM_RUN(test_http_errors_fixtures);
   TM_RUN(test_http_errors_other_servers);
   TM_RUN(test_build_requests);
+  TM_RUN(test_build_history_and_images);
   TM_RUN(test_vllm_reasoning_and_usage);
   TM_RUN(test_reasoning_in_both_fields);
   TM_RUN(test_lmstudio_stats_and_completions_text);

@@ -290,6 +290,38 @@ static void test_reasoning_field(void) {
   tr_free(&r);
 }
 
+/* The answer alone: tags split across chunks removed with their block, a
+ * close the template opened, an unclosed block, the reasoning field left
+ * out. */
+static void test_answer_text(void) {
+  struct run_result r;
+  tr_init(&r);
+  const char *parts[] = {"<thi", "nk>", "hmm", "</th", "ink>", "\n\nYe", "s."};
+  for (int i = 0; i < 7; i++) tr_add(&r, 100 + i, CHUNK_CONTENT, parts[i], 0);
+  tr_add(&r, 110, CHUNK_REASONING, "secret", 0);
+  char *a = metrics_answer_text(&r);
+  CHECK_STR(a, "\n\nYes.");
+  free(a);
+  tr_free(&r);
+  tr_init(&r);
+  tr_add(&r, 100, CHUNK_CONTENT, "plan</think>Answer: 4", 0);
+  a = metrics_answer_text(&r);
+  CHECK_STR(a, "Answer: 4");
+  free(a);
+  tr_free(&r);
+  tr_init(&r);
+  tr_add(&r, 100, CHUNK_CONTENT, "So <think>still thinking", 0);
+  a = metrics_answer_text(&r);
+  CHECK_STR(a, "So ");
+  free(a);
+  tr_free(&r);
+  tr_init(&r);
+  a = metrics_answer_text(&r);
+  CHECK_STR(a, "");
+  free(a);
+  tr_free(&r);
+}
+
 static void test_think_tags_split(void) {
   struct run_result r;
   bool out[16];
@@ -1127,6 +1159,7 @@ void tm_run_tests(void) {
   TM_RUN(test_buffered_streams);
   TM_RUN(test_reasoning_field);
   TM_RUN(test_think_tags_split);
+  TM_RUN(test_answer_text);
   TM_RUN(test_reasoning_ate_budget);
   TM_RUN(test_cache_verdicts);
   TM_RUN(test_count_mismatch);
