@@ -82,6 +82,18 @@ printf '%s\n' '{"name": "panel", "prompt": "Is this a panel?", "images": ["img/p
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w "$dir/one.jsonl" -r 1 --out "$dir/c.jsonl"
 grep -q "^  panel  *1/1 correct$" "$dir/out" || fail "ollama answer: $(cat "$dir/out")"
 
+# --- E: the repository's examples read and run (a server answering "4") ------
+examples="$(cd "$(dirname "$0")/../../examples" && pwd)"
+start_server four --mode paced --flavor openai --answer "4" --image-tokens 100 --a 1 --b 0.001 --c 0.2
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w "$examples/altered-24.jsonl" -r 1 \
+  --out "$dir/e.jsonl"
+# the three jobs whose answer is 4: thirty-day months, apples on the table, e's in nevertheless
+grep -q "^  all  *3/31 correct$" "$dir/out" || fail "altered-24 against '4': $(tail -8 "$dir/out")"
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w "$examples/panel.jsonl" -r 1 \
+  --out "$dir/e.jsonl"
+grep -q "^  panel-check  *0/5 correct, 5 wrong$" "$dir/out" || fail "panel example: $(cat "$dir/out")"
+grep -q "^  work-order-extract  *0/1 correct, 1 wrong$" "$dir/out" || fail "extract example: $(cat "$dir/out")"
+
 # --- D: bad files: refused before any request, exit 2, FILE:LINE ------------
 printf '%s\n' '{"name": "a", "prompt": "x"}' '{"name": "b", "prompt": "y", "images": ["img/none.png"]}' > "$dir/bad.jsonl"
 expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" -w "$dir/bad.jsonl"
