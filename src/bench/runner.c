@@ -150,6 +150,7 @@ struct run_ctx {
   size_t n_history;
   char **images;
   size_t n_images;
+  bool text_only;          /* the image baseline: the job's text, no images */
   int last_verdict;
 };
 
@@ -260,8 +261,8 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
       .prompt = prompt,
       .history = w && w->job ? c->history : NULL,
       .n_history = w && w->job ? c->n_history : 0,
-      .images = w && w->job ? (const char *const *)c->images : NULL,
-      .n_images = w && w->job ? c->n_images : 0,
+      .images = w && w->job && !c->text_only ? (const char *const *)c->images : NULL,
+      .n_images = w && w->job && !c->text_only ? c->n_images : 0,
       .max_tokens = max_tokens,
       .exact_length = exact,
       .stream = true,
@@ -652,6 +653,38 @@ static int run_workload_body(struct run_ctx *c, size_t wi, uint32_t reps, bool e
     }
   }
   out->n_words = n_words;
+
+  /* An image job: the same text once without its images (warm, after the
+   * warm-up), so the images' own tokens and prefill time can be told apart. */
+  out->baseline_prompt_tokens = -1;
+  out->baseline_prompt_ms = out->baseline_ttft_ms = NAN;
+  if (w->job && c->n_images > 0) {
+    struct run_result r;
+    struct run_metrics m;
+    struct runner_event ev = {.workload = w, .calibration = true, .image_baseline = true};
+    progress(c, "%s: the text without its images (image cost)", w->name);
+    c->text_only = true;
+    int rc = one_request(c, w, w->name, n_words, w->max_tokens, exact, false, &ev, &r, &m, NULL);
+    c->text_only = false;
+    out->image_baseline = true;
+    if (rc == 0) {
+      out->baseline_prompt_tokens = m.prompt_tokens;
+      out->baseline_prompt_ms = m.server_prompt_ms;
+      out->baseline_ttft_ms = m.ttft_ms;
+    }
+    run_result_free(&r);
+    if (rc == OUT_OF_TIME) {
+      free(ms);
+      out->n_skipped = reps;
+      out->skipped_max_wait = true;
+      bench_summarize(w->name, NULL, 0, NULL, c->opt->allow_cache, &out->summary);
+      return 0;
+    }
+    if (backend_interrupted()) {
+      free(ms);
+      return -2;
+    }
+  }
 
   /* Steal over this workload's timed runs (the warm-up left out): on a VM
    * whose host runs other work on its CPUs, every time taken here is

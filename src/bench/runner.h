@@ -81,6 +81,8 @@ struct runner_event {
   bool warmup;                     /* discarded warm-up */
   bool cold;                       /* first request after a (possible) model load */
   bool calibration;                /* a calibration request (not a measurement) */
+  bool image_baseline;             /* the text-only request of an image job
+                                      (calibration is set too) */
   const struct backend_request *request;
   const struct run_result *result;
   const struct run_metrics *metrics;
@@ -153,6 +155,14 @@ struct runner_workload_result {
    * failed runs have none. */
   bool checked;
   uint32_t answers[3];
+  /* A job with images: one request of the same text without them, after
+   * the warm-up (a calibration request in the records, "image_baseline" in
+   * its settings): its prompt tokens (-1: none reported or it failed), the
+   * runtime's prompt time and the client TTFT (NAN: not known). The image
+   * cost is the timed runs' medians minus these. */
+  bool image_baseline;
+  int64_t baseline_prompt_tokens;
+  double baseline_prompt_ms, baseline_ttft_ms;
   uint32_t implausible[RUN_CHECK_COUNT];
   char implausible_first[RUN_CHECK_COUNT][160];
 };

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench/buildcheck.h"
+#include "bench/image_cost.h"
 #include "bench/records_bench.h"
 #include "bench/server_findings.h"
 #include "gguf/ggml_types.h"
@@ -204,6 +205,9 @@ static void sink(const struct runner_event *ev, void *vctx) {
   json_object_set_new(settings, "exact_length", json_boolean(ev->request->exact_length));
   json_object_set_new(settings, "nonce", json_true());
   json_object_set_new(settings, "unload_after", json_boolean(ev->request->unload_after));
+  if (ev->image_baseline) json_object_set_new(settings, "image_baseline", json_true());
+  if (ev->workload && ev->workload->job)
+    json_object_set_new(settings, "images", json_integer((json_int_t)ev->request->n_images));
   struct record_run_in in = {
       .identity = s->session.identity,
       .workload = ev->workload ? ev->workload->name : NULL,
@@ -454,8 +458,44 @@ static void summarize(struct sb_state *s) {
                                                   (int)wr->answers[ANSWER_WRONG], "no_answer",
                                                   (int)wr->answers[ANSWER_NO_ANSWER])
                                       : json_null());
+    /* a job with images: what they cost (image_cost.h) */
+    struct image_cost ic;
+    image_cost_of(wr, &ic);
+    if (sum) {
+      json_t *im = json_null();
+      if (ic.measured) {
+        json_t *files = json_array();
+        for (size_t k = 0; k < wr->workload.job->n_images; k++) {
+          const struct wl_image *f = &wr->workload.job->images[k];
+          json_array_append_new(
+              files, json_pack("{s:s?, s:o, s:o, s:o}", "mime", f->mime[0] ? f->mime : NULL,
+                               "width", f->width ? json_integer(f->width) : json_null(), "height",
+                               f->height ? json_integer(f->height) : json_null(), "bytes",
+                               f->path ? json_integer((json_int_t)f->bytes) : json_null()));
+        }
+        im = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:s?}", "n", (int)ic.n_images, "files",
+                       files, "baseline_prompt_tokens",
+                       wr->baseline_prompt_tokens >= 0 ? json_integer(wr->baseline_prompt_tokens)
+                                                       : json_null(),
+                       "tokens", record_json_num(ic.tokens), "tokens_per_image",
+                       record_json_num(ic.tokens_per_image), "prefill_ms",
+                       record_json_num(ic.prefill_ms), "prefill_source", ic.prefill_source);
+      }
+      json_object_set_new(sum, "images", im ? im : json_null());
+    }
     /* this workload's findings, in its summary and in the invocation's list */
     struct bench_findings mine = {0};
+    if (ic.measured && isfinite(ic.tokens) && ic.tokens <= 0) {
+      struct bench_finding *f = bench_findings_add(&mine, "images_not_counted", BENCH_WARNING);
+      if (f) snprintf(f->config.workload, sizeof f->config.workload, "%s", wr->workload.name);
+      bench_finding_figure(f, "image_tokens", ic.tokens);
+      bench_finding_brief(f, "%s: the prompt counted %.0f tokens more with its images than without: "
+                             "the server may have ignored them", wr->workload.name, ic.tokens);
+      bench_finding_text(f, "%s: with its %u images the prompt was %.0f tokens longer than the "
+                            "same text alone: the server did not count the images, so it may "
+                            "have dropped them (a model without a vision projector).",
+                         wr->workload.name, ic.n_images, ic.tokens);
+    }
     bench_server_findings(&s->summaries[i], s->model.have ? &s->ceilings[i] : NULL,
                           wr->cpu_steal_share, &mine);
     bench_implausible_findings(wr->workload.name, wr->implausible, wr->implausible_first,

@@ -103,6 +103,7 @@ struct notes {
   bool used[NOTE_COUNT];
   char letter[NOTE_COUNT];
   char next;
+  int w_workload; /* the workload column: W_WORKLOAD, or wider for long names */
 };
 
 /* The footnote mark for note k, assigning letters in order of first use. */
@@ -127,7 +128,7 @@ static void row(FILE *out, const struct bench_summary *s, const struct record_ce
                 struct notes *nt) {
   char buf[320], tmp[192], m[8];
 
-  cell(out, s->workload[0] ? s->workload : "?", W_WORKLOAD);
+  cell(out, s->workload[0] ? s->workload : "?", nt->w_workload);
   /* Prompt tokens: the server's count (rule 3), median. */
   if (s->prompt_tokens.n) snprintf(buf, sizeof buf, "%.0f", s->prompt_tokens.median);
   else snprintf(buf, sizeof buf, "-");
@@ -286,7 +287,9 @@ static void details(FILE *out, const struct bench_summary *s, const struct recor
 
 void report_server_table(FILE *out, const struct bench_summary *s, size_t n,
                          const struct record_ceiling *c, bool with_details) {
-  struct notes nt = {.next = 'a'};
+  struct notes nt = {.next = 'a', .w_workload = W_WORKLOAD};
+  for (size_t i = 0; i < n; i++)
+    if ((int)strlen(s[i].workload) + 2 > nt.w_workload) nt.w_workload = (int)strlen(s[i].workload) + 2;
   uint32_t runs = 0;
   for (size_t i = 0; i < n; i++)
     if (s[i].n_runs > runs) runs = s[i].n_runs;
@@ -309,7 +312,7 @@ void report_server_table(FILE *out, const struct bench_summary *s, size_t n,
     }
     fputc('\n', out);
   }
-  cell(out, "workload", W_WORKLOAD);
+  cell(out, "workload", nt.w_workload);
   cell(out, "prompt", W_PROMPT);
   cell(out, "TTFT ms", W_TTFT);
   cell(out, "prefill tok/s", W_PREFILL);

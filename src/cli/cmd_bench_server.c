@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "bench/image_cost.h"
 #include "bench/server_table.h"
 #include "bench/server_bench.h"
 #include "bench/workloads.h"
@@ -92,6 +93,33 @@ static void print_answers(const struct runner_result *res) {
     printf("  %-31s %u/%u correct\n", "all", tot[ANSWER_CORRECT], tot[0] + tot[1] + tot[2]);
 }
 
+/* The jobs with images: tokens per image and the prefill they add, against
+ * the same text sent once without them. */
+static void print_images(const struct runner_result *res) {
+  bool any = false;
+  for (size_t i = 0; i < res->n_workloads; i++) {
+    const struct runner_workload_result *w = &res->workloads[i];
+    struct image_cost ic;
+    image_cost_of(w, &ic);
+    if (!ic.measured) continue;
+    if (!any) printf("images (against the same text once without them):\n");
+    any = true;
+    const struct wl_image *f = &w->workload.job->images[0];
+    char what[96] = "";
+    if (ic.n_images == 1 && f->path)
+      snprintf(what, sizeof what, " (%s %ux%u, %.1f KB)", f->mime + 6, f->width, f->height,
+               f->bytes / 1000.0);
+    printf("  %-31s %u image%s%s: ", w->workload.name, ic.n_images, ic.n_images == 1 ? "" : "s",
+           what);
+    if (isfinite(ic.tokens_per_image)) printf("%.0f tokens each", ic.tokens_per_image);
+    else printf("tokens not known (no prompt count)");
+    if (isfinite(ic.prefill_ms))
+      printf(", prefill %+.1f ms (%s)", ic.prefill_ms,
+             !strcmp(ic.prefill_source, "server") ? "server timer" : "TTFT difference");
+    printf("\n");
+  }
+}
+
 static void print_result(const struct sb_state *s, bool verbose) {
   const struct runner_result *res = s->res;
   /* the server's own words, cleaned for the terminal (util/redact.h) */
@@ -105,6 +133,7 @@ static void print_result(const struct sb_state *s, bool verbose) {
          api_family_name(s->api), build[0] ? ", build " : "", build);
   report_server_table(stdout, s->summaries, res->n_workloads, s->model.have ? s->ceilings : NULL,
                       verbose);
+  print_images(res);
   print_answers(res);
   if (verbose) {
     if (res->have_cold && isfinite(res->cold.ttft_ms))

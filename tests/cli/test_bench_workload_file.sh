@@ -28,6 +28,8 @@ expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w "$dir/jobs.jso
 grep -q "^  panel  *3/3 correct$" "$dir/out" || fail "panel answers line: $(cat "$dir/out")"
 grep -q "^  meter  *0/2 correct, 2 wrong$" "$dir/out" || fail "meter answers line: $(cat "$dir/out")"
 grep -q "^  all  *3/5 correct$" "$dir/out" || fail "total answers line: $(cat "$dir/out")"
+grep -q "^  panel  *1 image (png 3x2, 0.0 KB): 300 tokens each, prefill +[0-9.]* ms (TTFT difference)$" "$dir/out" ||
+  fail "images line: $(cat "$dir/out")"
 grep -q "^story " "$dir/out" || fail "the story job's row is missing"
 grep "answers" "$dir/out" | grep -q story && fail "a job without expect has an answers line"
 python3 - "$dir/a.jsonl" <<'PY' || fail "records of run A (see above)"
@@ -58,7 +60,24 @@ sums = {r["workload"]: r for r in recs if r["record"] == "summary"}
 assert sums["panel"]["answers"] == {"correct": 3, "wrong": 0, "no_answer": 0}, sums["panel"]
 assert sums["meter"]["answers"] == {"correct": 0, "wrong": 2, "no_answer": 0}
 assert sums["story"]["answers"] is None
+im = sums["panel"]["images"]
+assert im["n"] == 1 and im["tokens"] == 300 and im["tokens_per_image"] == 300, im
+assert im["files"] == [{"mime": "image/png", "width": 3, "height": 2, "bytes": 29}], im
+assert im["prefill_source"] == "ttft" and im["prefill_ms"] > 0, im
+assert sums["meter"]["images"] is None
+# the baseline: one calibration run of the panel's text without its image
+base = [r for r in recs if r["record"] == "run" and r["settings"].get("image_baseline")]
+assert len(base) == 1 and base[0]["calibration"] and base[0]["settings"]["images"] == 0, base
+assert base[0]["tokens"]["prompt"] == im["baseline_prompt_tokens"]
+assert all(r["settings"]["images"] == 1 for r in by["panel"])
 PY
+
+# --- A2: llama.cpp's server timers give the images' prefill time ---------
+start_server mmll --mode paced --flavor llamacpp --answer "Yes." --image-tokens 200 --a 2 --b 0.1 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w "$dir/jobs.jsonl" -r 1 \
+  --out "$dir/a2.jsonl"
+grep -q "^  panel  *1 image (png 3x2, 0.0 KB): 200 tokens each, prefill +20.0 ms (server timer)$" "$dir/out" ||
+  fail "images line with timers: $(cat "$dir/out")"
 
 # --- B: a text-only server: the image job fails, the others are measured ----
 start_server text --mode paced --flavor openai --reject-images --a 2 --b 0.01 --c 1
