@@ -89,6 +89,16 @@ struct run {
   size_t level_index;
   size_t n_planned;          /* levels planned (0: a capacity search) */
   double rate;               /* open loop */
+  /* -w FILE.jsonl: per job, its earlier turns and its images' URLs, made
+   * once for all its requests */
+  struct load_job *jobs;
+};
+
+struct load_job {
+  struct backend_message *history;
+  size_t n_history;
+  char **images;
+  size_t n_images;
 };
 
 static double uniform01(struct run *c) {
@@ -145,6 +155,42 @@ static void progress(struct run *c, const char *fmt, ...) {
 
 static void request_done(void *tag, struct run_result *r, void *ctx);
 
+/* -w FILE.jsonl: each job's turns and image URLs (read once); -1 with err
+ * when an image file can no longer be read. */
+static int load_jobs_prepare(struct run *c, struct tm_err *err) {
+  const struct workload_file *wf = c->s->o->file;
+  c->jobs = calloc(wf->n_jobs, sizeof *c->jobs);
+  if (!c->jobs) return tm_errf(err, "out of memory");
+  for (size_t k = 0; k < wf->n_jobs; k++) {
+    const struct wl_job *j = &wf->jobs[k];
+    struct load_job *lj = &c->jobs[k];
+    lj->history = calloc(j->n_messages, sizeof *lj->history);
+    lj->images = calloc(j->n_images ? j->n_images : 1, sizeof *lj->images);
+    if (!lj->history || !lj->images) return tm_errf(err, "out of memory");
+    for (size_t i = 0; i + 1 < j->n_messages; i++)
+      lj->history[lj->n_history++] =
+          (struct backend_message){j->messages[i].role, j->messages[i].content};
+    for (size_t i = 0; i < j->n_images; i++) {
+      char why[300];
+      lj->images[i] = wl_image_url(&j->images[i], why, sizeof why);
+      if (!lj->images[i]) return tm_errf(err, "%s: %s", j->name, why);
+      lj->n_images = i + 1;
+    }
+  }
+  return 0;
+}
+
+static void load_jobs_free(struct run *c) {
+  const struct workload_file *wf = c->s->o->file;
+  for (size_t k = 0; c->jobs && wf && k < wf->n_jobs; k++) {
+    for (size_t i = 0; i < c->jobs[k].n_images; i++) free(c->jobs[k].images[i]);
+    free(c->jobs[k].images);
+    free(c->jobs[k].history);
+  }
+  free(c->jobs);
+  c->jobs = NULL;
+}
+
 static int start_request(struct run *c, uint64_t t_sched) {
   size_t i = 0;
   while (i < c->n_fl && c->fl[i].used) i++;
@@ -153,19 +199,42 @@ static int start_request(struct run *c, uint64_t t_sched) {
   const struct load_opts *o = c->s->o;
   char nonce[16];
   runner_nonce(nonce);
-  /* -w: the named workloads in turn; else -p / -n */
+  /* -w: the named workloads in turn, or a workload file's jobs; else -p / -n */
   struct workload w = {.prompt_tokens = draw(c, o->prompt_tokens, o->prompt_sd),
                        .max_tokens = draw(c, o->max_tokens, o->max_tokens_sd)};
   snprintf(w.name, sizeof w.name, "custom");
-  if (o->n_workloads) workload_by_name(o->workloads[c->seq % o->n_workloads], &w);
-  snprintf(f->workload, sizeof f->workload, "%s", o->n_workloads ? w.name : "load");
-  uint32_t words = runner_words_for(&c->line, w.prompt_tokens);
-  f->prompt = runner_make_prompt(w.name, nonce, words, c->seq++);
+  const struct wl_job *job = NULL;
+  const struct load_job *lj = NULL;
+  if (o->file) {
+    const size_t k = c->seq % o->file->n_jobs;
+    job = &o->file->jobs[k];
+    lj = &c->jobs[k];
+    snprintf(w.name, sizeof w.name, "%s", job->name);
+    if (job->max_tokens) w.max_tokens = (uint32_t)job->max_tokens;
+  } else if (o->n_workloads) {
+    workload_by_name(o->workloads[c->seq % o->n_workloads], &w);
+  }
+  snprintf(f->workload, sizeof f->workload, "%s", o->n_workloads || job ? w.name : "load");
+  if (job) {
+    const char *text = job->messages[job->n_messages - 1].content;
+    const size_t n = strlen(text) + 32;
+    f->prompt = malloc(n);
+    if (f->prompt) snprintf(f->prompt, n, "Reference %s. %s", nonce, text);
+    c->seq++;
+  } else {
+    uint32_t words = runner_words_for(&c->line, w.prompt_tokens);
+    f->prompt = runner_make_prompt(w.name, nonce, words, c->seq++);
+  }
   if (!f->prompt) return -1;
   f->req = (struct backend_request){.model = o->model,
                                     .prompt = f->prompt,
+                                    .history = lj ? lj->history : NULL,
+                                    .n_history = lj ? lj->n_history : 0,
+                                    .images = lj ? (const char *const *)lj->images : NULL,
+                                    .n_images = lj ? lj->n_images : 0,
                                     .max_tokens = w.max_tokens,
-                                    .exact_length = true,
+                                    /* a job runs to its natural end */
+                                    .exact_length = job == NULL,
                                     .stream = true,
                                     .seed = o->seed,
                                     .idle_timeout_s = o->idle_timeout_s,
@@ -475,8 +544,28 @@ static void counters_check(struct run *c, struct load_level *lv, const struct se
                      lv->server_generated_tokens, lv->server_prompt_tokens, n, g, p);
 }
 
-/* A stream's mean depth: prompt + output / 2, over the -w workloads' mix. */
+/* A stream's mean depth: prompt + output / 2, over the -w workloads' mix (a
+ * workload file's prompts at RUNNER_ASSUMED_TOKENS_PER_WORD, images not
+ * counted: an estimate for the KV part of the ceiling). */
 double load_mean_depth(const struct load_opts *o) {
+  if (o->file) {
+    double sum = 0;
+    for (size_t i = 0; i < o->file->n_jobs; i++) {
+      const struct wl_job *j = &o->file->jobs[i];
+      char *t = wl_job_text(j);
+      uint32_t words = 0;
+      for (const char *p = t ? t : ""; *p;) {
+        p += strspn(p, " \t\n\r");
+        if (!*p) break;
+        words++;
+        p += strcspn(p, " \t\n\r");
+      }
+      free(t);
+      const double out = j->max_tokens ? (double)j->max_tokens : (double)o->max_tokens;
+      sum += words * RUNNER_ASSUMED_TOKENS_PER_WORD + out / 2;
+    }
+    return sum / (double)o->file->n_jobs;
+  }
   if (!o->n_workloads) return (double)o->prompt_tokens + (double)o->max_tokens / 2;
   double sum = 0;
   for (size_t i = 0; i < o->n_workloads; i++) {
@@ -734,7 +823,10 @@ static int open_session(struct load_state *s, const struct server_info *si) {
   json_object_set_new(settings, "gguf", o->gguf ? json_string(o->gguf) : json_null());
   json_t *wl = json_array();
   for (size_t i = 0; i < o->n_workloads; i++) json_array_append_new(wl, json_string(o->workloads[i]));
+  for (size_t i = 0; o->file && i < o->file->n_jobs; i++)
+    json_array_append_new(wl, json_string(o->file->jobs[i].name));
   json_object_set_new(settings, "workloads", wl);
+  json_object_set_new(settings, "workload_file", o->file ? json_string(o->file->path) : json_null());
   json_object_set_new(settings, "seed", json_integer(o->seed));
   json_object_set_new(settings, "slo", slo_json(&o->slo));
   json_object_set_new(settings, "start_at_unix", record_json_num(o->start_at_unix));
@@ -950,6 +1042,10 @@ int load_run(struct load_state *s) {
     rc = load_fail(s, BENCH_RUNTIME, "%s", c.pool ? "out of memory" : err.msg);
     goto done;
   }
+  if (o->file && load_jobs_prepare(&c, &err) != 0) {
+    rc = load_fail(s, BENCH_RUNTIME, "%s", err.msg);
+    goto done;
+  }
   s->n_levels = 0;
   c.n_planned = o->find_capacity ? 0 : n_given;
   if (!o->find_capacity) {
@@ -981,6 +1077,7 @@ done: {
   bench_session_end(&s->session, runs, failed, s->interrupted, NAN, &s->findings);
 }
   backend_pool_free(c.pool);
+  load_jobs_free(&c);
   for (size_t i = 0; c.fl && i < c.n_fl; i++) free(c.fl[i].prompt);
   free(c.fl);
   free(c.samples);

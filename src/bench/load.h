@@ -83,6 +83,9 @@ struct load_opts {
    * framing), a mixed load */
   char workloads[8][32];
   size_t n_workloads;
+  /* or (-w FILE.jsonl) a workload file's jobs in turn, each with its
+   * turns, images and max_tokens, at its natural length (borrowed) */
+  const struct workload_file *file;
   uint32_t prompt_tokens, prompt_sd;   /* -p MEAN[:SD] (default 128) */
   uint32_t max_tokens, max_tokens_sd;  /* -n MEAN[:SD] (default 128) */
   double idle_timeout_s, timeout_s;

@@ -20,6 +20,7 @@
 #include "record/record.h"
 #include "synth/synth.h"
 #include "util/redact.h"
+#include "workload/workload_file.h"
 
 static const char *const CMD = "load";
 
@@ -41,7 +42,8 @@ static void usage(FILE *out) {
           "  --rate L             open loop: requests/s per level, e.g. 0.5,1,2\n"
           "  --arrivals A         poisson, constant or gamma (default poisson)\n"
           "  --burstiness X       gamma's coefficient of variation (default 1)\n"
-          "  -w, --workload LIST  a mix of bench's workloads, in turn (classify,generate)\n"
+          "  -w, --workload LIST  a mix of bench's workloads, in turn (classify,generate),\n"
+          "                       or FILE.jsonl: its jobs in turn (docs/workloads.md)\n"
           "  -p, --prompt-tokens N[:SD]  prompt length, mean and sd (default 128)\n"
           "  -n, --max-tokens N[:SD]     output length, mean and sd (default 128)\n"
           "  --slo LIST           objectives, e.g. ttft=500ms,p95:tpot=50ms,e2e=10s\n"
@@ -301,6 +303,9 @@ static int load_in_process(struct load_opts *o, int argc, char **argv, bool json
   return worst;
 }
 
+/* -w FILE.jsonl's jobs (load_opts.file borrows them until the run ends). */
+static struct workload_file wfile;
+
 int cmd_load(int argc, char **argv) {
   enum { O_URL = 1000, O_API, O_ENDPOINT, O_MODEL, O_KEYENV, O_RATE, O_ARRIVALS, O_BURST, O_RAMP,
          O_DURATION, O_REQUESTS, O_IDLE, O_TIMEOUT, O_OUT, O_JSON, O_PROGRESS, O_NO_PROGRESS,
@@ -424,6 +429,17 @@ int cmd_load(int argc, char **argv) {
       case O_OUT: o.out = optarg; break;
       case 'm': o.gguf = optarg; break;
       case 'w': {
+        if (workload_is_file(optarg)) {
+          /* a workload file: read and checked whole before anything runs */
+          char why[768];
+          workload_file_free(&wfile);
+          if (workload_file_load(optarg, &wfile, why, sizeof why) != 0)
+            return cli_fail(CMD, TM_EXIT_USAGE, "%s", why);
+          o.file = &wfile;
+          o.n_workloads = 0;
+          break;
+        }
+        o.file = NULL;
         char buf[256];
         snprintf(buf, sizeof buf, "%s", optarg);
         o.n_workloads = 0;
@@ -478,6 +494,9 @@ int cmd_load(int argc, char **argv) {
     return cli_usage_error(CMD, "--arrivals and --burstiness are for --rate (open loop)");
   if (o.n_workloads && pn_given)
     return cli_usage_error(CMD, "-w and -p/-n: the workloads set the lengths; give one");
+  if (o.file && p_given)
+    return cli_usage_error(CMD, "-w FILE.jsonl and -p: the jobs are the prompts (-n: their "
+                                "default budget)");
   if (o.find_capacity && !slo_given)
     return cli_usage_error(CMD, "--find-capacity needs --slo (the objectives to meet)");
   if (burst_given && o.arrivals != LOAD_GAMMA)
@@ -504,5 +523,7 @@ int cmd_load(int argc, char **argv) {
   char shown[2048];
   command_line(argc, argv, o.api_key, shown, sizeof shown);
   o.command = shown;
-  return run_one(&o, json, verbose);
+  const int rc = run_one(&o, json, verbose);
+  workload_file_free(&wfile);
+  return rc;
 }

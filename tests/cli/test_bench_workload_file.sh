@@ -113,6 +113,29 @@ expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w "$examples/pan
 grep -q "^  panel-check  *0/5 correct, 5 wrong$" "$dir/out" || fail "panel example: $(cat "$dir/out")"
 grep -q "^  work-order-extract  *0/1 correct, 1 wrong$" "$dir/out" || fail "extract example: $(cat "$dir/out")"
 
+# --- F: load -w FILE.jsonl: the jobs in turn, their images and turns -------
+start_server ld --mode paced --flavor openai --answer "Yes." --image-tokens 300 --a 1 --b 0.01 --c 1
+expect_exit 0 "$TOKMETER" load --url "http://127.0.0.1:$PORT" -w "$dir/jobs.jsonl" -c 2 \
+  --ramp 0.2 --duration 0.5 --out "$dir/f.jsonl"
+python3 - "$dir/f.jsonl" <<'PY' || fail "records of the load (see above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ident = recs[0]
+assert ident["settings"]["workloads"] == ["panel", "meter", "story"], ident["settings"]
+assert ident["settings"]["workload_file"].endswith("jobs.jsonl")
+reqs = [r for r in recs if r["record"] == "request"]
+names = {r["workload"] for r in reqs}
+assert names == {"panel", "meter", "story"}, names
+# the panel's image counted by the server (300 tokens + its words)
+assert all(r["tokens"]["prompt"] > 300 for r in reqs if r["workload"] == "panel")
+assert all(r["tokens"]["prompt"] < 300 for r in reqs if r["workload"] != "panel")
+PY
+expect_exit 2 "$TOKMETER" load --url "http://127.0.0.1:$PORT" -w "$dir/jobs.jsonl" -c 2 -p 100
+grep -q "the jobs are the prompts" "$dir/err" || fail "load -w FILE -p: $(cat "$dir/err")"
+printf '{"name": "a"}\n' > "$dir/bad.jsonl"
+expect_exit 2 "$TOKMETER" load --url "http://127.0.0.1:$PORT" -w "$dir/bad.jsonl" -c 2
+grep -q "bad.jsonl:1: give \"prompt\" or \"messages\"" "$dir/err" || fail "load bad file: $(cat "$dir/err")"
+
 # --- D: bad files: refused before any request, exit 2, FILE:LINE ------------
 printf '%s\n' '{"name": "a", "prompt": "x"}' '{"name": "b", "prompt": "y", "images": ["img/none.png"]}' > "$dir/bad.jsonl"
 expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" -w "$dir/bad.jsonl"
