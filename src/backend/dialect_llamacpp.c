@@ -29,16 +29,10 @@ static int llamacpp_build(enum api_endpoint ep, const struct backend_request *re
   json_t *o = json_object();
   if (!o) return tm_errf(err, "out of memory building the request");
   int bad = 0;
-  if (req->n_images) {
+  if (du_set_text_prompt(o, req, "--api openai --endpoint chat", &bad, err) != 0) {
     json_decref(o);
-    return tm_errf(err, "images need the chat endpoint (--api openai --endpoint chat): "
-                        "llama.cpp's /completion takes text here");
+    return -1;
   }
-  char *flat = du_flat_prompt(req);
-  json_t *s = flat ? json_string(flat) : NULL;
-  free(flat);
-  if (!s) bad = 1;
-  else bad |= json_object_set_new(o, "prompt", s);
   if (req->model && req->model[0]) bad |= json_object_set_new(o, "model", json_string(req->model));
   if (req->max_tokens > 0)
     bad |= json_object_set_new(o, "n_predict", json_integer(req->max_tokens));

@@ -64,11 +64,10 @@ static int ollama_build(enum api_endpoint ep, const struct backend_request *req,
     else bad |= json_array_append_new(msgs, msg);
     if (msgs) bad |= json_object_set_new(o, "messages", msgs);
   } else {
-    char *flat = du_flat_prompt(req);
-    json_t *s = flat ? json_string(flat) : NULL;
-    free(flat);
-    if (!s) bad = 1;
-    else bad |= json_object_set_new(o, "prompt", s);
+    /* /api/generate takes images beside its prompt */
+    struct backend_request text = *req;
+    text.n_images = 0;
+    du_set_text_prompt(o, &text, "", &bad, err);
     if (imgs) bad |= json_object_set_new(o, "images", imgs);
   }
   bad |= json_object_set_new(o, "stream", json_boolean(req->stream));

@@ -57,16 +57,10 @@ static int openai_build(enum api_endpoint ep, const struct backend_request *req,
     }
     bad |= json_object_set_new(o, "messages", msgs);
   } else {
-    if (req->n_images) {
+    if (du_set_text_prompt(o, req, "--endpoint chat", &bad, err) != 0) {
       json_decref(o);
-      return tm_errf(err, "images need the chat endpoint (--endpoint chat): /v1/completions "
-                          "takes text only");
+      return -1;
     }
-    char *flat = du_flat_prompt(req);
-    json_t *s = flat ? json_string(flat) : NULL;
-    free(flat);
-    if (!s) bad = 1;
-    else bad |= json_object_set_new(o, "prompt", s);
   }
   if (req->max_tokens > 0)
     bad |= json_object_set_new(o, "max_tokens", json_integer(req->max_tokens));

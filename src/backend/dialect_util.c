@@ -320,3 +320,16 @@ const char *du_data_url_base64(const char *url) {
   const char *b = strstr(url, ";base64,");
   return b ? b + 8 : NULL;
 }
+
+int du_set_text_prompt(json_t *o, const struct backend_request *req, const char *which_chat,
+                       int *bad, struct tm_err *err) {
+  if (req->n_images)
+    return tm_errf(err, "images need the chat endpoint (%s): this endpoint takes text only",
+                   which_chat);
+  char *flat = du_flat_prompt(req);
+  json_t *s = flat ? json_string(flat) : NULL;
+  free(flat);
+  if (!s) *bad = 1;
+  else *bad |= json_object_set_new(o, "prompt", s);
+  return 0;
+}

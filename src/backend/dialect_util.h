@@ -92,6 +92,11 @@ void du_one_line(char *dst, size_t dst_n, const char *src, size_t len);
 /* The prompt of a completion endpoint: the history's contents, then the
  * prompt, a blank line apart (malloc'd; NULL when out of memory). */
 char *du_flat_prompt(const struct backend_request *req);
+/* A text-only endpoint's "prompt" (du_flat_prompt) set in o: 0 (*bad set
+ * when it could not be), or -1 with err when the request has images (the
+ * endpoint takes text only; which_chat says what to use instead). */
+int du_set_text_prompt(json_t *o, const struct backend_request *req, const char *which_chat,
+                       int *bad, struct tm_err *err);
 /* The base64 of a data URL ("data:TYPE;base64,DATA" -> DATA), NULL for any
  * other URL. */
 const char *du_data_url_base64(const char *url);
