@@ -242,6 +242,32 @@ static json_t *run_verdicts(const struct run_metrics *m) {
   return a;
 }
 
+/* The answer check as recorded: its compared strings cut at
+ * RECORD_ANSWER_MAX_BYTES (on a UTF-8 boundary, "..." after) and scrubbed of
+ * anything shaped like a key, as error messages are. */
+#define RECORD_ANSWER_MAX_BYTES 1000
+static json_t *answer_for_record(const void *answer) {
+  json_t *a = json_deep_copy(answer);
+  static const char *const fields[] = {"answer", "expected"};
+  for (size_t i = 0; a && i < 2; i++) {
+    const char *v = json_string_value(json_object_get(a, fields[i]));
+    if (!v) continue;
+    char buf[RECORD_ANSWER_MAX_BYTES + 8];
+    size_t n = strlen(v);
+    if (n > RECORD_ANSWER_MAX_BYTES) {
+      n = RECORD_ANSWER_MAX_BYTES;
+      while (n > 0 && ((unsigned char)v[n] & 0xC0) == 0x80) n--; /* not inside a character */
+      memcpy(buf, v, n);
+      memcpy(buf + n, "...", 4);
+    } else {
+      memcpy(buf, v, n + 1);
+    }
+    record_redact_secrets(buf, sizeof buf);
+    json_object_set_new(a, fields[i], json_string(buf));
+  }
+  return a;
+}
+
 void *record_run_build(const struct record_run_in *in, const struct run_result *r,
                        const struct run_metrics *m) {
   json_t *o = record_head_json("run", in->identity, NULL);
@@ -297,7 +323,7 @@ void *record_run_build(const struct record_run_in *in, const struct run_result *
                : json_null());
   bad |= put(o, "verdicts", run_verdicts(m));
   /* a job with an expect: its answer's check (only there: absent, not null) */
-  if (in->answer) bad |= put(o, "answer", json_deep_copy(in->answer));
+  if (in->answer) bad |= put(o, "answer", answer_for_record(in->answer));
   if (bad) {
     json_decref(o);
     return NULL;

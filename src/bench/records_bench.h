@@ -9,7 +9,8 @@
  * counters the server did not report (-1) are null: JSON has no NaN.
  *
  * Secrets: no input here is or holds an API key. The generated text of a run
- * is NOT recorded (only its length); error messages pass through
+ * is NOT recorded (only its length), except a checked answer as compared
+ * (cut at 1,000 bytes); error messages and that answer pass through
  * record_redact_secrets and targets through record_redact_url anyway. */
 #ifndef TM_RECORDS_BENCH_H
 #define TM_RECORDS_BENCH_H

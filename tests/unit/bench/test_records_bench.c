@@ -250,6 +250,45 @@ static void test_run_record_has_no_key(void) {
   json_decref(built);
 }
 
+/* A checked answer in its run record: present only when given, its strings
+ * cut at 1,000 bytes on a character boundary and scrubbed of key shapes. */
+static void test_run_record_answer(void) {
+  struct run_result r;
+  struct run_metrics m;
+  make_run(&r, &m);
+  struct record_run_in in = {.identity = "id", .workload = "panel", .backend = "openai",
+                             .target = "http://127.0.0.1:1"};
+  json_t *j = reparse(record_run_build(&in, &r, &m));
+  CHECK(j && json_object_get(j, "answer") == NULL);
+  json_decref(j);
+  char long_answer[1600];
+  size_t k = 0;
+  while (k + 2 < 1500) { /* "ş" is 2 bytes: a cut could fall inside one */
+    long_answer[k++] = (char)0xC5;
+    long_answer[k++] = (char)0x9F;
+  }
+  long_answer[k] = '\0';
+  json_t *a = json_pack("{s:s, s:s, s:b, s:s, s:s, s:n}", "verdict", "wrong", "kind", "contains",
+                        "exact", 0, "answer", long_answer, "expected",
+                        "my key is sk-live-0123456789abcdefXYZ", "reason");
+  in.answer = a;
+  j = reparse(record_run_build(&in, &r, &m));
+  json_t *got = j ? json_object_get(j, "answer") : NULL;
+  CHECK(got != NULL);
+  if (got) {
+    CHECK_STR(json_string_value(json_object_get(got, "verdict")), "wrong");
+    const char *ans = json_string_value(json_object_get(got, "answer"));
+    CHECK(ans && strlen(ans) <= 1003 && strlen(ans) >= 990);
+    CHECK(ans && !strcmp(ans + strlen(ans) - 3, "..."));
+    CHECK(ans && ((unsigned char)ans[strlen(ans) - 4] == 0x9F)); /* whole characters only */
+    const char *ex = json_string_value(json_object_get(got, "expected"));
+    CHECK(ex && strstr(ex, "0123456789abcdef") == NULL && strstr(ex, "[redacted]") != NULL);
+    CHECK(json_is_null(json_object_get(got, "reason")));
+  }
+  json_decref(j);
+  json_decref(a);
+}
+
 /* A run that failed before anything arrived: nulls and empty lists. */
 static void test_run_record_failed_early(void) {
   struct run_result r;
@@ -448,6 +487,7 @@ static void test_file_of_an_invocation(void) {
 void tm_run_tests(void) {
   TM_RUN(test_run_record);
   TM_RUN(test_run_record_has_no_key);
+  TM_RUN(test_run_record_answer);
   TM_RUN(test_run_record_failed_early);
   TM_RUN(test_summary_record);
   TM_RUN(test_end_record);
