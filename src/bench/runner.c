@@ -231,6 +231,7 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
                        char **keep_prompt) {
   char nonce[16];
   runner_nonce(nonce);
+  c->last_verdict = -1; /* until this request's answer is checked */
   char *prompt = w && w->prompt_text ? NULL : runner_make_prompt(kind, nonce, n_words, c->seq++);
   if (w && w->prompt_text) {
     size_t n = strlen(w->prompt_text) + 32;
@@ -298,7 +299,6 @@ static int one_request(struct run_ctx *c, const struct workload *w, const char *
   /* A job's expected answer, on the answer alone (not the reasoning). */
   struct answer_check check;
   bool checked = false;
-  c->last_verdict = -1;
   if (rc == 0 && w && w->job && w->job->has_expect) {
     char *answer = metrics_answer_text(r);
     if (answer && expect_check(&w->job->expect, answer, &check) == 0) {
