@@ -280,35 +280,50 @@ static bool is_standard_workload(const char *w) {
   return !strcmp(w, "classify") || !strcmp(w, "extract") || !strcmp(w, "generate");
 }
 
+/* A server run's configuration parts and key into p (from proto_init). */
+static void server_parts(const struct results_invocation *inv, json_t *run, struct series *p) {
+  json_t *id = inv->identity;
+  const char *backend = record_str(run, RK_BACKEND);
+  if (!backend && id) backend = record_str(id, RK_BACKEND);
+  copy_str(p->backend, sizeof p->backend, backend ? backend : "?");
+  const char *target = record_str(run, RK_TARGET);
+  if (!target && id) target = record_str(id, RK_TARGET);
+  copy_str(p->target, sizeof p->target, target ? target : "?");
+  const char *model = record_str(run, RK_MODEL);
+  if (!model && id) model = record_str(id, RK_MODEL_NAME);
+  if (!model && id) model = record_str(id, RK_SERVER_MODEL);
+  copy_str(p->model, sizeof p->model, model ? model : "?");
+  if (id) copy_str(p->type, sizeof p->type, record_str(id, RK_MODEL_TYPE));
+  const char *workload = record_str(run, RK_WORKLOAD);
+  copy_str(p->test, sizeof p->test, workload ? workload : "?");
+  long long max_tokens = record_int(run, RK_MAX_TOKENS, -1);
+  if (max_tokens < 0) max_tokens = record_int(run, RK_SETTINGS_MAX_TOKENS, -1);
+  p->gen_tokens = max_tokens > 2147483647LL ? -1 : (int)max_tokens;
+  /* the named workloads and a workload file's jobs are configurations by
+   * name; a custom workload or a sweep's point by its lengths too */
+  if (workload && (is_standard_workload(workload) || record_true(run, RK_SETTINGS_JOB))) {
+    set_key(p, "%s | %s | %s | %s", p->backend, p->target, p->model, p->test);
+  } else {
+    long long pt = record_int(run, RK_SETTINGS_PROMPT_TOKENS, -1);
+    if (pt < 0) pt = record_int(run, RK_SETTINGS_PROMPT_TOKENS_TARGET, -1);
+    set_key(p, "%s | %s | %s | %s | p%lld n%lld", p->backend, p->target,
+             p->model, p->test, pt, max_tokens);
+  }
+}
+
+void series_server_key(const struct results_invocation *inv, json_t *run, char *key, size_t n) {
+  struct series p;
+  proto_init(&p, inv);
+  server_parts(inv, run, &p);
+  snprintf(key, n, "%s", p.key);
+}
+
 static int server_run(struct builder *b, const struct results_invocation *inv, json_t *run,
                       bool cold) {
   struct series p;
   proto_init(&p, inv);
+  server_parts(inv, run, &p);
   json_t *id = inv->identity;
-  const char *backend = record_str(run, RK_BACKEND);
-  if (!backend && id) backend = record_str(id, RK_BACKEND);
-  copy_str(p.backend, sizeof p.backend, backend ? backend : "?");
-  const char *target = record_str(run, RK_TARGET);
-  if (!target && id) target = record_str(id, RK_TARGET);
-  copy_str(p.target, sizeof p.target, target ? target : "?");
-  const char *model = record_str(run, RK_MODEL);
-  if (!model && id) model = record_str(id, RK_MODEL_NAME);
-  if (!model && id) model = record_str(id, RK_SERVER_MODEL);
-  copy_str(p.model, sizeof p.model, model ? model : "?");
-  if (id) copy_str(p.type, sizeof p.type, record_str(id, RK_MODEL_TYPE));
-  const char *workload = record_str(run, RK_WORKLOAD);
-  copy_str(p.test, sizeof p.test, workload ? workload : "?");
-  long long max_tokens = record_int(run, RK_MAX_TOKENS, -1);
-  if (max_tokens < 0) max_tokens = record_int(run, RK_SETTINGS_MAX_TOKENS, -1);
-  p.gen_tokens = max_tokens > 2147483647LL ? -1 : (int)max_tokens;
-  if (workload && is_standard_workload(workload)) {
-    set_key(&p, "%s | %s | %s | %s", p.backend, p.target, p.model, p.test);
-  } else {
-    long long pt = record_int(run, RK_SETTINGS_PROMPT_TOKENS, -1);
-    if (pt < 0) pt = record_int(run, RK_SETTINGS_PROMPT_TOKENS_TARGET, -1);
-    set_key(&p, "%s | %s | %s | %s | p%lld n%lld", p.backend, p.target,
-             p.model, p.test, pt, max_tokens);
-  }
   /* The run's own ceiling parts (at its prompt's depth) where it carries
    * them; records written before they did: the model's bytes at depth 0. */
   p.bytes_per_token = record_num(run, RK_CEILING_BYTES_PER_TOKEN);

@@ -15,7 +15,8 @@
  *    "prefill_tok_s" for pp tests, "decode_tok_s" for tg tests (rate_tok_s of
  *    each run), and "prefill_ms" / "decode_ms" (the run's ms);
  *  - server runs: target + model + workload (+ settings.prompt_tokens /
- *    max_tokens when the workload is "custom" or a sweep); metrics
+ *    max_tokens when the workload is "custom" or a sweep, not for a named
+ *    workload or a workload file's job, settings.job); metrics
  *    "ttft_ms" (client.ttft_ms, FX), "prefill_tok_s" and "decode_tok_s"
  *    (rates.*.headline), "decode_tok_s_client" (rates.decode_tok_s.client).
  * The key is a readable, stable string built from those parts in that order,
@@ -94,5 +95,9 @@ int series_ceiling_note(const struct series *s, char *buf, size_t n);
 /* The series with this key and metric, or NULL. */
 const struct series *series_find(const struct series_set *set, const char *key,
                                  enum record_metric metric);
+
+/* The configuration key a server run's series carry (above), for readers
+ * that tally something else per configuration (compare's answers). */
+void series_server_key(const struct results_invocation *inv, json_t *run, char *key, size_t n);
 
 #endif

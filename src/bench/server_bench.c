@@ -206,8 +206,11 @@ static void sink(const struct runner_event *ev, void *vctx) {
   json_object_set_new(settings, "nonce", json_true());
   json_object_set_new(settings, "unload_after", json_boolean(ev->request->unload_after));
   if (ev->image_baseline) json_object_set_new(settings, "image_baseline", json_true());
-  if (ev->workload && ev->workload->job)
+  if (ev->workload && ev->workload->job) {
+    /* a workload file's job: its name is the configuration (series.h) */
+    json_object_set_new(settings, "job", json_true());
     json_object_set_new(settings, "images", json_integer((json_int_t)ev->request->n_images));
+  }
   struct record_run_in in = {
       .identity = s->session.identity,
       .workload = ev->workload ? ev->workload->name : NULL,

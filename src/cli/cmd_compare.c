@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "analysis/answers.h"
 #include "analysis/compare_files.h"
 #include "analysis/compare_load.h"
 #include "cli/cli.h"
@@ -101,8 +102,54 @@ static void print_drift(const char *side, const struct compare_row *row,
          side, record_metric_name(row->a->metric), d->n, 100 * d->change);
 }
 
+/* The checked answers of a pair of configurations, A and B (NULL: none on
+ * that side): counts, and the Fisher exact test of the correct ones. */
+struct answers_pair {
+  const struct answer_tally *a, *b;
+  double p;
+};
+static struct answers_pair answers_of(const struct answer_tallies *ta,
+                                      const struct answer_tallies *tb, const char *key_a,
+                                      const char *key_b) {
+  struct answers_pair ap = {answer_tally_find(ta, key_a), answer_tally_find(tb, key_b), NAN};
+  if (ap.a && ap.b)
+    ap.p = answers_fisher_p(ap.a->correct, ap.a->correct + ap.a->wrong + ap.a->no_answer,
+                            ap.b->correct, ap.b->correct + ap.b->wrong + ap.b->no_answer);
+  return ap;
+}
+
+static void print_side(const char *side, const struct answer_tally *t) {
+  if (!t) {
+    printf("%s no checked answers", side);
+    return;
+  }
+  printf("%s %u/%u correct", side, t->correct, t->correct + t->wrong + t->no_answer);
+  if (t->no_answer) printf(" (%u no answer)", t->no_answer);
+}
+
+/* Under a configuration's rows: its answers on both sides, when any. */
+static void print_answers(const struct answer_tallies *ta, const struct answer_tallies *tb,
+                          const struct compare_row *row) {
+  const struct answers_pair ap = answers_of(ta, tb, row->a->key, row->b->key);
+  if (!ap.a && !ap.b) return;
+  printf("  answers: ");
+  print_side("A", ap.a);
+  printf(", ");
+  print_side("B", ap.b);
+  if (isfinite(ap.p)) {
+    const double sa = (double)ap.a->correct / (ap.a->correct + ap.a->wrong + ap.a->no_answer);
+    const double sb = (double)ap.b->correct / (ap.b->correct + ap.b->wrong + ap.b->no_answer);
+    if (ap.p < 0.05)
+      printf(": B %s accurate (Fisher exact p = %.2g)", sb > sa ? "more" : "less", ap.p);
+    else
+      printf(": not distinguishable with these counts (Fisher exact p = %.2g)", ap.p);
+  }
+  printf("\n");
+}
+
 static void print_table(const struct compare_result *cr, const char *path_a, const char *path_b,
-                        const struct compare_opts *o) {
+                        const struct compare_opts *o, const struct answer_tallies *ta,
+                        const struct answer_tallies *tb) {
   printf("A = %s\nB = %s\n", path_a, path_b);
   printf("B/A with its %g%% interval (%s); ranked only when the interval excludes 1\n",
          100 * o->confidence,
@@ -148,6 +195,9 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
     }
     print_drift("A", row, &row->drift_a, row->drift_a_ok);
     print_drift("B", row, &row->drift_b, row->drift_b_ok);
+    const struct compare_row *next = i + 1 < cr->n ? &cr->rows[i + 1] : NULL;
+    const bool last_of_pair =
+        !next || strcmp(next->a->key, row->a->key) || strcmp(next->b->key, row->b->key);
     if (pd[0]) { /* a prediction from ceilings that moved within a side */
       char note[256];
       if (series_ceiling_note(row->a, note, sizeof note))
@@ -155,6 +205,7 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
       if (series_ceiling_note(row->b, note, sizeof note))
         printf("    ceilings: B: %s (the prediction is uncertain by as much)\n", note);
     }
+    if (last_of_pair) print_answers(ta, tb, row);
   }
   size_t n_rank = 0, n_nd = 0, n_few = 0, n_zero = 0;
   for (size_t i = 0; i < cr->n; i++) {
@@ -170,6 +221,31 @@ static void print_table(const struct compare_result *cr, const char *path_a, con
   if (cr->only_a || cr->only_b)
     printf("; %zu series only in A, %zu only in B (not compared)", cr->only_a, cr->only_b);
   printf(".\n");
+}
+
+/* --json: one entry per compared pair of configurations with answers on
+ * either side: key_a, key_b, a and b ({correct, wrong, no_answer} or null),
+ * fisher_p (null unless both sides have some). */
+static json_t *tally_json(const struct answer_tally *t) {
+  return t ? json_pack("{s:i, s:i, s:i}", "correct", (int)t->correct, "wrong", (int)t->wrong,
+                       "no_answer", (int)t->no_answer)
+           : json_null();
+}
+static json_t *answers_json(const struct compare_result *cr, const struct answer_tallies *ta,
+                            const struct answer_tallies *tb) {
+  json_t *arr = json_array();
+  for (size_t i = 0; arr && i < cr->n; i++) {
+    const struct compare_row *row = &cr->rows[i];
+    if (i && !strcmp(cr->rows[i - 1].a->key, row->a->key) &&
+        !strcmp(cr->rows[i - 1].b->key, row->b->key))
+      continue; /* one entry per pair */
+    const struct answers_pair ap = answers_of(ta, tb, row->a->key, row->b->key);
+    if (!ap.a && !ap.b) continue;
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:o, s:o, s:o}", "key_a", row->a->key, "key_b",
+                                         row->b->key, "a", tally_json(ap.a), "b", tally_json(ap.b),
+                                         "fisher_p", isfinite(ap.p) ? json_real(ap.p) : json_null()));
+  }
+  return arr ? arr : json_null();
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -304,9 +380,21 @@ int cmd_compare(int argc, char **argv) {
     return cli_fail(CMD, oom ? TM_EXIT_RUNTIME : TM_EXIT_USAGE, "%s", err.msg);
   if (cf.ra.torn_note[0]) cli_warn(CMD, "%s", cf.ra.torn_note);
   if (cf.rb.torn_note[0]) cli_warn(CMD, "%s", cf.rb.torn_note);
+  struct answer_tallies ta, tb;
+  if (answer_tallies_of(&cf.ra, &ta) != 0 || answer_tallies_of(&cf.rb, &tb) != 0) {
+    compare_files_free(&cf);
+    return cli_fail(CMD, TM_EXIT_RUNTIME, "out of memory");
+  }
   int rc = TM_EXIT_OK;
-  if (json) rc = cli_print_json(CMD, compare_json(&cf.cr, path_a, path_b, &o));
-  else print_table(&cf.cr, path_a, path_b, &o);
+  if (json) {
+    json_t *doc = compare_json(&cf.cr, path_a, path_b, &o);
+    if (doc) json_object_set_new(doc, "answers", answers_json(&cf.cr, &ta, &tb));
+    rc = cli_print_json(CMD, doc);
+  } else {
+    print_table(&cf.cr, path_a, path_b, &o, &ta, &tb);
+  }
+  answer_tallies_free(&ta);
+  answer_tallies_free(&tb);
   compare_files_free(&cf);
   return rc;
 }

@@ -54,6 +54,7 @@
   X(RK_SETTINGS_MAX_TOKENS, "settings.max_tokens")                    \
   X(RK_SETTINGS_PROMPT_TOKENS, "settings.prompt_tokens")              \
   X(RK_SETTINGS_PROMPT_TOKENS_TARGET, "settings.prompt_tokens_target") \
+  X(RK_SETTINGS_JOB, "settings.job")                                  \
   X(RK_TOKENS, "tokens")                                              \
   X(RK_TOKENS_PROMPT, "tokens.prompt")                                \
   X(RK_TOKENS_PROCESSED, "tokens.processed")                          \

@@ -136,6 +136,25 @@ printf '{"name": "a"}\n' > "$dir/bad.jsonl"
 expect_exit 2 "$TOKMETER" load --url "http://127.0.0.1:$PORT" -w "$dir/bad.jsonl" -c 2
 grep -q "bad.jsonl:1: give \"prompt\" or \"messages\"" "$dir/err" || fail "load bad file: $(cat "$dir/err")"
 
+# --- G: compare: accuracy beside speed, with counts and an exact test ------
+start_server no --mode paced --flavor openai --answer "No." --image-tokens 300 --a 2 --b 0.01 --c 1
+expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" -w "$dir/jobs.jsonl" -r 2 \
+  --out "$dir/g.jsonl"
+expect_exit 0 "$TOKMETER" compare "$dir/a.jsonl" "$dir/g.jsonl"
+grep -q "^  answers: A 3/3 correct, B 0/3 correct: not distinguishable with these counts (Fisher exact p = 0.1)$" "$dir/out" ||
+  fail "compare answers: $(cat "$dir/out")"
+grep -q "^  answers: A 0/2 correct, B 0/2 correct" "$dir/out" || fail "compare meter answers: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" compare "$dir/a.jsonl" "$dir/g.jsonl" --json
+python3 - "$dir/out" <<'PY' || fail "compare --json answers (see above)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ans = {e["key_a"].split(" | ")[-1]: e for e in doc["answers"]}
+assert sorted(ans) == ["meter", "panel"], ans
+p = ans["panel"]
+assert p["a"] == {"correct": 3, "wrong": 0, "no_answer": 0} and p["b"]["wrong"] == 3, p
+assert abs(p["fisher_p"] - 0.1) < 1e-9, p
+PY
+
 # --- D: bad files: refused before any request, exit 2, FILE:LINE ------------
 printf '%s\n' '{"name": "a", "prompt": "x"}' '{"name": "b", "prompt": "y", "images": ["img/none.png"]}' > "$dir/bad.jsonl"
 expect_exit 2 "$TOKMETER" bench --url "http://127.0.0.1:1" -w "$dir/bad.jsonl"
