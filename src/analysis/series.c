@@ -237,7 +237,11 @@ static int engine_run(struct builder *b, const struct results_invocation *inv, j
   if (!type && inv->identity) type = record_str(inv->identity, RK_MODEL_TYPE);
   copy_str(p.type, sizeof p.type, type);
   const char *test = record_str(run, RK_TEST);
-  copy_str(p.test, sizeof p.test, test);
+  /* a workload file's job run in process: its name tells two jobs of one
+   * prompt length apart ("greet pp8") */
+  const char *job = record_str(run, RK_WORKLOAD);
+  if (job && test) snprintf(p.test, sizeof p.test, "%s %s", job, test);
+  else copy_str(p.test, sizeof p.test, test);
   p.threads = (int)record_int(run, RK_THREADS, -1);
   p.depth = (int)record_int(run, RK_DEPTH, -1);
   int len = -1;

@@ -43,7 +43,8 @@ struct series {
   char target[160];       /* server base URL or "in-process" */
   char model[160];        /* model label or served name */
   char type[16];          /* quantization ("Q4_0") when known */
-  char test[32];          /* "pp512", "tg128", or the server workload name */
+  char test[48];          /* "pp512", "tg128", a job and its test ("greet pp8"), or the
+                             server workload name */
   int threads, depth;     /* in-process; -1 for server runs */
   int prompt_tokens;      /* pp length / server processed prompt tokens (median); -1 unknown */
   int gen_tokens;         /* tg length / server max_tokens; -1 unknown */

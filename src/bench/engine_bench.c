@@ -63,13 +63,17 @@ static int run_rep(struct engine *e, const struct engine_bench_config *cfg, uint
                    double *step_ms, struct engine_bench_rep *rep, struct tm_err *err) {
   engine_reset(e);
   if (cfg->depth > 0) {
-    random_tokens(rng, n_vocab, tok, cfg->depth);
+    if (cfg->text_ids && cfg->kind == ENGINE_BENCH_TG)
+      memcpy(tok, cfg->text_ids, cfg->depth * sizeof *tok);
+    else
+      random_tokens(rng, n_vocab, tok, cfg->depth);
     if (prefill_chunks(e, tok, cfg->depth, max_batch, NULL, err) != 0) return -1;
   }
   rep->tokens = cfg->tokens;
   rep->n_segments = 0;
   if (cfg->kind == ENGINE_BENCH_PP) {
-    random_tokens(rng, n_vocab, tok, cfg->tokens);
+    if (cfg->text_ids) memcpy(tok, cfg->text_ids, cfg->tokens * sizeof *tok);
+    else random_tokens(rng, n_vocab, tok, cfg->tokens);
     uint64_t t0 = tm_now_ns();
     if (prefill_chunks(e, tok, cfg->tokens, max_batch, logits, err) != 0) return -1;
     rep->ms = (double)(tm_now_ns() - t0) / 1e6;
@@ -112,6 +116,12 @@ int engine_bench_run(struct engine *e, const struct engine_bench_config *cfg,
   engine_get_info(e, &info);
   out->n_threads = info.n_threads;
   if (info.n_vocab == 0) return tm_errf(err, "engine bench: the model has no vocabulary");
+  uint32_t n_text = !cfg->text_ids ? 0 : cfg->kind == ENGINE_BENCH_PP ? cfg->tokens : cfg->depth;
+  for (uint32_t i = 0; i < n_text; i++)
+    if (cfg->text_ids[i] < 0 || (uint32_t)cfg->text_ids[i] >= info.n_vocab)
+      return tm_errf(err, "engine bench: token %d of the text is outside the model's "
+                          "vocabulary (%u tokens): the vocabulary is not this model's",
+                     cfg->text_ids[i], info.n_vocab);
   uint64_t need = (uint64_t)cfg->depth + cfg->tokens;
   if (need > info.n_ctx)
     return tm_errf(err, "engine bench: depth %u + %u tokens exceeds the KV capacity (%u)",

@@ -46,6 +46,11 @@ struct engine_bench_config {
   uint32_t warmups;    /* discarded repetitions first; 0 is taken as 1 */
   uint32_t max_batch;  /* largest prefill batch the engine takes; 0 = 512 */
   uint64_t seed;       /* token ids */
+  /* A text job's tokens (tokenizer.h), in place of random ones: pp's L
+   * timed tokens, or tg's d depth tokens (the prompt, prefilled untimed
+   * before the N timed steps). NULL: random ids, as above. */
+  const int32_t *text_ids;
+  const char *workload; /* that job's name (the records' "workload"); NULL */
 };
 
 /* Output tokens [from, to] (1-based, inclusive) of a tg run: at least

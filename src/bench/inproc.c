@@ -112,6 +112,14 @@ static void probe_progress(const char *msg, void *ctx) { eb_progress(ctx, "%s", 
 
 /* KV capacity the runs need: the deepest context plus the longest run. */
 static uint32_t ctx_needed(const struct eb_opts *o) {
+  if (o->n_jobs) {
+    uint32_t most = 0;
+    for (size_t j = 0; j < o->n_jobs; j++) {
+      uint32_t need = o->jobs[j].n_ids + o->jobs[j].max_tokens;
+      most = need > most ? need : most;
+    }
+    return most;
+  }
   uint32_t p = eb_max_of(o->prompt_tokens, o->n_prompt_tokens);
   uint32_t n = eb_max_of(o->max_tokens, o->n_max_tokens);
   return eb_max_of(o->depth, o->n_depth) + (p > n ? p : n);
@@ -317,7 +325,7 @@ static int add_row(struct eb_state *s, const struct eb_row *r) {
  * over the whole configuration into its percentage (this project's VM moved
  * 5-13% within minutes). */
 static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t t,
-                      const struct engine_bench_config *cfg) {
+                      const struct engine_bench_config *cfg, int job) {
   struct eb_model *m = &s->models[mi];
   struct record_engine_in in = {.identity = s->identity, .model_file = m->path,
                                 .model_label = m->label, .arch = m->arch, .type = eb_model_type_name(m),
@@ -389,7 +397,7 @@ static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t 
   if (sum && s->summaries) json_array_append(s->summaries, sum);
   if (bench_session_write(&s->session, sum) != 0)
     eb_warn(s, "cannot write a record: %s", s->session.last_error);
-  struct eb_row row = {.model = mi, .threads = t, .cfg = *cfg, .tok_s = res.tok_s,
+  struct eb_row row = {.model = mi, .job = job, .threads = t, .cfg = *cfg, .tok_s = res.tok_s,
                        .ceiling_tok_s = in.ceiling_tok_s,
                        .percent = record_percent_of(res.tok_s.median, in.ceiling_tok_s),
                        .steal_share = in.cpu_steal_share, .other_cpus = in.other_cpus_busy,
@@ -425,8 +433,52 @@ static void cooldown(struct eb_state *s) {
 /* Every configuration of one model, threads outermost (the pool is rebuilt
  * once per thread count). */
 
+static void announce(struct eb_state *s, size_t mi, const struct engine_bench_config *cfg,
+                     uint32_t t) {
+  if (!s->hooks.step) return;
+  char place[64], test[32], msg[240];
+  snprintf(msg, sizeof msg, "%s %s%s%s %s d=%u, %u thread%s", plan_place(s, place, sizeof place),
+           s->models[mi].short_label, cfg->workload ? " " : "",
+           cfg->workload ? cfg->workload : "", engine_bench_test_name(cfg, test, sizeof test),
+           cfg->depth, t, t == 1 ? "" : "s");
+  s->hooks.step(msg, s->hooks.ctx);
+}
+
+/* The text jobs, threads outermost: per job its prefill (the prompt's
+ * tokens), then its decode after that prompt. */
+static int run_jobs(struct eb_state *s, struct engine *e, size_t mi) {
+  const struct eb_opts *o = s->o;
+  uint32_t max_batch = 512;
+  for (size_t ti = 0; ti < o->n_threads; ti++) {
+    struct tm_err err;
+    if (engine_set_threads(e, (int)o->threads[ti], &err) != 0)
+      return eb_fail(s, EB_RUNTIME, "cannot use %u threads: %s", o->threads[ti], err.msg);
+    for (size_t j = 0; j < o->n_jobs; j++) {
+      const struct eb_job *jb = &o->jobs[j];
+      for (int kind = 0; kind < 2; kind++) {
+        struct engine_bench_config cfg = {
+            .kind = kind == 0 ? ENGINE_BENCH_PP : ENGINE_BENCH_TG,
+            .tokens = kind == 0 ? jb->n_ids : jb->max_tokens,
+            .depth = kind == 0 ? 0 : jb->n_ids, .reps = jb->reps ? jb->reps : s->reps,
+            .warmups = 1, .max_batch = max_batch, .seed = BENCH_SEED + 7919u * j + (uint64_t)kind,
+            .text_ids = jb->ids, .workload = jb->name};
+        if (cfg.tokens == 0) continue;
+        cooldown(s);
+        if (s->configs_started == 1) s->t_first_config_ns = tm_now_ns();
+        announce(s, mi, &cfg, o->threads[ti]);
+        int rc = run_config(s, e, mi, o->threads[ti], &cfg, (int)j);
+        if (rc) return rc;
+        s->configs_done++;
+      }
+    }
+  }
+  eb_progress_done(s);
+  return 0;
+}
+
 static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
   const struct eb_opts *o = s->o;
+  if (o->n_jobs) return run_jobs(s, e, mi);
   uint32_t max_batch = eb_max_of(o->prompt_tokens, o->n_prompt_tokens);
   if (max_batch > 512 || max_batch == 0) max_batch = 512;
   for (size_t ti = 0; ti < o->n_threads; ti++) {
@@ -446,14 +498,8 @@ static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
               .seed = BENCH_SEED + 7919u * li + 104729u * di + (uint64_t)kind};
           cooldown(s);
           if (s->configs_started == 1) s->t_first_config_ns = tm_now_ns();
-          if (s->hooks.step) {
-            char place[64], test[32], msg[200];
-            snprintf(msg, sizeof msg, "%s %s %s d=%u, %u thread%s", plan_place(s, place, sizeof place),
-                     s->models[mi].short_label, engine_bench_test_name(&cfg, test, sizeof test),
-                     cfg.depth, o->threads[ti], o->threads[ti] == 1 ? "" : "s");
-            s->hooks.step(msg, s->hooks.ctx);
-          }
-          int rc = run_config(s, e, mi, o->threads[ti], &cfg);
+          announce(s, mi, &cfg, o->threads[ti]);
+          int rc = run_config(s, e, mi, o->threads[ti], &cfg, -1);
           if (rc) return rc;
           s->configs_done++;
         }
@@ -636,6 +682,24 @@ static json_t *settings_json(const struct eb_state *s) {
   json_object_set_new(st, "ignore_eos", json_true());
   json_object_set_new(st, "models", ms);
   json_object_set_new(st, "probe_quick", json_boolean(s->probe->quick));
+  if (o->n_jobs) { /* the jobs replace the grid: their own lengths */
+    json_t *jobs = json_array();
+    json_array_clear(p);
+    json_array_clear(n);
+    for (size_t j = 0; j < o->n_jobs; j++) {
+      json_array_append_new(p, json_integer(o->jobs[j].n_ids));
+      json_array_append_new(n, json_integer(o->jobs[j].max_tokens));
+      json_array_append_new(jobs, json_pack("{s:s, s:i, s:i, s:i}", "name", o->jobs[j].name,
+                                            "prompt_tokens", (json_int_t)o->jobs[j].n_ids,
+                                            "gen_tokens", (json_int_t)o->jobs[j].max_tokens,
+                                            "reps", (json_int_t)(o->jobs[j].reps ? o->jobs[j].reps
+                                                                                 : s->reps)));
+    }
+    json_array_clear(d);
+    json_object_set_new(st, "workloads", jobs);
+    json_object_set_new(st, "workload_file", json_string(o->workload_file ? o->workload_file : ""));
+    json_object_set_new(st, "vocabulary", json_string(o->vocab ? o->vocab : ""));
+  }
   return st;
 }
 
@@ -818,6 +882,11 @@ int eb_run(struct eb_state *s) {
   for (size_t i = 0; i < o->n_prompt_tokens; i++) n_tests += o->prompt_tokens[i] != 0;
   for (size_t i = 0; i < o->n_max_tokens; i++) n_tests += o->max_tokens[i] != 0;
   s->configs_total = (uint32_t)(s->n_models * o->n_threads * o->n_depth * n_tests);
+  if (o->n_jobs) {
+    n_tests = 0;
+    for (size_t j = 0; j < o->n_jobs; j++) n_tests += 1 + (o->jobs[j].max_tokens != 0);
+    s->configs_total = (uint32_t)(s->n_models * o->n_threads * n_tests);
+  }
   machine_cpu_ticks_now(&s->ticks_start);
   for (size_t mi = 0; mi < s->n_models; mi++) {
     if (!e) {
@@ -862,11 +931,21 @@ out:
 
 /* -------------------------------------------------- reading the rows --- */
 
+const struct eb_row *eb_find_job_row(const struct eb_state *s, size_t model, uint32_t threads,
+                                     size_t job, enum engine_bench_kind kind) {
+  for (size_t i = 0; i < s->n_rows; i++) {
+    const struct eb_row *r = &s->rows[i];
+    if (r->model == model && r->threads == threads && r->job == (int)job && r->cfg.kind == kind)
+      return r;
+  }
+  return NULL;
+}
+
 const struct eb_row *eb_find_row(const struct eb_state *s, size_t model, uint32_t threads,
                                  enum engine_bench_kind kind, uint32_t tokens, uint32_t depth) {
   for (size_t i = 0; i < s->n_rows; i++) {
     const struct eb_row *r = &s->rows[i];
-    if (r->model == model && r->threads == threads && r->cfg.kind == kind &&
+    if (r->model == model && r->job < 0 && r->threads == threads && r->cfg.kind == kind &&
         r->cfg.tokens == tokens && r->cfg.depth == depth)
       return r;
   }

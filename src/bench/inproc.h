@@ -33,8 +33,24 @@
 /* What to run. Lists (threads, prompt and generated lengths, depths) may be
  * empty: eb_run fills the defaults in (1..the probe's threads; pp512; tg128;
  * depth 0). gguf NULL: the main job (the embedded default pair). */
+/* A text job run in process (a workload file's line, tokenized by the
+ * model's own vocabulary): its prompt's tokens prefilled as pp<n_ids>, and
+ * max_tokens decoded after that prompt as tg<max_tokens> at depth n_ids. */
+struct eb_job {
+  const char *name;
+  const int32_t *ids;
+  uint32_t n_ids;
+  uint32_t max_tokens;
+  uint32_t reps; /* 0: the invocation's */
+};
+
 struct eb_opts {
   const char *gguf;
+  /* Text jobs (gguf given): they replace the -p/-n/-d grid; NULL/0: none. */
+  const struct eb_job *jobs;
+  size_t n_jobs;
+  const char *workload_file; /* where they came from (the settings record) */
+  const char *vocab;         /* the vocabulary that counted them (tokenizer_describe) */
   uint32_t threads[EB_MAX_LIST];
   size_t n_threads;
   uint32_t prompt_tokens[EB_MAX_LIST];
@@ -146,6 +162,7 @@ static inline bool eb_pages_below(double probe_bw, double own, double frac) {
 /* One configuration's outcome (a row of the table, a summary line). */
 struct eb_row {
   size_t model;
+  int job; /* index into eb_opts.jobs; -1 for the grid's rows */
   uint32_t threads;
   struct engine_bench_config cfg;
   struct stats_summary tok_s;
@@ -236,6 +253,10 @@ const char *eb_model_type_name(const struct eb_model *m);
 /* The row of one configuration; NULL when it did not run. */
 const struct eb_row *eb_find_row(const struct eb_state *s, size_t model, uint32_t threads,
                                  enum engine_bench_kind kind, uint32_t tokens, uint32_t depth);
+/* A text job's row (prefill or decode) at that thread count; NULL when it
+ * did not run. */
+const struct eb_row *eb_find_job_row(const struct eb_state *s, size_t model, uint32_t threads,
+                                     size_t job, enum engine_bench_kind kind);
 /* The first nonzero of v[0..n); 0 when none. */
 uint32_t eb_first_nonzero(const uint32_t *v, size_t n);
 /* A decode row whose rate is blank by rule 5 (fewer than

@@ -32,6 +32,7 @@ static json_t *head(const char *kind, const struct record_engine_in *in,
   bad |= put(m, "weights", str(in->weights));
   bad |= put(o, record_key_leaf(RK_MODEL), m);
   bad |= put(o, record_key_leaf(RK_TEST), json_string(engine_bench_test_name(cfg, test, sizeof test)));
+  if (cfg->workload) bad |= put(o, record_key_leaf(RK_WORKLOAD), json_string(cfg->workload));
   bad |= put(o, record_key_leaf(RK_PHASE), json_string(cfg->kind == ENGINE_BENCH_PP ? "prefill" : "decode"));
   bad |= put(o, record_key_leaf(RK_THREADS), json_integer(threads));
   bad |= put(o, record_key_leaf(RK_DEPTH), json_integer(cfg->depth));

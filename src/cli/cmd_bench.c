@@ -16,6 +16,7 @@
 #include "cli/bench_cli.h"
 #include "cli/cli.h"
 #include "record/record.h"
+#include "workload/workload_file.h"
 #include "util/units.h"
 
 static const char *const CMD = "bench";
@@ -34,6 +35,8 @@ static void usage(FILE *out) {
           "  -p, --prompt-tokens LIST ppN lengths (default 512; 0 = none)\n"
           "  -n, --max-tokens LIST    tgN lengths (default 128; 0 = none; below 24 no rate)\n"
           "  -d, --depth LIST         context filled before each run, untimed (default 0)\n"
+          "  -w, --workload FILE.jsonl  with -m: your jobs' prompts at llama.cpp's token\n"
+          "                           counts (the file's vocabulary) in place of -p/-d\n"
           "  -r, --reps N             timed repetitions (default 3; 5 with -m)\n"
           "      --hugepages          copy the weights into huge pages (default: mapped)\n"
           "      --reprobe            measure the machine again (default: cached probe)\n"
@@ -216,8 +219,17 @@ static int parse_args(int argc, char **argv, struct bench_opts *o) {
       return cli_fail(CMD, TM_EXIT_USAGE, "--out: %s", werr.msg);
   }
   if (!o->url) {
-    const char *server_only = o->workloads      ? "--workload"
-                              : o->model         ? "--model"
+    if (o->workloads && !workload_is_file(o->workloads))
+      return cli_usage_error(CMD, "--workload %s: the built-in workloads are for --url; in "
+                                  "process -w takes a workload file (FILE.jsonl)", o->workloads);
+    if (o->workloads && !o->gguf)
+      return cli_usage_error(CMD, "--workload %s in process needs -m MODEL.gguf with a "
+                                  "vocabulary (tokmeter synth --vocab-from FILE makes one)",
+                             o->workloads);
+    if (o->workloads && (o->n_prompt_tokens || o->n_depth || o->n_max_tokens > 1))
+      return cli_usage_error(CMD, "--workload: a workload file's jobs set the prompts (no -p, "
+                                  "-d or lists of -n; one -n is the jobs' default output)");
+    const char *server_only = o->model         ? "--model"
                               : o->prompt_file   ? "--prompt-file"
                               : o->allow_cache   ? "--allow-cache"
                               : o->cold          ? "--cold"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench/inproc.h"
+#include "bench/inproc_jobs.h"
 #include "cli/bench_cli.h"
 #include "cli/bench_engine_print.h"
 #include "cli/cli.h"
@@ -32,6 +33,21 @@ int bench_inprocess(struct bench_opts *o) {
   memcpy(eo.prompt_tokens, o->prompt_tokens, sizeof eo.prompt_tokens);
   memcpy(eo.max_tokens, o->max_tokens, sizeof eo.max_tokens);
   memcpy(eo.depth, o->depth, sizeof eo.depth);
+  struct eb_jobs jobs = {0};
+  if (o->workloads) { /* cmd_bench checked: a .jsonl file, with -m */
+    char err[600];
+    uint32_t dflt = o->n_max_tokens ? o->max_tokens[0] : 128;
+    if (eb_jobs_load(o->workloads, o->gguf, dflt, EB_JOB_MAX_PROMPT, &jobs, err, sizeof err) != 0)
+      return cli_fail(CMD, TM_EXIT_USAGE, "%s", err);
+    eo.jobs = jobs.v;
+    eo.n_jobs = jobs.n;
+    eo.workload_file = o->workloads;
+    eo.vocab = jobs.vocab;
+    eo.n_max_tokens = 0;
+    if (jobs.any_expect)
+      cli_note(CMD, "answers are not checked in process (the engine's tokens are not decoded "
+                    "to text); the jobs' \"expect\" is for --url");
+  }
   const struct eb_hooks hooks = {.progress = hook_progress, .progress_done = hook_progress_done,
                                  .step = hook_step,
                                  .warn = hook_warn, .ctx = (void *)CMD};
@@ -50,5 +66,6 @@ int bench_inprocess(struct bench_opts *o) {
     rc = cli_fail(CMD, rc == EB_BAD_INPUT ? TM_EXIT_USAGE : TM_EXIT_RUNTIME, "%s", st.err.msg);
   }
   eb_state_free(&st);
+  eb_jobs_free(&jobs);
   return rc;
 }

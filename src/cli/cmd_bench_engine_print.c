@@ -269,6 +269,46 @@ static void print_side_by_side(const struct eb_state *s, size_t mi, uint32_t p, 
                                    : "");
 }
 
+/* A workload file's jobs: per job and thread count, its prompt's prefill
+ * and the decode after it, each beside its ceiling. */
+static void print_jobs(const struct eb_state *s, size_t mi) {
+  const struct eb_opts *o = s->o;
+  size_t w = 3;
+  for (size_t j = 0; j < o->n_jobs; j++) {
+    size_t l = strlen(o->jobs[j].name);
+    w = l > w ? l : w;
+  }
+  printf("%-*s  prompt  threads  %-16s %8s %5s    %-16s %8s %5s\n", (int)w, "job",
+         "prefill tok/s", "ceiling", "%", "decode tok/s", "ceiling", "%");
+  bool few = false;
+  for (size_t j = 0; j < o->n_jobs; j++) {
+    for (size_t ti = 0; ti < o->n_threads; ti++) {
+      const uint32_t t = o->threads[ti];
+      const struct eb_row *pp = eb_find_job_row(s, mi, t, j, ENGINE_BENCH_PP);
+      const struct eb_row *tg = eb_find_job_row(s, mi, t, j, ENGINE_BENCH_TG);
+      char x1[48] = "", x2[16] = "", x3[8] = "", y1[48] = "", y2[16] = "", y3[8] = "";
+      if (pp) {
+        rate_pm(&pp->tok_s, x1, sizeof x1);
+        ceil_str(pp->ceiling_tok_s, x2, sizeof x2);
+        pct(pp->percent, x3, sizeof x3);
+      }
+      if (tg) {
+        if (eb_blank_by_rule(tg)) snprintf(y1, sizeof y1, "- " NOTE_MARK " (tg%u)", tg->cfg.tokens);
+        else rate_pm(&tg->tok_s, y1, sizeof y1);
+        ceil_str(tg->ceiling_tok_s, y2, sizeof y2);
+        pct(tg->percent, y3, sizeof y3);
+        few |= eb_blank_by_rule(tg);
+      }
+      printf("%-*s  %6u  %7u  %-16s %8s %5s    %-16s %8s %5s\n", (int)w,
+             ti ? "" : o->jobs[j].name, o->jobs[j].n_ids, t, x1, x2, x3, y1, y2, y3);
+    }
+  }
+  if (few) print_few_tokens_note();
+  printf("(prompt: the job's text in tokens of the model's own vocabulary, %s, as llama.cpp "
+         "counts it; decode: the job's max_tokens after that prompt)\n",
+         o->vocab ? o->vocab : "?");
+}
+
 /* One row per configuration: for lists of -p / -n / -d. */
 static void print_rows(const struct eb_state *s, size_t mi) {
   printf("threads  test      depth  %-22s %12s %6s\n", "rate (tok/s)", "ceiling", "%");
@@ -341,6 +381,10 @@ static void print_model_short(const struct eb_state *s, size_t mi, bool side) {
          strstr(m->label, m->short_label) ? "" : ": ", m->label,
          tm_fmt_bytes((double)m->file_bytes, a, sizeof a),
          tm_fmt_bytes_si(m->cost.weight_bytes_per_token + m->cost.state_bytes, b, sizeof b));
+  if (o->n_jobs) {
+    print_jobs(s, mi);
+    return;
+  }
   if (!side) {
     print_rows(s, mi);
     return;
@@ -386,12 +430,15 @@ void bench_engine_print(struct eb_state *s, bool verbose) {
   }
   print_machine(s, s->probe_cached);
   printf("method: in-process (tokmeter's engine), one discarded warm-up then %u timed "
-         "repetition%s per configuration; random prompt tokens; greedy decode ignoring "
+         "repetition%s per configuration; %s; greedy decode ignoring "
          "end-of-sequence; rates are median +- sd, %% of ceiling = median / the ceiling\n",
-         s->reps, s->reps == 1 ? "" : "s");
+         s->reps, s->reps == 1 ? "" : "s",
+         o->n_jobs ? "the workload file's prompts" : "random prompt tokens");
   for (size_t mi = 0; mi < s->n_models; mi++) {
     print_model_head(s, mi);
-    if (side)
+    if (o->n_jobs)
+      print_jobs(s, mi);
+    else if (side)
       print_side_by_side(s, mi, eb_first_nonzero(o->prompt_tokens, o->n_prompt_tokens),
                          eb_first_nonzero(o->max_tokens, o->n_max_tokens), o->depth[0]);
     else
