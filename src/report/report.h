@@ -37,6 +37,7 @@
 #define TM_REPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analysis/results.h"
 #include "analysis/series.h"
@@ -62,6 +63,10 @@ struct report_row {
   const struct series *decode_client; /* DC decode_tok_s_client (server) */
   const struct series *ttft;          /* FX ttft_ms (server) or prefill_ms (in-process pp) */
   const struct series *cold_ttft;     /* FX cold_ttft_ms (server) */
+  /* A workload file's job with an expect: its checked answers over the
+   * timed successful runs (analysis/answers.h); checked false otherwise. */
+  bool checked;
+  uint32_t correct, wrong, no_answer;
 };
 
 struct report {

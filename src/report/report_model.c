@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/answers.h"
 #include "report/report_internal.h"
 #include "stats/stats.h"
 
@@ -175,6 +176,21 @@ int report_build(const struct results *r, struct report *rep, struct tm_err *err
       if (all[k] && all[k]->n > n) n = all[k]->n;
     rep->n_timed_runs += n;
   }
+  struct answer_tallies tallies = {0};
+  if (answer_tallies_of(r, &tallies) != 0) {
+    report_free(rep);
+    return tm_errf(err, "report: out of memory");
+  }
+  for (size_t i = 0; i < rep->n_rows; i++) {
+    struct report_row *row = &rep->rows[i];
+    const struct answer_tally *t = answer_tally_find(&tallies, row->key);
+    if (!t) continue;
+    row->checked = true;
+    row->correct = t->correct;
+    row->wrong = t->wrong;
+    row->no_answer = t->no_answer;
+  }
+  answer_tallies_free(&tallies);
   if (ttft_points_from_results(r, &rep->ttft, err) < 0) {
     report_free(rep);
     return -1;

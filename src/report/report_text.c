@@ -42,6 +42,18 @@ static void c_dc_client(const struct report_row *r, char *b, size_t n) {
 }
 static void c_ttft(const struct report_row *r, char *b, size_t n) { report_cell_figure(r->ttft, b, n); }
 static void c_cold(const struct report_row *r, char *b, size_t n) { report_cell_figure(r->cold_ttft, b, n); }
+/* "3/5 correct, 1 wrong, 1 no answer": the counts, never a bare percentage */
+static void c_answers(const struct report_row *r, char *b, size_t n) {
+  if (!r->checked) {
+    b[0] = '\0';
+    return;
+  }
+  uint32_t all = r->correct + r->wrong + r->no_answer;
+  int k = snprintf(b, n, "%u/%u correct", r->correct, all);
+  if (r->wrong && k > 0 && (size_t)k < n) k += snprintf(b + k, n - (size_t)k, ", %u wrong", r->wrong);
+  if (r->no_answer && k > 0 && (size_t)k < n)
+    snprintf(b + k, n - (size_t)k, ", %u no answer", r->no_answer);
+}
 
 struct column {
   const char *head;  /* quantity tag first: which of the five the numbers are */
@@ -62,6 +74,7 @@ static const struct column columns[] = {
     {"DC client (tok/s)", true, c_dc_client},
     {"FX TTFT (ms)", true, c_ttft},
     {"FX cold TTFT (ms)", true, c_cold},
+    {"answers", false, c_answers},
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define CELL REPORT_CELL
@@ -151,6 +164,11 @@ int report_write_table(const struct report *rep, struct sbuf *o, struct tm_err *
     sbuf_puts(o, "\n");
     report_ceiling_notes(rep, o, REPORT_TABLE);
     sbuf_puts(o, report_legend_text);
+    bool checked = false;
+    for (size_t i = 0; i < rep->n_rows; i++) checked |= rep->rows[i].checked;
+    if (checked)
+      sbuf_puts(o, "answers: a workload file's checked answers, correct of the timed successful "
+                   "runs (docs/workloads.md); compare tests two configurations' counts.\n");
   }
   report_load_text(rep->results, o);
   return sbuf_ok(o) ? 0 : tm_errf(err, "report: out of memory");

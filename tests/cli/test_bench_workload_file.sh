@@ -72,6 +72,15 @@ assert base[0]["tokens"]["prompt"] == im["baseline_prompt_tokens"]
 assert all(r["settings"]["images"] == 1 for r in by["panel"])
 PY
 
+# the report puts each job's checked answers beside its speed (counts, never
+# a bare percentage); a job without expect has no answers cell
+expect_exit 0 "$TOKMETER" report "$dir/a.jsonl"
+grep -q "^  panel .*3/3 correct *$" "$dir/out" || fail "report panel answers: $(cat "$dir/out")"
+grep -q "^  meter .*0/2 correct, 2 wrong *$" "$dir/out" || fail "report meter answers: $(cat "$dir/out")"
+grep "^  story " "$dir/out" | grep -q correct && fail "report: story has answers: $(cat "$dir/out")"
+expect_exit 0 "$TOKMETER" report "$dir/a.jsonl" --html "$dir/a.html"
+grep -q "3/3 correct" "$dir/a.html" || fail "the HTML report has no answers"
+
 # --- A2: llama.cpp's server timers give the images' prefill time ---------
 start_server mmll --mode paced --flavor llamacpp --answer "Yes." --image-tokens 200 --a 2 --b 0.1 --c 1
 expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --api openai -w "$dir/jobs.jsonl" -r 1 \
