@@ -325,7 +325,7 @@ static int add_row(struct eb_state *s, const struct eb_row *r) {
  * over the whole configuration into its percentage (this project's VM moved
  * 5-13% within minutes). */
 static int run_config(struct eb_state *s, struct engine *e, size_t mi, uint32_t t,
-                      const struct engine_bench_config *cfg, int job) {
+                      const struct engine_bench_config *cfg, size_t job) {
   struct eb_model *m = &s->models[mi];
   struct record_engine_in in = {.identity = s->identity, .model_file = m->path,
                                 .model_label = m->label, .arch = m->arch, .type = eb_model_type_name(m),
@@ -466,7 +466,7 @@ static int run_jobs(struct eb_state *s, struct engine *e, size_t mi) {
         cooldown(s);
         if (s->configs_started == 1) s->t_first_config_ns = tm_now_ns();
         announce(s, mi, &cfg, o->threads[ti]);
-        int rc = run_config(s, e, mi, o->threads[ti], &cfg, (int)j);
+        int rc = run_config(s, e, mi, o->threads[ti], &cfg, j + 1);
         if (rc) return rc;
         s->configs_done++;
       }
@@ -499,7 +499,7 @@ static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
           cooldown(s);
           if (s->configs_started == 1) s->t_first_config_ns = tm_now_ns();
           announce(s, mi, &cfg, o->threads[ti]);
-          int rc = run_config(s, e, mi, o->threads[ti], &cfg, -1);
+          int rc = run_config(s, e, mi, o->threads[ti], &cfg, 0);
           if (rc) return rc;
           s->configs_done++;
         }
@@ -935,7 +935,7 @@ const struct eb_row *eb_find_job_row(const struct eb_state *s, size_t model, uin
                                      size_t job, enum engine_bench_kind kind) {
   for (size_t i = 0; i < s->n_rows; i++) {
     const struct eb_row *r = &s->rows[i];
-    if (r->model == model && r->threads == threads && r->job == (int)job && r->cfg.kind == kind)
+    if (r->model == model && r->threads == threads && r->job == job + 1 && r->cfg.kind == kind)
       return r;
   }
   return NULL;
@@ -945,7 +945,7 @@ const struct eb_row *eb_find_row(const struct eb_state *s, size_t model, uint32_
                                  enum engine_bench_kind kind, uint32_t tokens, uint32_t depth) {
   for (size_t i = 0; i < s->n_rows; i++) {
     const struct eb_row *r = &s->rows[i];
-    if (r->model == model && r->job < 0 && r->threads == threads && r->cfg.kind == kind &&
+    if (r->model == model && r->job == 0 && r->threads == threads && r->cfg.kind == kind &&
         r->cfg.tokens == tokens && r->cfg.depth == depth)
       return r;
   }

@@ -162,7 +162,7 @@ static inline bool eb_pages_below(double probe_bw, double own, double frac) {
 /* One configuration's outcome (a row of the table, a summary line). */
 struct eb_row {
   size_t model;
-  int job; /* index into eb_opts.jobs; -1 for the grid's rows */
+  size_t job; /* 0 for the grid's rows; a text job's: 1 + its index in eb_opts.jobs */
   uint32_t threads;
   struct engine_bench_config cfg;
   struct stats_summary tok_s;

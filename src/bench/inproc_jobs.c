@@ -47,6 +47,7 @@ int eb_jobs_load(const char *workload_path, const char *gguf, uint32_t default_m
                "only (measure an image job over a server: --url)", wf.path, jb->line, jb->name);
       goto done;
     }
+    out->n = i + 1; /* what eb_jobs_free frees (the arrays are zeroed) */
     char *text = wl_job_text(jb);
     out->names[i] = strdup(jb->name);
     if (!text || !out->names[i]) {
@@ -57,7 +58,6 @@ int eb_jobs_load(const char *workload_path, const char *gguf, uint32_t default_m
     size_t n = 0;
     int e = tokenizer_encode(t, text, strlen(text), true, true, &out->ids[i], &n, &terr);
     free(text);
-    out->n = i + 1;
     if (e != 0) {
       snprintf(err, errn, "%s:%d: job '%s': %s", wf.path, jb->line, jb->name, terr.msg);
       goto done;

@@ -32,7 +32,9 @@ struct eb_jobs {
 };
 
 /* 0, or -1 with err (one line, "FILE:LINE: ..." where a job is at fault).
- * default_max_tokens: for jobs without max_tokens; default_reps: 0 or -r. */
+ * default_max_tokens: for jobs without max_tokens (a job's repeat, when
+ * given, is its eb_job.reps; 0 leaves the invocation's); max_prompt: the
+ * most tokens a job's prompt may have. */
 int eb_jobs_load(const char *workload_path, const char *gguf, uint32_t default_max_tokens,
                  uint32_t max_prompt, struct eb_jobs *out, char *err, size_t errn);
 void eb_jobs_free(struct eb_jobs *j);

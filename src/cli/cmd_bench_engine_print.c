@@ -203,6 +203,28 @@ static void print_model_head(const struct eb_state *s, size_t mi) {
   }
 }
 
+/* A prefill row and a decode row as one line's cells: rate +- sd, ceiling,
+ * %; either row may be NULL (blank cells). True when the decode's rate is
+ * blank by rule 5 (its footnote is due). */
+struct pair_cells {
+  char x1[48], x2[16], x3[8], y1[48], y2[16], y3[8];
+};
+static bool fill_pair_cells(const struct eb_row *pp, const struct eb_row *tg,
+                            struct pair_cells *c) {
+  memset(c, 0, sizeof *c);
+  if (pp) {
+    rate_pm(&pp->tok_s, c->x1, sizeof c->x1);
+    ceil_str(pp->ceiling_tok_s, c->x2, sizeof c->x2);
+    pct(pp->percent, c->x3, sizeof c->x3);
+  }
+  if (!tg) return false;
+  if (eb_blank_by_rule(tg)) snprintf(c->y1, sizeof c->y1, "- " NOTE_MARK);
+  else rate_pm(&tg->tok_s, c->y1, sizeof c->y1);
+  ceil_str(tg->ceiling_tok_s, c->y2, sizeof c->y2);
+  pct(tg->percent, c->y3, sizeof c->y3);
+  return eb_blank_by_rule(tg);
+}
+
 /* Prefill and decode side by side, one row per thread count, for one -p,
  * one -n and one -d: rate +- sd, ceiling, % (the screen's table, and -v's). */
 static void print_pair_table(const struct eb_state *s, size_t mi, uint32_t p, uint32_t n,
@@ -217,20 +239,9 @@ static void print_pair_table(const struct eb_state *s, size_t mi, uint32_t p, ui
     const uint32_t t = o->threads[ti];
     const struct eb_row *pp = p ? eb_find_row(s, mi, t, ENGINE_BENCH_PP, p, d) : NULL;
     const struct eb_row *tg = n ? eb_find_row(s, mi, t, ENGINE_BENCH_TG, n, d) : NULL;
-    char x1[48] = "", x2[16] = "", x3[8] = "", y1[48] = "", y2[16] = "", y3[8] = "";
-    if (pp) {
-      rate_pm(&pp->tok_s, x1, sizeof x1);
-      ceil_str(pp->ceiling_tok_s, x2, sizeof x2);
-      pct(pp->percent, x3, sizeof x3);
-    }
-    if (tg) {
-      if (eb_blank_by_rule(tg)) snprintf(y1, sizeof y1, "- " NOTE_MARK);
-      else rate_pm(&tg->tok_s, y1, sizeof y1);
-      ceil_str(tg->ceiling_tok_s, y2, sizeof y2);
-      pct(tg->percent, y3, sizeof y3);
-      few |= eb_blank_by_rule(tg);
-    }
-    printf("%7u  %-16s %8s %5s    %-16s %8s %5s\n", t, x1, x2, x3, y1, y2, y3);
+    struct pair_cells c;
+    few |= fill_pair_cells(pp, tg, &c);
+    printf("%7u  %-16s %8s %5s    %-16s %8s %5s\n", t, c.x1, c.x2, c.x3, c.y1, c.y2, c.y3);
   }
   if (few) print_few_tokens_note();
 }
@@ -286,21 +297,10 @@ static void print_jobs(const struct eb_state *s, size_t mi) {
       const uint32_t t = o->threads[ti];
       const struct eb_row *pp = eb_find_job_row(s, mi, t, j, ENGINE_BENCH_PP);
       const struct eb_row *tg = eb_find_job_row(s, mi, t, j, ENGINE_BENCH_TG);
-      char x1[48] = "", x2[16] = "", x3[8] = "", y1[48] = "", y2[16] = "", y3[8] = "";
-      if (pp) {
-        rate_pm(&pp->tok_s, x1, sizeof x1);
-        ceil_str(pp->ceiling_tok_s, x2, sizeof x2);
-        pct(pp->percent, x3, sizeof x3);
-      }
-      if (tg) {
-        if (eb_blank_by_rule(tg)) snprintf(y1, sizeof y1, "- " NOTE_MARK " (tg%u)", tg->cfg.tokens);
-        else rate_pm(&tg->tok_s, y1, sizeof y1);
-        ceil_str(tg->ceiling_tok_s, y2, sizeof y2);
-        pct(tg->percent, y3, sizeof y3);
-        few |= eb_blank_by_rule(tg);
-      }
+      struct pair_cells c;
+      few |= fill_pair_cells(pp, tg, &c);
       printf("%-*s  %6u  %7u  %-16s %8s %5s    %-16s %8s %5s\n", (int)w,
-             ti ? "" : o->jobs[j].name, o->jobs[j].n_ids, t, x1, x2, x3, y1, y2, y3);
+             ti ? "" : o->jobs[j].name, o->jobs[j].n_ids, t, c.x1, c.x2, c.x3, c.y1, c.y2, c.y3);
     }
   }
   if (few) print_few_tokens_note();
