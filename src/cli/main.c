@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/suggest.h"
 
 struct command {
   const char *name;
@@ -60,6 +61,13 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "tokmeter: unknown command '%s'\nTry 'tokmeter --help'.\n", cmd);
+  const char *names[sizeof commands / sizeof commands[0]];
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].name;
+  const char *near = tm_suggest(cmd, names, sizeof names / sizeof names[0]);
+  if (near)
+    fprintf(stderr, "tokmeter: unknown command '%s' (did you mean '%s'?)\nTry 'tokmeter --help'.\n",
+            cmd, near);
+  else
+    fprintf(stderr, "tokmeter: unknown command '%s'\nTry 'tokmeter --help'.\n", cmd);
   return TM_EXIT_USAGE;
 }

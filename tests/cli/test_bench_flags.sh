@@ -42,4 +42,9 @@ expect_exit 0 "$TOKMETER" bench --url "http://127.0.0.1:$PORT" --prompt-file "$d
   -r 1 --out "$dir/f.jsonl"
 read -r _ max < <(workload "$dir/f.jsonl")
 [ "$max" = 128 ] || fail "--prompt-file alone: max_tokens $max"
+# a mistyped command gets the nearest one, a word far from every command none
+expect_exit 2 "$TOKMETER" bnech
+grep -q "unknown command 'bnech' (did you mean 'bench'?)" "$dir/err" || fail "bnech: $(cat "$dir/err")"
+expect_exit 2 "$TOKMETER" frobnicate
+grep -q "did you mean" "$dir/err" && fail "frobnicate got a suggestion: $(cat "$dir/err")"
 echo "test_bench_flags: ok"
