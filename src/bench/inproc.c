@@ -430,9 +430,8 @@ static void cooldown(struct eb_state *s) {
   }
 }
 
-/* Every configuration of one model, threads outermost (the pool is rebuilt
- * once per thread count). */
-
+/* The progress line's step: the plan's place, the model, the job (if
+ * any), the test, depth and threads. */
 static void announce(struct eb_state *s, size_t mi, const struct engine_bench_config *cfg,
                      uint32_t t) {
   if (!s->hooks.step) return;
@@ -476,6 +475,8 @@ static int run_jobs(struct eb_state *s, struct engine *e, size_t mi) {
   return 0;
 }
 
+/* Every configuration of one model, threads outermost (the pool is rebuilt
+ * once per thread count): the grid of -p/-n/-d, or the text jobs. */
 static int run_model(struct eb_state *s, struct engine *e, size_t mi) {
   const struct eb_opts *o = s->o;
   if (o->n_jobs) return run_jobs(s, e, mi);
