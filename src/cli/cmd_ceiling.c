@@ -136,6 +136,7 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
   o->overhead_bytes = DEFAULT_OVERHEAD_BYTES;
   o->measured_decode = o->measured_prefill = -1;
   bool have_size = false, have_frac = false;
+  const char *size_arg = NULL;
   struct tm_err err = {{0}};
   opterr = 0;
   optind = 1;
@@ -146,7 +147,11 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
       case 'h': usage(stdout); *rc = TM_EXIT_OK; return 1;
       case O_PRESET: o->preset = optarg; break;
       case O_TYPE: o->type = optarg; break;
-      case O_SIZE: bad = tm_parse_bytes(optarg, &o->size_bytes, &err); have_size = true; break;
+      case O_SIZE:
+        bad = tm_parse_bytes(optarg, &o->size_bytes, &err);
+        have_size = true;
+        size_arg = optarg;
+        break;
       case O_FRAC: {
         have_frac = true;
         char *end;
@@ -232,6 +237,18 @@ static int parse_args(int argc, char **argv, struct ceiling_opts *o, int *rc) {
    * precision in a double. */
   if (have_size && !(o->size_bytes > 0 && o->size_bytes <= 1e18)) {
     *rc = cli_usage_error(CMD, "--size must be > 0 and at most 1 EB");
+    return -1;
+  }
+  /* The smallest model files here are a few MB (the tests' 2-layer ones);
+   * below 1 MB a bare number is a missing unit, and its ceiling (703 million
+   * tok/s for "--size 15") would be a number no machine reaches. */
+  if (have_size && o->size_bytes < 1e6) {
+    bool bare = strspn(size_arg, "0123456789.eE+-") == strlen(size_arg);
+    *rc = bare ? cli_usage_error(CMD, "--size %s is %s bytes, smaller than any language model "
+                                      "(1 MB at least); did you mean %sGB?",
+                                 size_arg, size_arg, size_arg)
+               : cli_usage_error(CMD, "--size %s: smaller than any language model (1 MB at "
+                                      "least)", size_arg);
     return -1;
   }
   if (have_size && o->n_batches) {

@@ -296,9 +296,14 @@ assert abs(d['decode_ceiling_tok_s']-182)<1e-9 and abs(d['dense_ceiling_tok_s']-
   || fail "napkin --active-fraction"
 
 # results that are not finite numbers are refused, not printed as "inf"
-expect_usage "inf ceiling" --size 1B --active-fraction 1e-300 --bandwidth 1000GB/s
+expect_usage "inf ceiling" --size 1MB --active-fraction 1e-320 --bandwidth 1000GB/s
 grep -q "decode ceiling is not a finite number: .*--size x --active-fraction" "$dir/err" \
   || fail "inf ceiling: $(cat "$dir/err")"
+# a size below any model is a missing unit, not a 703-million tok/s ceiling
+expect_usage "size without unit" --size 15 --bandwidth 273GB/s
+grep -q -- "--size 15 is 15 bytes.*did you mean 15GB?" "$dir/err" || fail "--size 15: $(cat "$dir/err")"
+expect_usage "size below a model" --size 15kB --bandwidth 273GB/s
+grep -q -- "--size 15kB: smaller than any language model" "$dir/err" || fail "--size 15kB: $(cat "$dir/err")"
 expect_usage "bandwidth overflow" --preset tiny --bandwidth 1e308PB/s
 grep -q "too large" "$dir/err" || fail "bandwidth overflow: $(cat "$dir/err")"
 
