@@ -81,13 +81,14 @@ double ttft_predict_ms(const struct ttft_fit *fit, double len, double *se_ms) {
   return y;
 }
 
-/* A negative fitted fixed cost (noise around zero) reads as share 0: the
- * point estimate says "none of the wait is fixed", not "less than none". */
+/* A fixed cost fitted below zero has no share to read: no wait is less than
+ * none, and "0% of the wait is fixed cost" beside "-749 ms" says a thing the
+ * fit does not (it says the line does not hold: TTFT grows faster than
+ * linearly over the range, or the points are noise). NAN then. */
 double ttft_fixed_share(const struct ttft_fit *fit, double len) {
   double total = ttft_predict_ms(fit, len, NULL);
-  if (!isfinite(total) || !(total > 0)) return NAN;
+  if (!isfinite(total) || !(total > 0) || !(fit->fixed_ms >= 0)) return NAN;
   double s = fit->fixed_ms / total;
-  if (s < 0) s = 0;
   if (s > 1) s = 1;
   return s;
 }

@@ -41,7 +41,8 @@ int ttft_fit_points(const double *len, const double *ttft_ms, size_t n, struct t
 /* Predicted TTFT at prompt length L, and its standard error (from the
  * covariance of a and b). */
 double ttft_predict_ms(const struct ttft_fit *fit, double len, double *se_ms);
-/* Share (0..1) of TTFT(L) that is fixed cost: fixed_ms / TTFT(L). */
+/* Share (0..1) of TTFT(L) that is fixed cost: fixed_ms / TTFT(L); NAN when
+ * the fixed cost fits below zero (no share to read) or TTFT(L) <= 0. */
 double ttft_fixed_share(const struct ttft_fit *fit, double len);
 
 /* One group of points from results files. */

@@ -82,7 +82,9 @@ static void print_fit(FILE *out, const char *key, const struct ttft_fit *f) {
       fprintf(out, "  at %5.0f tokens: the line predicts no positive TTFT here\n", lens[i]);
       continue;
     }
-    char sh[48] = "fixed share unknown";
+    char sh[48];
+    snprintf(sh, sizeof sh, "%s", f->fixed_ms < 0 ? "no fixed share (it fits below zero)"
+                                                  : "fixed share unknown");
     if (isfinite(share)) snprintf(sh, sizeof sh, "%.0f%% of it fixed cost", 100 * share);
     fprintf(out, "  at %5.0f tokens: TTFT %s +- %s ms, %s%s\n", lens[i],
             tm_fmt_ms_fit(t, a, sizeof a), tm_fmt_ms_fit(se, b, sizeof b), sh,

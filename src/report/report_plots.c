@@ -289,11 +289,23 @@ static int section_ttft(const struct report *rep, struct sbuf *o, struct pool *p
       ser[ns++] = (struct svg_series){.name = fit_name, .x = fx, .y = fy, .n = 2, .line = true,
                                       .shape = SVG_NO_MARK, .derived = true, .dashed = true,
                                       .color = 1, .width = 2};
+      double share = ttft_fixed_share(&fit, fit.min_len);
+      char tail[200];
+      if (fit.fixed_ms < 0)
+        snprintf(tail, sizeof tail, "the fixed cost fits below zero: TTFT grows faster than a "
+                                    "line over these lengths (attention over long prompts), or "
+                                    "the points are noise; no fixed share is read from it.");
+      else if (isfinite(share))
+        snprintf(tail, sizeof tail, "at %.0f tokens %.0f%% of the wait is fixed cost.",
+                 fit.min_len, 100 * share);
+      else
+        snprintf(tail, sizeof tail, "the fixed share is unknown.");
       snprintf(caption, sizeof caption,
                "One mark per timed run. Least-squares fit over %zu runs at %zu lengths: fixed "
                "cost %.3g \xc2\xb1 %.2g ms (FX), prefill %s \xc2\xb1 %s tok/s (PF), "
-               "r\xc2\xb2 %.3f; at %.0f tokens %.0f%% of the wait is fixed cost.",
-               fit.n_points, fit.n_lengths, fit.fixed_ms, fit.se_fixed_ms, rate, se_rate, fit.r2, fit.min_len, 100 * ttft_fixed_share(&fit, fit.min_len));
+               "r\xc2\xb2 %.3f; %s",
+               fit.n_points, fit.n_lengths, fit.fixed_ms, fit.se_fixed_ms, rate, se_rate, fit.r2,
+               tail);
     } else {
       snprintf(caption, sizeof caption, "One mark per timed run. No fit: %s", ferr.msg);
     }
