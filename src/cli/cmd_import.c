@@ -49,7 +49,9 @@ static void usage(void) {
          "      --compute RATE    compute rate for the prefill ceilings, e.g. 1.2TOPS\n"
          "                        (default: this machine's cached probe)\n"
          "      --no-probe        never use the cached probe (default: use it for CPU\n"
-         "                        runs when a figure is not given)\n"
+         "                        runs of this machine's CPU when a figure is not given)\n"
+         "      --this-machine    the runs were made here: use the probe whatever\n"
+         "                        their cpu_info says\n"
          "  -h, --help            show this help and exit\n"
          "Exit codes: 0 ok, 1 the results file cannot be written, 2 bad usage or input.\n"
          "Details: docs/import.md\n");
@@ -119,10 +121,11 @@ int cmd_import(int argc, char **argv) {
       {"out", required_argument, NULL, 'o'},      {"gguf", required_argument, NULL, 'm'},
       {"bandwidth", required_argument, NULL, 'B'}, {"compute", required_argument, NULL, 'C'},
       {"no-probe", no_argument, NULL, 'P'},        {"help", no_argument, NULL, 'h'},
+      {"this-machine", no_argument, NULL, 'T'},
       {NULL, 0, NULL, 0}};
   const char *out_path = RECORD_DEFAULT_FILE, *gguf = NULL;
   double bw = NAN, compute = NAN;
-  bool no_probe = false;
+  bool no_probe = false, this_machine = false;
   struct tm_err err = {{0}};
   optind = 1;
   opterr = 0;
@@ -140,6 +143,7 @@ int cmd_import(int argc, char **argv) {
         return cli_usage_error(CMD, "--compute: %s", err.msg[0] ? err.msg : "must be > 0");
       break;
     case 'P': no_probe = true; break;
+    case 'T': this_machine = true; break;
     case 'h': usage(); return TM_EXIT_OK;
     case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
     default: return cli_bad_option(CMD, argv[optind - 1], opts);
@@ -157,7 +161,8 @@ int cmd_import(int argc, char **argv) {
 
   static struct model_cost cost;
   static struct machine_probe probe;
-  struct import_opts io = {.command = NULL, .bandwidth_bytes_s = bw, .compute_ops_s = compute};
+  struct import_opts io = {.command = NULL, .bandwidth_bytes_s = bw, .compute_ops_s = compute,
+                           .this_machine = this_machine};
   char command[2048] = "tokmeter";
   for (int i = 0; i < argc; i++) {
     size_t len = strlen(command);

@@ -52,6 +52,10 @@ struct import_opts {
   double bandwidth_bytes_s;    /* given for every thread count; NAN = probe's */
   double compute_ops_s;        /* given; NAN = probe's */
   const struct machine_probe *probe; /* NULL when none */
+  /* The runs were made on this machine (--this-machine): the probe is theirs
+   * whatever their cpu_info says. Otherwise a run whose cpu_info names
+   * another CPU than the probe's is not held against the probe. */
+  bool this_machine;
 };
 
 struct import_out {

@@ -40,6 +40,16 @@ static bool cpu_backend(const struct lb_entry *e) {
   return !e->backends || !*e->backends || !strcmp(e->backends, "CPU");
 }
 
+/* The same CPU name, spaces aside ("Intel(R) Xeon(R)  Processor" as one). */
+static bool same_cpu(const char *a, const char *b) {
+  for (;;) {
+    while (*a == ' ' || *a == '\t') a++;
+    while (*b == ' ' || *b == '\t') b++;
+    if (!*a || !*b) return !*a && !*b;
+    if (*a++ != *b++) return false;
+  }
+}
+
 static double probe_at(const double *by_threads, const struct machine_probe *p, long long t) {
   if (!p || t < 1 || t > (long long)p->max_threads) return NAN;
   return by_threads[t] > 0 ? by_threads[t] : NAN;
@@ -60,6 +70,13 @@ static void ceiling_for(const struct import_opts *o, const struct lb_entry *e,
   if (p && !cpu_backend(e)) {
     import_lb_warn(out, "runs on backend %s: this machine's CPU probe is not its ceiling "
                         "(give --bandwidth / --compute)", e->backends);
+    p = NULL;
+  }
+  if (p && !o->this_machine && e->cpu_info && *e->cpu_info && p->info.cpu_model[0] &&
+      !same_cpu(e->cpu_info, p->info.cpu_model)) {
+    import_lb_warn(out, "runs made on '%s', and this machine is '%s': its probe is not their "
+                        "ceiling (--this-machine if they ran here; or give --bandwidth / "
+                        "--compute)", e->cpu_info, p->info.cpu_model);
     p = NULL;
   }
   const long long t = e->n_threads;

@@ -24,7 +24,7 @@ for cls in avx2 avx512_vnni; do
   expect_exit 0 "$TOKMETER" bench -m "$G" -t 2 -p 64 -n 32 -r 1 --json --no-progress \
     --out "$dir/bench-$cls.jsonl"
   cp "$dir/out" "$dir/bench.json"
-  expect_exit 0 "$TOKMETER" import -m "$G" -o "$dir/import-$cls.jsonl" "$LB"
+  expect_exit 0 "$TOKMETER" import -m "$G" --this-machine -o "$dir/import-$cls.jsonl" "$LB"
   python3 - "$dir/ceiling.json" "$dir/bench.json" "$dir/import-$cls.jsonl" "$dir/class.json" \
     "$cls" <<'PY' || fail "$cls: the three commands' ceilings differ (see above)"
 import json, sys

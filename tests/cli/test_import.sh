@@ -94,8 +94,20 @@ PY
 "$TOKMETER" probe --quick -t 2 --json >"$dir/probe.json" 2>/dev/null || fail "probe --quick"
 expect_exit 0 "$TOKMETER" import -o "$dir/p0.jsonl" -m "$GGUF" "$LB/llama-bench-output.json"
 grep -q "quick one" "$dir/err" || fail "a quick probe must not be used silently: $(cat "$dir/err")"
-TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o "$dir/p.jsonl" -m "$GGUF" \
+# The fixture's runs name another CPU ("AMD EPYC") than this machine's
+# probe: not held against it, said so; --this-machine says they ran here.
+TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o "$dir/other.jsonl" -m "$GGUF" \
   "$LB/llama-bench-output.json"
+grep -q "runs made on 'AMD EPYC', and this machine is '.*': its probe is not their ceiling" \
+  "$dir/err" || fail "another machine's runs: $(cat "$dir/err")"
+python3 - "$dir/other.jsonl" <<'PY' || fail "another machine's runs got this probe's ceilings"
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+runs = [r for r in runs if r["record"] == "run"]
+assert runs and all(r["ceiling"] is None for r in runs), runs[0].get("ceiling")
+PY
+TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o "$dir/p.jsonl" -m "$GGUF" \
+  --this-machine "$LB/llama-bench-output.json"
 grep -q "cached probe" "$dir/out" || fail "no probe note in the table: $(cat "$dir/out")"
 python3 - "$dir/p.jsonl" "$dir/probe.json" <<'PY' || fail "ceilings from the probe"
 import json, sys
@@ -111,13 +123,13 @@ PY
 # --bandwidth without --compute: decode from the figure given, prefill from the
 # probe, each said (the note claimed the probe's figures for both)
 TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o "$dir/p2.jsonl" -m "$GGUF" \
-  --bandwidth 32.9GB/s "$LB/llama-bench-output.json"
+  --this-machine --bandwidth 32.9GB/s "$LB/llama-bench-output.json"
 grep -q "^ceilings: decode from --bandwidth 32.9 GB/s; prefill from the cached probe's compute" \
   "$dir/out" || fail "mixed ceiling sources: $(cat "$dir/out")"
 grep -q "decode from the cached probe" "$dir/out" && fail "probe claimed for decode: $(cat "$dir/out")"
 # --no-probe: blank again
-TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o - --no-probe -m "$GGUF" \
-  "$LB/llama-bench-output.json"
+TOKMETER_PROBE_QUICK=1 expect_exit 0 "$TOKMETER" import -o - --no-probe --this-machine \
+  -m "$GGUF" "$LB/llama-bench-output.json"
 grep -q '"ceiling":{' "$dir/out" && fail "--no-probe still has ceilings"
 
 # --- bad input: exit 2, one line, results file untouched --------------------
